@@ -1,0 +1,58 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Coffer",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "CofferCrypto", targets: ["CofferCrypto"]),
+        .library(name: "CofferKeychain", targets: ["CofferKeychain"]),
+        .library(name: "CofferKeymaker", targets: ["CofferKeymaker"]),
+        .library(name: "CofferHTML", targets: ["CofferHTML"]),
+        .library(name: "CofferMIME", targets: ["CofferMIME"]),
+        .executable(name: "coffer", targets: ["coffer"]),
+        .executable(name: "coffer-bench", targets: ["coffer-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        .target(
+            name: "CofferCrypto",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
+        .target(name: "CofferKeymaker", dependencies: ["CofferCrypto", "CofferKeychain"]),
+        .target(name: "CofferTesting", dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
+        // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
+        .target(name: "CofferHTML"),
+        // Pure Swift, Foundation only: RFC 5322 / MIME parsing, mbox and Maildir readers.
+        .target(name: "CofferMIME"),
+        .executableTarget(
+            name: "coffer",
+            dependencies: [
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "coffer-bench",
+            dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferTesting"]
+        ),
+        .testTarget(
+            name: "CofferCryptoTests",
+            dependencies: ["CofferCrypto", "CofferTesting"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
+        .testTarget(name: "CofferKeymakerTests", dependencies: ["CofferKeymaker", "CofferTesting"]),
+        .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"]),
+        .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"]),
+        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

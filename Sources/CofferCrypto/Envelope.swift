@@ -1,0 +1,194 @@
+import Crypto
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The AEAD that an envelope or stream uses.
+public enum EnvelopeAlgorithm: UInt8, Sendable, CaseIterable {
+    /// AES-256-GCM (the default: hardware accelerated on current x86 and ARM processors).
+    case aes256GCM = 1
+    /// ChaCha20-Poly1305 (for processors without AES instructions).
+    case chaCha20Poly1305 = 2
+}
+
+/// Sealed envelope v1: the one format for every small ciphertext at rest (keychain items, wrapped keys, store cells,
+/// settings).
+///
+/// Layout (all integers big-endian; `docs/FORMAT.md` is the reference):
+///
+/// ```
+/// "CFEV" | version 0x01 | algorithm | key id (8) | context tag (8) | nonce (12) | ciphertext | tag (16)
+/// ```
+///
+/// The 34-byte header and the encoded context are the AEAD's associated data, so any changed header byte, any
+/// other key and any other context fail to open. Nonces are random (96 bits); one key should seal fewer than 2^32
+/// envelopes.
+public enum Envelope {
+    /// `"CFEV"`.
+    public static let magic: [UInt8] = [0x43, 0x46, 0x45, 0x56]
+    /// The version this build writes.
+    public static let version: UInt8 = 1
+    /// Header bytes before the ciphertext.
+    public static let headerCount = 34
+    /// Bytes an envelope adds to its plaintext.
+    public static let overhead = headerCount + 16
+
+    /// Seals `plaintext` for `context` under `key`.
+    ///
+    /// - Parameters:
+    ///   - plaintext: The bytes to protect.
+    ///   - key: The key.
+    ///   - context: Where the ciphertext belongs; opening needs the same context.
+    ///   - algorithm: The AEAD; AES-256-GCM by default.
+    /// - Returns: The envelope bytes.
+    public static func seal(
+        _ plaintext: some DataProtocol,
+        with key: EnvelopeKey,
+        context: EnvelopeContext,
+        algorithm: EnvelopeAlgorithm = .aes256GCM
+    ) throws(CofferCryptoError) -> [UInt8] {
+        var nonce = [UInt8](repeating: 0, count: 12)
+        var generator = SystemRandomNumberGenerator()
+        for index in nonce.indices { nonce[index] = generator.next() }
+        return try seal(plaintext, with: key, context: context, algorithm: algorithm, nonce: nonce)
+    }
+
+    /// Seals with a caller-chosen nonce. Only for known-answer tests: a repeated nonce under one key breaks both
+    /// confidentiality and integrity.
+    ///
+    /// - Warning: Never call this outside tests.
+    public static func seal(
+        _ plaintext: some DataProtocol,
+        with key: EnvelopeKey,
+        context: EnvelopeContext,
+        algorithm: EnvelopeAlgorithm,
+        nonce: [UInt8]
+    ) throws(CofferCryptoError) -> [UInt8] {
+        precondition(nonce.count == 12, "an envelope nonce is 12 bytes")
+        var out: [UInt8] = []
+        out.reserveCapacity(overhead + plaintext.count)
+        out += magic
+        out.append(version)
+        out.append(algorithm.rawValue)
+        out += key.id
+        out += key.contextTag(context)
+        out += nonce
+        let aad = out + context.encoded
+        do {
+            switch algorithm {
+            case .aes256GCM:
+                let box = try AES.GCM.seal(
+                    plaintext,
+                    using: key.aeadKey,
+                    nonce: AES.GCM.Nonce(data: nonce),
+                    authenticating: aad
+                )
+                out += box.ciphertext
+                out += box.tag
+            case .chaCha20Poly1305:
+                let box = try ChaChaPoly.seal(
+                    plaintext,
+                    using: key.aeadKey,
+                    nonce: ChaChaPoly.Nonce(data: nonce),
+                    authenticating: aad
+                )
+                out += box.ciphertext
+                out += box.tag
+            }
+        } catch {
+            throw .primitiveFailure("seal")
+        }
+        return out
+    }
+
+    /// Opens an envelope sealed for `context` under `key`.
+    ///
+    /// - Throws: ``CofferCryptoError/truncated``, ``CofferCryptoError/notCofferFormat``,
+    ///   ``CofferCryptoError/unsupportedVersion(_:)``, ``CofferCryptoError/unsupportedAlgorithm(_:)``,
+    ///   ``CofferCryptoError/wrongKey``, ``CofferCryptoError/wrongContext`` or
+    ///   ``CofferCryptoError/authenticationFailed``.
+    /// - Warning: The returned array is an ordinary copy; use ``openSecret(_:with:context:)`` for key material.
+    public static func open(
+        _ envelope: [UInt8],
+        with key: EnvelopeKey,
+        context: EnvelopeContext
+    ) throws(CofferCryptoError) -> [UInt8] {
+        var data = try openData(envelope, with: key, context: context)
+        defer { zero(&data) }
+        return Array(data)
+    }
+
+    /// Opens an envelope whose plaintext is key material, straight into ``SecretBytes``; the intermediate buffer is
+    /// zeroed.
+    public static func openSecret(
+        _ envelope: [UInt8],
+        with key: EnvelopeKey,
+        context: EnvelopeContext
+    ) throws(CofferCryptoError) -> SecretBytes {
+        var data = try openData(envelope, with: key, context: context)
+        defer { zero(&data) }
+        return SecretBytes(copying: data)
+    }
+
+    /// Reads the header without opening: the algorithm and key id, after checking magic, version and length.
+    public static func inspect(_ envelope: [UInt8]) throws(CofferCryptoError) -> (
+        algorithm: EnvelopeAlgorithm, keyID: [UInt8]
+    ) {
+        var reader = ByteReader(envelope)
+        guard envelope.count >= 4 else { throw .truncated }
+        guard Array(try reader.read(4)) == magic else { throw .notCofferFormat }
+        let version = try reader.readByte()
+        guard version == Self.version else { throw .unsupportedVersion(version) }
+        let algorithmByte = try reader.readByte()
+        guard let algorithm = EnvelopeAlgorithm(rawValue: algorithmByte) else {
+            throw .unsupportedAlgorithm(algorithmByte)
+        }
+        guard envelope.count >= overhead else { throw .truncated }
+        return (algorithm, Array(try reader.read(8)))
+    }
+
+    private static func openData(
+        _ envelope: [UInt8],
+        with key: EnvelopeKey,
+        context: EnvelopeContext
+    ) throws(CofferCryptoError) -> Data {
+        let (algorithm, keyID) = try inspect(envelope)
+        guard ConstantTime.equals(keyID, key.id) else { throw .wrongKey }
+        guard ConstantTime.equals(envelope[14..<22], key.contextTag(context)) else { throw .wrongContext }
+        let nonce = envelope[22..<34]
+        let ciphertext = envelope[34..<(envelope.count - 16)]
+        let tag = envelope[(envelope.count - 16)...]
+        let aad = Array(envelope[0..<headerCount]) + context.encoded
+        do {
+            switch algorithm {
+            case .aes256GCM:
+                let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
+                return try AES.GCM.open(box, using: key.aeadKey, authenticating: aad)
+            case .chaCha20Poly1305:
+                let box = try ChaChaPoly.SealedBox(
+                    nonce: ChaChaPoly.Nonce(data: nonce),
+                    ciphertext: ciphertext,
+                    tag: tag
+                )
+                return try ChaChaPoly.open(box, using: key.aeadKey, authenticating: aad)
+            }
+        } catch {
+            throw .authenticationFailed
+        }
+    }
+
+    /// Overwrites a plaintext buffer before it is released.
+    static func zero(_ data: inout Data) {
+        data.withUnsafeMutableBytes { buffer in
+            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
+        }
+    }
+}
