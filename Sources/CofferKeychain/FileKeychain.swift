@@ -1,0 +1,218 @@
+import CofferCrypto
+import Crypto
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The Linux keychain: a 0700 folder with one sealed 0600 file per item.
+///
+/// File names are SHA-256 hashes of the address, so the folder does not reveal services or accounts. Each file is
+/// `"CFKC" | 0x01 | accessibility | envelope`, the envelope sealed under a key derived from the device secret (and,
+/// for `…ThisDeviceOnly` items, the machine id), with the file name and accessibility as its context. Writes are
+/// atomic (temporary file, fsync, rename, fsync folder) and serialised across processes with `flock`.
+/// `docs/FORMAT.md` has the byte layout.
+public final class FileKeychain: Keychain {
+    static let magic: [UInt8] = [0x43, 0x46, 0x4B, 0x43]
+    private let folder: String
+    private let portableKey: EnvelopeKey
+    private let deviceOnlyKey: EnvelopeKey
+    private let state: any DeviceState
+    private let lock = Mutex<Void>(())
+
+    /// Opens (creating if needed) the keychain in `folder`.
+    ///
+    /// - Parameters:
+    ///   - folder: The keychain folder; created with mode 0700.
+    ///   - device: The device identity whose secret seals the items; keep its file outside `folder`.
+    ///   - state: The device state that gates accessibility classes.
+    public init(folder: String, device: DeviceIdentity, state: any DeviceState = SystemDeviceState())
+        throws(KeychainError)
+    {
+        self.folder = folder
+        self.portableKey = device.itemKey(thisDeviceOnly: false)
+        self.deviceOnlyKey = device.itemKey(thisDeviceOnly: true)
+        self.state = state
+        do {
+            try SecureFile.makePrivateDirectory(folder)
+            try SecureFile.removeTemporaryLeftovers(in: folder)
+        } catch {
+            throw .storage(error)
+        }
+    }
+
+    /// See ``Keychain/add(_:at:accessibility:)``.
+    public func add(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+        throws(KeychainError)
+    {
+        try accessibility.check(state)
+        try exclusively { () throws(KeychainError) in
+            guard !SecureFile.exists(path(for: address)) else { throw .duplicateItem }
+            try write(value, at: address, accessibility: accessibility)
+        }
+    }
+
+    /// See ``Keychain/update(_:at:)``.
+    public func update(_ value: SecretBytes, at address: KeychainAddress) throws(KeychainError) {
+        try exclusively { () throws(KeychainError) in
+            let (accessibility, _) = try open(address)
+            try write(value, at: address, accessibility: accessibility)
+        }
+    }
+
+    /// See ``Keychain/read(_:)``.
+    public func read(_ address: KeychainAddress) throws(KeychainError) -> SecretBytes {
+        try exclusively { () throws(KeychainError) in try open(address).1 }
+    }
+
+    /// See ``Keychain/delete(_:)``.
+    public func delete(_ address: KeychainAddress) throws(KeychainError) {
+        try exclusively { () throws(KeychainError) in
+            try storage { () throws(CofferCryptoError) in try SecureFile.remove(path(for: address)) }
+        }
+    }
+
+    /// See ``Keychain/addresses(accessGroup:service:)``. Items that cannot be opened here are skipped.
+    public func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress] {
+        var found: [KeychainAddress] = []
+        for name in try names() {
+            guard let (address, _, _) = try? decode(fileName: name), address.accessGroup == accessGroup,
+                address.service == service
+            else { continue }
+            found.append(address)
+        }
+        return found.sorted { $0.account < $1.account }
+    }
+
+    /// See ``Keychain/passcodeRemoved()``.
+    public func passcodeRemoved() throws(KeychainError) {
+        try exclusively { () throws(KeychainError) in
+            for name in try names() {
+                let path = "\(folder)/\(name)"
+                let bytes = try storage { () throws(CofferCryptoError) in try SecureFile.read(path) }
+                guard let bytes, bytes.count > 6,
+                    bytes[5] == KeychainAccessibility.whenPasscodeSetThisDeviceOnly.rawValue
+                else { continue }
+                try storage { () throws(CofferCryptoError) in try SecureFile.remove(path) }
+            }
+        }
+    }
+
+    // MARK: - Files
+
+    private func names() throws(KeychainError) -> [String] {
+        try storage { () throws(CofferCryptoError) in try SecureFile.list(folder).filter { $0.hasSuffix(".item") } }
+    }
+
+    private func fileName(for address: KeychainAddress) -> String {
+        var hasher = SHA256()
+        for part in [address.accessGroup, address.service, address.account] {
+            var length: [UInt8] = []
+            length.append(contentsOf: withUnsafeBytes(of: UInt32(part.utf8.count).bigEndian) { Array($0) })
+            hasher.update(data: length + Array(part.utf8))
+        }
+        return Array(hasher.finalize()).hexString + ".item"
+    }
+
+    private func path(for address: KeychainAddress) -> String { "\(folder)/\(fileName(for: address))" }
+
+    private func context(fileName: String, accessibility: KeychainAccessibility) -> EnvelopeContext {
+        ["coffer.keychain.item.v1", fileName, String(accessibility.rawValue)]
+    }
+
+    private func key(for accessibility: KeychainAccessibility) -> EnvelopeKey {
+        accessibility.isThisDeviceOnly ? deviceOnlyKey : portableKey
+    }
+
+    private func write(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+        throws(KeychainError)
+    {
+        let name = fileName(for: address)
+        var plaintext: [UInt8] = []
+        for part in [address.accessGroup, address.service, address.account] {
+            plaintext.append(contentsOf: withUnsafeBytes(of: UInt32(part.utf8.count).bigEndian) { Array($0) })
+            plaintext += Array(part.utf8)
+        }
+        value.withUnsafeBytes { plaintext += $0 }
+        defer { for index in plaintext.indices { plaintext[index] = 0 } }
+        try storage { () throws(CofferCryptoError) in
+            let envelope = try Envelope.seal(
+                plaintext,
+                with: key(for: accessibility),
+                context: context(fileName: name, accessibility: accessibility)
+            )
+            try SecureFile.writeAtomically(Self.magic + [1, accessibility.rawValue] + envelope, to: "\(folder)/\(name)")
+        }
+    }
+
+    private func open(_ address: KeychainAddress) throws(KeychainError) -> (KeychainAccessibility, SecretBytes) {
+        let name = fileName(for: address)
+        let (stored, accessibility, value) = try decode(fileName: name)
+        guard stored == address else { throw .corruptItem }
+        if accessibility == .whenPasscodeSetThisDeviceOnly && !state.isPasscodeSet {
+            // The passcode went away while this item existed: it is deleted, as on iOS.
+            try storage { () throws(CofferCryptoError) in try SecureFile.remove("\(folder)/\(name)") }
+            throw .itemNotFound
+        }
+        try accessibility.check(state)
+        return (accessibility, value)
+    }
+
+    private func decode(fileName name: String) throws(KeychainError) -> (
+        KeychainAddress, KeychainAccessibility, SecretBytes
+    ) {
+        let path = "\(folder)/\(name)"
+        guard let bytes = try storage({ () throws(CofferCryptoError) in try SecureFile.read(path) }) else {
+            throw .itemNotFound
+        }
+        guard bytes.count > 6, Array(bytes[0..<4]) == Self.magic, bytes[4] == 1,
+            let accessibility = KeychainAccessibility(rawValue: bytes[5])
+        else { throw .corruptItem }
+        let plaintext: SecretBytes
+        do {
+            plaintext = try Envelope.openSecret(
+                Array(bytes[6...]),
+                with: key(for: accessibility),
+                context: context(fileName: name, accessibility: accessibility)
+            )
+        } catch .wrongKey {
+            throw .deviceMismatch
+        } catch {
+            throw .corruptItem
+        }
+        return try plaintext.withUnsafeBytes { (raw) throws(KeychainError) in
+            var offset = 0
+            var parts: [String] = []
+            for _ in 0..<3 {
+                guard raw.count - offset >= 4 else { throw .corruptItem }
+                let length = raw[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+                offset += 4
+                guard raw.count - offset >= length else { throw .corruptItem }
+                parts.append(String(decoding: raw[offset..<offset + length], as: UTF8.self))
+                offset += length
+            }
+            let address = KeychainAddress(accessGroup: parts[0], service: parts[1], account: parts[2])
+            return (address, accessibility, SecretBytes(copying: raw[offset...]))
+        }
+    }
+
+    private func storage<R>(_ body: () throws(CofferCryptoError) -> R) throws(KeychainError) -> R {
+        do { return try body() } catch { throw .storage(error) }
+    }
+
+    /// Runs `body` holding both the in-process mutex and an exclusive `flock` on the folder's lock file.
+    private func exclusively<R>(_ body: () throws(KeychainError) -> R) throws(KeychainError) -> R {
+        try lock.withLock { _ throws(KeychainError) -> R in
+            let fd = Glibc.open("\(folder)/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw .storage(.io(operation: "open the keychain lock", errno: errno)) }
+            defer { close(fd) }
+            while flock(fd, LOCK_EX) != 0 {
+                guard errno == EINTR else { throw .storage(.io(operation: "lock the keychain", errno: errno)) }
+            }
+            return try body()
+        }
+    }
+}

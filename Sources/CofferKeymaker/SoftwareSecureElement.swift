@@ -1,0 +1,111 @@
+import CofferCrypto
+import CofferKeychain
+import Crypto
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A secure element in software: a P-256 private key in its own 0600 file, in a 0700 folder outside the keychain
+/// folder, and every open gated by a ``PresenceAuthenticator``.
+///
+/// The key file is `"CFSE" | 0x01 | envelope(raw private key)`, sealed under a device-bound key, so copying the
+/// folder to another machine opens nothing.
+///
+/// - Warning: Unlike a hardware element, the private key is in this process's memory while it opens a box, and a
+///   process running as the same user with the device secret can read the key file. It adds a separate file, a
+///   separate folder and a presence check; a TPM 2.0 element will add hardware isolation behind the same protocol.
+public struct SoftwareSecureElement: SecureElement {
+    static let magic: [UInt8] = [0x43, 0x46, 0x53, 0x45]
+    private let folder: String
+    private let fileKey: EnvelopeKey
+    private let presence: any PresenceAuthenticator
+
+    /// Uses the keys in `folder`, creating it with mode 0700.
+    public init(folder: String, device: DeviceIdentity, presence: any PresenceAuthenticator) throws(KeymakerError) {
+        self.folder = folder
+        self.presence = presence
+        do {
+            fileKey = try EnvelopeKey(device.pepper(label: "software-secure-element"))
+            try SecureFile.makePrivateDirectory(folder)
+            try SecureFile.removeTemporaryLeftovers(in: folder)
+        } catch {
+            throw .crypto(error)
+        }
+    }
+
+    /// See ``SecureElement/createKey(label:)``.
+    public func createKey(label: String) throws(KeymakerError) -> [UInt8] {
+        let key = P256.KeyAgreement.PrivateKey()
+        var raw = Array(key.rawRepresentation)
+        defer { for index in raw.indices { raw[index] = 0 } }
+        do {
+            let envelope = try Envelope.seal(raw, with: fileKey, context: context(label))
+            try SecureFile.writeAtomically(Self.magic + [1] + envelope, to: path(label))
+        } catch {
+            throw .crypto(error)
+        }
+        return Array(key.publicKey.x963Representation)
+    }
+
+    /// See ``SecureElement/publicKey(label:)``.
+    public func publicKey(label: String) throws(KeymakerError) -> [UInt8]? {
+        guard let key = try privateKey(label) else { return nil }
+        return Array(key.publicKey.x963Representation)
+    }
+
+    /// See ``SecureElement/open(_:label:info:authenticating:reason:)``.
+    public func open(
+        _ box: SecureElementSealedBox,
+        label: String,
+        info: [UInt8],
+        authenticating aad: [UInt8],
+        reason: String
+    ) async throws(KeymakerError) -> SecretBytes {
+        guard let key = try privateKey(label) else { throw .secureElementFailed("its key is missing") }
+        guard await presence.confirmPresence(reason: reason) else { throw .presenceNotConfirmed }
+        do {
+            var recipient = try HPKE.Recipient(
+                privateKey: key,
+                ciphersuite: .P256_SHA256_AES_GCM_256,
+                info: Data(info),
+                encapsulatedKey: Data(box.encapsulatedKey)
+            )
+            var plaintext = try recipient.open(box.ciphertext, authenticating: aad)
+            defer { plaintext.resetBytes(in: 0..<plaintext.count) }
+            return SecretBytes(copying: plaintext)
+        } catch {
+            throw .crypto(.authenticationFailed)
+        }
+    }
+
+    /// See ``SecureElement/deleteKey(label:)``.
+    public func deleteKey(label: String) throws(KeymakerError) {
+        do { try SecureFile.remove(path(label)) } catch { throw .crypto(error) }
+    }
+
+    private func privateKey(_ label: String) throws(KeymakerError) -> P256.KeyAgreement.PrivateKey? {
+        let file: [UInt8]?
+        do { file = try SecureFile.read(path(label), maxBytes: 4096) } catch { throw .crypto(error) }
+        guard let file else { return nil }
+        guard file.count > 5, Array(file[0..<4]) == Self.magic, file[4] == 1 else {
+            throw .corrupt("secure element key file")
+        }
+        do {
+            let raw = try Envelope.openSecret(Array(file[5...]), with: fileKey, context: context(label))
+            return try raw.withUnsafeBytes { try P256.KeyAgreement.PrivateKey(rawRepresentation: $0) }
+        } catch CofferCryptoError.wrongKey {
+            throw .keychain(.deviceMismatch)
+        } catch {
+            throw .corrupt("secure element key file")
+        }
+    }
+
+    private func path(_ label: String) -> String {
+        "\(folder)/\(Array(SHA256.hash(data: Array(label.utf8))).hexString).key"
+    }
+
+    private func context(_ label: String) -> EnvelopeContext { ["coffer.secure-element.key.v1", label] }
+}

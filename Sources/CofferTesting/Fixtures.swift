@@ -1,0 +1,20 @@
+import CofferCrypto
+import CofferKeychain
+import CofferKeymaker
+
+/// Ready-made test fixtures.
+public enum Fixtures {
+    /// A device identity with a random secret and the given machine id.
+    public static func device(machineID: String = "test-machine-0001") -> DeviceIdentity {
+        try! DeviceIdentity(secret: SecretBytes(randomCount: 32), machineID: Array(machineID.utf8))
+    }
+
+    /// The Keymaker configuration for tests: cheap scrypt (explicitly allowed), otherwise production values.
+    public static let keymakerConfiguration = Keymaker.Configuration(
+        scrypt: .insecureForTestingOnly,
+        allowInsecureKDF: true
+    )
+
+    /// A PIN as secret bytes.
+    public static func pin(_ text: String) -> SecretBytes { SecretBytes(copying: Array(text.utf8)) }
+}

@@ -1,0 +1,83 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CofferCrypto
+
+/// A private temporary folder removed when the value is released.
+public final class TemporaryDirectory: Sendable {
+    /// The folder's path.
+    public let path: String
+
+    /// Creates a fresh folder under `$TMPDIR` (or `/tmp`).
+    public init(prefix: String = "coffer-test") {
+        let base = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        var template = Array("\(base)/\(prefix)-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "could not create a temporary folder")
+        path = String(cString: template)
+    }
+
+    deinit { Self.removeTree(path) }
+
+    /// Every regular file below the folder, recursively.
+    public func allFiles() -> [String] { Self.files(below: path) }
+
+    /// Every regular file below `root`.
+    public static func files(below root: String) -> [String] {
+        var found: [String] = []
+        for name in (try? SecureFile.list(root)) ?? [] {
+            let child = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(child, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                found += files(below: child)
+            } else if info.st_mode & S_IFMT == S_IFREG {
+                found.append(child)
+            }
+        }
+        return found
+    }
+
+    /// Deletes `root` and everything below it.
+    public static func removeTree(_ root: String) {
+        for name in (try? SecureFile.list(root)) ?? [] {
+            let child = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(child, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR { removeTree(child) } else { unlink(child) }
+        }
+        rmdir(root)
+    }
+}
+
+/// Searches files for byte strings (canary scans).
+public enum CanaryScanner {
+    /// The files under `roots` that contain any of `needles`, with the needle's index.
+    public static func occurrences(of needles: [[UInt8]], under roots: [String]) -> [(file: String, needle: Int)] {
+        var hits: [(String, Int)] = []
+        for root in roots {
+            for file in TemporaryDirectory.files(below: root) {
+                guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 30) else { continue }
+                for (index, needle) in needles.enumerated() where contains(bytes, needle) {
+                    hits.append((file, index))
+                }
+            }
+        }
+        return hits
+    }
+
+    /// Whether `haystack` contains `needle`.
+    public static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        let first = needle[0]
+        var index = 0
+        let last = haystack.count - needle.count
+        while index <= last {
+            if haystack[index] == first && haystack[index..<index + needle.count].elementsEqual(needle) {
+                return true
+            }
+            index += 1
+        }
+        return false
+    }
+}

@@ -1,0 +1,54 @@
+import CofferKeymaker
+import Synchronization
+
+/// A clock that moves only when a test says so; sleepers wake when the boot time passes their deadline.
+public final class TestClock: KeymakerClock {
+    private struct State {
+        var reading: ClockReading
+        var sleepers: [(deadline: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
+    }
+
+    private let state: Mutex<State>
+
+    /// Starts at boot time 1,000 s and wall time 2026-01-01T00:00:00Z.
+    public init(boot: UInt64 = 1_000 * 1_000_000_000, wall: Int64 = 1_767_225_600 * 1_000_000_000) {
+        state = Mutex(State(reading: ClockReading(boot: boot, wall: wall)))
+    }
+
+    /// The current reading.
+    public func now() -> ClockReading { state.withLock { $0.reading } }
+
+    /// Suspends until ``advance(seconds:)`` moves the boot clock past `deadline`.
+    public func sleep(untilBoot deadline: UInt64) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.reading.boot >= deadline { return true }
+                state.sleepers.append((deadline, continuation))
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// Moves both clocks forward by `seconds`, as real time passing would, and wakes due sleepers.
+    public func advance(seconds: Double) {
+        let nanos = UInt64(seconds * 1_000_000_000)
+        let due = state.withLock { state in
+            state.reading.boot += nanos
+            state.reading.wall += Int64(nanos)
+            let boot = state.reading.boot
+            let due = state.sleepers.filter { $0.deadline <= boot }
+            state.sleepers.removeAll { $0.deadline <= boot }
+            return due
+        }
+        for sleeper in due { sleeper.continuation.resume() }
+    }
+
+    /// Moves only the wall clock (someone setting the time), by `seconds` (negative to go back).
+    public func jumpWallClock(seconds: Int64) {
+        state.withLock { $0.reading.wall += seconds * 1_000_000_000 }
+    }
+
+    /// How many tasks are waiting on this clock.
+    public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+}

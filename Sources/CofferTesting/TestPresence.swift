@@ -1,0 +1,35 @@
+import CofferKeymaker
+import Synchronization
+
+/// A presence authenticator whose answer a test chooses, and which counts how often it was asked.
+public final class TestPresence: PresenceAuthenticator {
+    private let answer: Mutex<Bool>
+    private let asked = Mutex(0)
+
+    /// Answers `present` until changed.
+    public init(present: Bool = true) { answer = Mutex(present) }
+
+    /// Changes the answer.
+    public func setPresent(_ present: Bool) { answer.withLock { $0 = present } }
+
+    /// How many times presence was asked for.
+    public var askCount: Int { asked.withLock { $0 } }
+
+    /// Returns the chosen answer.
+    public func confirmPresence(reason: String) async -> Bool {
+        asked.withLock { $0 += 1 }
+        return answer.withLock { $0 }
+    }
+}
+
+/// A presence authenticator that fails the test (by crashing with a message) if it is ever asked: for code paths
+/// that must not touch the secure element.
+public struct UnimplementedPresence: PresenceAuthenticator {
+    /// Creates the double.
+    public init() {}
+
+    /// Never to be called.
+    public func confirmPresence(reason: String) async -> Bool {
+        fatalError("UnimplementedPresence.confirmPresence was called: this path must not ask for presence")
+    }
+}
