@@ -1,0 +1,1717 @@
+// The WHATWG tree construction stage (HTML Standard §13.2.6), including the 2025
+// "customizable select" changes (no "in select" insertion modes).
+
+enum InsertionMode {
+    case initial, beforeHTML, beforeHead, inHead, inHeadNoscript, afterHead, inBody, text, inTable, inTableText
+    case inCaption, inColumnGroup, inTableBody, inRow, inCell, inTemplate, afterBody, inFrameset, afterFrameset
+    case afterAfterBody, afterAfterFrameset
+}
+
+private enum Scope {
+    case normal, listItem, button, table, select
+}
+
+/// Builds a DOM tree from the tokenizer's tokens.
+final class TreeBuilder {
+    var tokenizer: HTMLTokenizer
+    let document: HTMLNode
+    private var open: [HTMLNode] = []
+    /// HTML-namespace element counts on the stack, for fast "not in scope" answers.
+    private var openCounts: [String: Int] = [:]
+    /// The list of active formatting elements; `nil` is a marker.
+    private var formatting: [HTMLNode?] = []
+    private var mode: InsertionMode = .initial
+    private var originalMode: InsertionMode = .initial
+    private var templateModes: [InsertionMode] = []
+    private var headElement: HTMLNode?
+    private var formElement: HTMLNode?
+    private var framesetOK = true
+    private let scripting: Bool
+    private var fosterParenting = false
+    private var pendingTableText: [UInt8] = []
+    private var pendingTableTextDirty = false
+    private var context: HTMLNode?
+    private var skipLeadingNewline = false
+    private var stopped = false
+    private var sawSelectedContent = false
+
+    init(tokenizer: HTMLTokenizer, scripting: Bool) {
+        self.tokenizer = tokenizer
+        self.scripting = scripting
+        self.document = HTMLNode(kind: .document)
+    }
+
+    // MARK: - Entry points
+
+    /// Parses a whole document.
+    func runDocument() {
+        run()
+    }
+
+    /// Sets up the fragment parsing algorithm for `context` and runs it; returns the root
+    /// `html` element whose children are the fragment.
+    func runFragment(context: HTMLNode) -> HTMLNode {
+        self.context = context
+        if context.namespace == .html {
+            switch context.name {
+            case "title", "textarea": tokenizer.state = .rcdata
+            case "style", "xmp", "iframe", "noembed", "noframes": tokenizer.state = .rawtext
+            case "script": tokenizer.state = .scriptData
+            case "noscript": tokenizer.state = scripting ? .rawtext : .data
+            case "plaintext": tokenizer.state = .plaintext
+            default: break
+            }
+        }
+        let root = HTMLNode.element("html")
+        document.appendChild(root)
+        push(root)
+        if context.isElement("template") { templateModes.append(.inTemplate) }
+        resetInsertionMode()
+        var ancestor: HTMLNode? = context
+        while let node = ancestor {
+            if node.isElement("form") {
+                formElement = node
+                break
+            }
+            ancestor = node.parent
+        }
+        run()
+        return root
+    }
+
+    private func run() {
+        while !stopped {
+            tokenizer.allowCDATA = (adjustedCurrentNode?.namespace ?? .html) != .html
+            var token = tokenizer.next()
+            if skipLeadingNewline {
+                skipLeadingNewline = false
+                if case .characters(let bytes) = token, bytes.first == 0x0A {
+                    if bytes.count == 1 { continue }
+                    token = .characters(Array(bytes.dropFirst()))
+                }
+            }
+            dispatch(token)
+            if case .endOfFile = token { break }
+        }
+    }
+
+    // MARK: - Stack helpers
+
+    private var currentNode: HTMLNode? { open.last }
+
+    private var adjustedCurrentNode: HTMLNode? {
+        if let context, open.count == 1 { return context }
+        return open.last
+    }
+
+    private func push(_ node: HTMLNode) {
+        open.append(node)
+        if node.namespace == .html { openCounts[node.name, default: 0] += 1 }
+    }
+
+    @discardableResult
+    private func pop() -> HTMLNode? {
+        guard let node = open.popLast() else { return nil }
+        if node.namespace == .html {
+            openCounts[node.name, default: 1] -= 1
+            if sawSelectedContent && node.name == "option" { maybeCloneIntoSelectedContent(node) }
+        }
+        return node
+    }
+
+    /// "Maybe clone an option into selectedcontent": when a selected option is popped, its
+    /// children are copied into the enclosing select's first `selectedcontent` element.
+    private func maybeCloneIntoSelectedContent(_ option: HTMLNode) {
+        var ancestor = option.parent
+        while let node = ancestor, !node.isElement("select") { ancestor = node.parent }
+        guard let select = ancestor else { return }
+        var selectedContent: HTMLNode?
+        var options: [HTMLNode] = []
+        var stack: [HTMLNode] = select.children.reversed()
+        while let node = stack.popLast() {
+            if node.isElement("selectedcontent") && selectedContent == nil { selectedContent = node }
+            if node.isElement("option") { options.append(node) }
+            if node.isElement("select") { continue }
+            stack.append(contentsOf: node.children.reversed())
+        }
+        guard let target = selectedContent else { return }
+        let selected = options.last { $0.attribute("selected") != nil } ?? options.first
+        guard selected === option else { return }
+        target.removeAllChildren()
+        var copies: [(source: HTMLNode, parent: HTMLNode)] = option.children.reversed().map { ($0, target) }
+        while let (source, parent) = copies.popLast() {
+            let copy = source.cloneShallow()
+            parent.appendChild(copy)
+            copies.append(contentsOf: source.children.reversed().map { ($0, copy) })
+        }
+    }
+
+    private func removeFromStack(at index: Int) {
+        let node = open.remove(at: index)
+        if node.namespace == .html { openCounts[node.name, default: 1] -= 1 }
+    }
+
+    private func insertInStack(_ node: HTMLNode, at index: Int) {
+        open.insert(node, at: index)
+        if node.namespace == .html { openCounts[node.name, default: 0] += 1 }
+    }
+
+    private func stackIndex(of node: HTMLNode) -> Int? {
+        var index = open.count - 1
+        while index >= 0 {
+            if open[index] === node { return index }
+            index -= 1
+        }
+        return nil
+    }
+
+    private func isOnStack(_ name: String) -> Bool { (openCounts[name] ?? 0) > 0 }
+
+    private func currentIs(_ name: String) -> Bool {
+        guard let node = open.last else { return false }
+        return node.namespace == .html && node.name == name
+    }
+
+    private func popUntil(_ name: String) {
+        while let node = pop() {
+            if node.namespace == .html && node.name == name { return }
+        }
+    }
+
+    private func popUntil(anyOf names: Set<String>) {
+        while let node = pop() {
+            if node.namespace == .html && names.contains(node.name) { return }
+        }
+    }
+
+    private func isBoundary(_ node: HTMLNode, _ scope: Scope) -> Bool {
+        switch scope {
+        case .table:
+            return node.namespace == .html && (node.name == "html" || node.name == "table" || node.name == "template")
+        case .select:
+            return !(node.namespace == .html && (node.name == "optgroup" || node.name == "option"))
+        default:
+            switch node.namespace {
+            case .html:
+                switch node.name {
+                case "applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "select":
+                    return true
+                case "ol", "ul": return scope == .listItem
+                case "button": return scope == .button
+                default: return false
+                }
+            case .mathml:
+                switch node.name {
+                case "mi", "mo", "mn", "ms", "mtext", "annotation-xml": return true
+                default: return false
+                }
+            case .svg:
+                return node.name == "foreignObject" || node.name == "desc" || node.name == "title"
+            default:
+                return false
+            }
+        }
+    }
+
+    private func hasInScope(_ name: String, _ scope: Scope = .normal) -> Bool {
+        guard isOnStack(name) else { return false }
+        var index = open.count - 1
+        while index >= 0 {
+            let node = open[index]
+            if node.namespace == .html && node.name == name { return true }
+            if isBoundary(node, scope) { return false }
+            index -= 1
+        }
+        return false
+    }
+
+    private func hasAnyInScope(_ names: [String], _ scope: Scope = .normal) -> Bool {
+        guard names.contains(where: { isOnStack($0) }) else { return false }
+        var index = open.count - 1
+        while index >= 0 {
+            let node = open[index]
+            if node.namespace == .html && names.contains(node.name) { return true }
+            if isBoundary(node, scope) { return false }
+            index -= 1
+        }
+        return false
+    }
+
+    private func hasNodeInScope(_ target: HTMLNode) -> Bool {
+        var index = open.count - 1
+        while index >= 0 {
+            let node = open[index]
+            if node === target { return true }
+            if isBoundary(node, .normal) { return false }
+            index -= 1
+        }
+        return false
+    }
+
+    private static let impliedEndTags: Set<String> = [
+        "dd", "dt", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc",
+    ]
+    private static let impliedEndTagsThorough: Set<String> = [
+        "caption", "colgroup", "dd", "dt", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc", "tbody", "td",
+        "tfoot", "th", "thead", "tr",
+    ]
+
+    private func generateImpliedEndTags(except name: String? = nil) {
+        while let node = open.last, node.namespace == .html, Self.impliedEndTags.contains(node.name),
+            node.name != name
+        {
+            pop()
+        }
+    }
+
+    private func generateImpliedEndTagsThoroughly() {
+        while let node = open.last, node.namespace == .html, Self.impliedEndTagsThorough.contains(node.name) {
+            pop()
+        }
+    }
+
+    private func closePElement() {
+        generateImpliedEndTags(except: "p")
+        popUntil("p")
+    }
+
+    private func closePIfInButtonScope() {
+        if hasInScope("p", .button) { closePElement() }
+    }
+
+    // MARK: - Insertion
+
+    /// The appropriate place for inserting a node: a parent and the child to insert before.
+    private func appropriatePlace(override target: HTMLNode? = nil) -> (parent: HTMLNode, before: HTMLNode?) {
+        guard let target = target ?? open.last else { return (document, nil) }
+        var parent = target
+        var before: HTMLNode?
+        if fosterParenting && target.namespace == .html {
+            switch target.name {
+            case "table", "tbody", "tfoot", "thead", "tr":
+                var lastTemplate: Int?
+                var lastTable: Int?
+                var index = open.count - 1
+                while index >= 0 && (lastTemplate == nil || lastTable == nil) {
+                    let node = open[index]
+                    if node.namespace == .html {
+                        if node.name == "template" && lastTemplate == nil { lastTemplate = index }
+                        if node.name == "table" && lastTable == nil { lastTable = index }
+                    }
+                    index -= 1
+                }
+                if let templateIndex = lastTemplate, lastTable == nil || templateIndex > lastTable ?? 0 {
+                    let template = open[templateIndex]
+                    return (template.templateContents ?? template, nil)
+                }
+                guard let tableIndex = lastTable else { return (open[0], nil) }
+                let table = open[tableIndex]
+                if let tableParent = table.parent {
+                    return (tableParent, table)
+                }
+                parent = open[max(0, tableIndex - 1)]
+                before = nil
+            default:
+                break
+            }
+        }
+        if parent.isElement("template"), let contents = parent.templateContents {
+            return (contents, before)
+        }
+        return (parent, before)
+    }
+
+    private func insert(_ node: HTMLNode, at place: (parent: HTMLNode, before: HTMLNode?)) {
+        if place.parent.kind == .document && node.kind == .element
+            && place.parent.children.contains(where: { $0.kind == .element })
+        {
+            return
+        }
+        place.parent.insertChild(node, before: place.before)
+    }
+
+    private func createElement(_ tag: HTMLTag, namespace: HTMLNamespace) -> HTMLNode {
+        HTMLNode.element(tag.name, namespace: namespace, attributes: tag.attributes)
+    }
+
+    @discardableResult
+    private func insertHTMLElement(_ tag: HTMLTag) -> HTMLNode {
+        let node = createElement(tag, namespace: .html)
+        if tag.name == "selectedcontent" { sawSelectedContent = true }
+        insert(node, at: appropriatePlace())
+        push(node)
+        return node
+    }
+
+    @discardableResult
+    private func insertHTMLElement(named name: String) -> HTMLNode {
+        insertHTMLElement(HTMLTag(name: name))
+    }
+
+    private func insertForeignElement(_ tag: HTMLTag, namespace: HTMLNamespace) {
+        let node = createElement(tag, namespace: namespace)
+        insert(node, at: appropriatePlace())
+        push(node)
+    }
+
+    private func insertCharacters<S: Sequence<UInt8>>(_ bytes: S) {
+        let place = appropriatePlace()
+        if place.parent.kind == .document { return }
+        let previous: HTMLNode?
+        if let before = place.before, let index = place.parent.index(of: before) {
+            previous = index > 0 ? place.parent.children[index - 1] : nil
+        } else {
+            previous = place.parent.lastChild
+        }
+        let string = String(decoding: Array(bytes), as: UTF8.self)
+        if let previous, previous.kind == .text {
+            previous.data += string
+        } else {
+            place.parent.insertChild(HTMLNode.text(string), before: place.before)
+        }
+    }
+
+    private func insertComment(_ data: String, into parent: HTMLNode? = nil) {
+        let node = HTMLNode.comment(data)
+        if let parent {
+            parent.appendChild(node)
+        } else {
+            insert(node, at: appropriatePlace())
+        }
+    }
+
+    private func genericTextElement(_ tag: HTMLTag, state: HTMLTokenizer.State) {
+        insertHTMLElement(tag)
+        tokenizer.state = state
+        originalMode = mode
+        mode = .text
+    }
+
+    // MARK: - Active formatting elements
+
+    private func pushFormatting(_ node: HTMLNode) {
+        var count = 0
+        var earliest: Int?
+        var index = formatting.count - 1
+        while index >= 0 {
+            guard let entry = formatting[index] else { break }
+            if entry.name == node.name && entry.namespace == node.namespace
+                && sameAttributes(entry.attributes, node.attributes)
+            {
+                count += 1
+                earliest = index
+            }
+            index -= 1
+        }
+        if count >= 3, let earliest { formatting.remove(at: earliest) }
+        formatting.append(node)
+    }
+
+    private func sameAttributes(_ a: [HTMLAttribute], _ b: [HTMLAttribute]) -> Bool {
+        guard a.count == b.count else { return false }
+        for attribute in a where !b.contains(attribute) { return false }
+        return true
+    }
+
+    private func reconstructFormatting() {
+        guard let last = formatting.last else { return }
+        guard let lastNode = last, stackIndex(of: lastNode) == nil else { return }
+        var index = formatting.count - 1
+        while index > 0 {
+            guard let previous = formatting[index - 1], stackIndex(of: previous) == nil else { break }
+            index -= 1
+        }
+        while index < formatting.count {
+            guard let entry = formatting[index] else {
+                index += 1
+                continue
+            }
+            let clone = entry.cloneShallow()
+            insert(clone, at: appropriatePlace())
+            push(clone)
+            formatting[index] = clone
+            index += 1
+        }
+    }
+
+    private func clearFormattingToLastMarker() {
+        while let entry = formatting.popLast() {
+            if entry == nil { return }
+        }
+    }
+
+    private func formattingIndex(of node: HTMLNode) -> Int? {
+        var index = formatting.count - 1
+        while index >= 0 {
+            if formatting[index] === node { return index }
+            index -= 1
+        }
+        return nil
+    }
+
+    /// The last formatting element named `name` after the last marker.
+    private func lastFormatting(named name: String) -> HTMLNode? {
+        var index = formatting.count - 1
+        while index >= 0 {
+            guard let entry = formatting[index] else { return nil }
+            if entry.name == name && entry.namespace == .html { return entry }
+            index -= 1
+        }
+        return nil
+    }
+
+    /// The adoption agency algorithm; returns false when the caller should act as for
+    /// "any other end tag".
+    @discardableResult
+    private func adoptionAgency(_ subject: String) -> Bool {
+        if let current = open.last, current.namespace == .html, current.name == subject,
+            formattingIndex(of: current) == nil
+        {
+            pop()
+            return true
+        }
+        for _ in 0..<8 {
+            guard let formattingElement = lastFormatting(named: subject) else { return false }
+            guard let formattingStackIndex = stackIndex(of: formattingElement) else {
+                if let index = formattingIndex(of: formattingElement) { formatting.remove(at: index) }
+                return true
+            }
+            guard hasNodeInScope(formattingElement) else { return true }
+            var furthestBlockIndex: Int?
+            var index = formattingStackIndex + 1
+            while index < open.count {
+                if isSpecial(open[index]) {
+                    furthestBlockIndex = index
+                    break
+                }
+                index += 1
+            }
+            guard let furthestIndex = furthestBlockIndex else {
+                while let node = pop(), node !== formattingElement {}
+                if let index = formattingIndex(of: formattingElement) { formatting.remove(at: index) }
+                return true
+            }
+            let furthestBlock = open[furthestIndex]
+            let commonAncestor = open[formattingStackIndex - 1]
+            var bookmark = formattingIndex(of: formattingElement) ?? formatting.count
+            var node = furthestBlock
+            var lastNode = furthestBlock
+            var nodeIndex = furthestIndex
+            var innerCounter = 0
+            while true {
+                innerCounter += 1
+                nodeIndex -= 1
+                node = open[nodeIndex]
+                if node === formattingElement { break }
+                var nodeFormattingIndex = formattingIndex(of: node)
+                if innerCounter > 3, let listIndex = nodeFormattingIndex {
+                    formatting.remove(at: listIndex)
+                    if listIndex < bookmark { bookmark -= 1 }
+                    nodeFormattingIndex = nil
+                }
+                guard let listIndex = nodeFormattingIndex else {
+                    removeFromStack(at: nodeIndex)
+                    continue
+                }
+                let clone = node.cloneShallow()
+                formatting[listIndex] = clone
+                removeFromStack(at: nodeIndex)
+                insertInStack(clone, at: nodeIndex)
+                node = clone
+                if lastNode === furthestBlock { bookmark = listIndex + 1 }
+                node.appendChild(lastNode)
+                lastNode = node
+            }
+            insert(lastNode, at: appropriatePlace(override: commonAncestor))
+            let newElement = formattingElement.cloneShallow()
+            furthestBlock.moveChildren(to: newElement)
+            furthestBlock.appendChild(newElement)
+            if let index = formattingIndex(of: formattingElement) {
+                formatting.remove(at: index)
+                if index < bookmark { bookmark -= 1 }
+            }
+            formatting.insert(newElement, at: min(bookmark, formatting.count))
+            if let index = stackIndex(of: formattingElement) { removeFromStack(at: index) }
+            if let index = stackIndex(of: furthestBlock) {
+                insertInStack(newElement, at: index + 1)
+            }
+        }
+        return true
+    }
+
+    // MARK: - Insertion mode reset
+
+    private func resetInsertionMode() {
+        var index = open.count - 1
+        while index >= 0 {
+            var node = open[index]
+            let last = index == 0
+            if last, let context { node = context }
+            if node.namespace == .html {
+                switch node.name {
+                case "td", "th":
+                    if !last {
+                        mode = .inCell
+                        return
+                    }
+                case "tr":
+                    mode = .inRow
+                    return
+                case "tbody", "thead", "tfoot":
+                    mode = .inTableBody
+                    return
+                case "caption":
+                    mode = .inCaption
+                    return
+                case "colgroup":
+                    mode = .inColumnGroup
+                    return
+                case "table":
+                    mode = .inTable
+                    return
+                case "template":
+                    mode = templateModes.last ?? .inTemplate
+                    return
+                case "head":
+                    if !last {
+                        mode = .inHead
+                        return
+                    }
+                case "body":
+                    mode = .inBody
+                    return
+                case "frameset":
+                    mode = .inFrameset
+                    return
+                case "html":
+                    mode = headElement == nil ? .beforeHead : .afterHead
+                    return
+                default:
+                    break
+                }
+            }
+            if last {
+                mode = .inBody
+                return
+            }
+            index -= 1
+        }
+        mode = .inBody
+    }
+
+    // MARK: - Dispatch
+
+    private func dispatch(_ token: HTMLToken) {
+        if usesHTMLRules(token) {
+            process(token, in: mode)
+        } else {
+            processForeign(token)
+        }
+    }
+
+    private func usesHTMLRules(_ token: HTMLToken) -> Bool {
+        guard let node = adjustedCurrentNode, node.namespace != .html else { return true }
+        switch token {
+        case .startTag(let tag):
+            if isMathMLTextIntegrationPoint(node) && tag.name != "mglyph" && tag.name != "malignmark" {
+                return true
+            }
+            if node.namespace == .mathml && node.name == "annotation-xml" && tag.name == "svg" { return true }
+            return isHTMLIntegrationPoint(node)
+        case .characters, .nullCharacter:
+            return isMathMLTextIntegrationPoint(node) || isHTMLIntegrationPoint(node)
+        case .endOfFile:
+            return true
+        default:
+            return false
+        }
+    }
+
+    private func process(_ token: HTMLToken, in mode: InsertionMode) {
+        switch mode {
+        case .initial: initialMode(token)
+        case .beforeHTML: beforeHTMLMode(token)
+        case .beforeHead: beforeHeadMode(token)
+        case .inHead: inHeadMode(token)
+        case .inHeadNoscript: inHeadNoscriptMode(token)
+        case .afterHead: afterHeadMode(token)
+        case .inBody: inBodyMode(token)
+        case .text: textMode(token)
+        case .inTable: inTableMode(token)
+        case .inTableText: inTableTextMode(token)
+        case .inCaption: inCaptionMode(token)
+        case .inColumnGroup: inColumnGroupMode(token)
+        case .inTableBody: inTableBodyMode(token)
+        case .inRow: inRowMode(token)
+        case .inCell: inCellMode(token)
+        case .inTemplate: inTemplateMode(token)
+        case .afterBody: afterBodyMode(token)
+        case .inFrameset: inFramesetMode(token)
+        case .afterFrameset: afterFramesetMode(token)
+        case .afterAfterBody: afterAfterBodyMode(token)
+        case .afterAfterFrameset: afterAfterFramesetMode(token)
+        }
+    }
+
+    /// Splits leading whitespace off a character run.
+    private func splitLeadingWhitespace(_ bytes: [UInt8]) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
+        var index = 0
+        while index < bytes.count && isHTMLWhitespace(bytes[index]) { index += 1 }
+        return (bytes[0..<index], bytes[index...])
+    }
+
+    /// Handles a character token in a mode where whitespace is inserted (or ignored) and
+    /// anything else is handled by `otherwise`, which receives the remaining characters.
+    private func handleWhitespacePrefix(
+        _ bytes: [UInt8],
+        insertWhitespace: Bool,
+        otherwise: (HTMLToken) -> Void
+    ) {
+        let (space, rest) = splitLeadingWhitespace(bytes)
+        if insertWhitespace && !space.isEmpty { insertCharacters(space) }
+        if !rest.isEmpty { otherwise(.characters(Array(rest))) }
+    }
+
+    // MARK: - Insertion modes
+
+    private func initialMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: false) { self.initialAnythingElse($0) }
+        case .comment(let data):
+            insertComment(data, into: document)
+        case .doctype(let doctype):
+            let node = HTMLNode.doctype(doctype.name ?? "", publicId: doctype.publicId, systemId: doctype.systemId)
+            document.appendChild(node)
+            document.quirksMode = quirksMode(for: doctype)
+            mode = .beforeHTML
+        default:
+            initialAnythingElse(token)
+        }
+    }
+
+    private func initialAnythingElse(_ token: HTMLToken) {
+        document.quirksMode = .quirks
+        mode = .beforeHTML
+        process(token, in: mode)
+    }
+
+    private func beforeHTMLMode(_ token: HTMLToken) {
+        switch token {
+        case .doctype:
+            return
+        case .comment(let data):
+            insertComment(data, into: document)
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: false) { self.beforeHTMLAnythingElse($0) }
+        case .startTag(let tag) where tag.name == "html":
+            let node = createElement(tag, namespace: .html)
+            document.appendChild(node)
+            push(node)
+            mode = .beforeHead
+        case .endTag(let name) where !["head", "body", "html", "br"].contains(name):
+            return
+        default:
+            beforeHTMLAnythingElse(token)
+        }
+    }
+
+    private func beforeHTMLAnythingElse(_ token: HTMLToken) {
+        let node = HTMLNode.element("html")
+        document.appendChild(node)
+        push(node)
+        mode = .beforeHead
+        process(token, in: mode)
+    }
+
+    private func beforeHeadMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: false) { self.beforeHeadAnythingElse($0) }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .startTag(let tag) where tag.name == "head":
+            headElement = insertHTMLElement(tag)
+            mode = .inHead
+        case .endTag(let name) where !["head", "body", "html", "br"].contains(name):
+            return
+        default:
+            beforeHeadAnythingElse(token)
+        }
+    }
+
+    private func beforeHeadAnythingElse(_ token: HTMLToken) {
+        headElement = insertHTMLElement(named: "head")
+        mode = .inHead
+        process(token, in: mode)
+    }
+
+    private func inHeadMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inHeadAnythingElse($0) }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag):
+            switch tag.name {
+            case "html":
+                inBodyMode(token)
+            case "base", "basefont", "bgsound", "link", "meta":
+                insertHTMLElement(tag)
+                pop()
+            case "title":
+                genericTextElement(tag, state: .rcdata)
+            case "noscript" where scripting:
+                genericTextElement(tag, state: .rawtext)
+            case "noframes", "style":
+                genericTextElement(tag, state: .rawtext)
+            case "noscript":
+                insertHTMLElement(tag)
+                mode = .inHeadNoscript
+            case "script":
+                genericTextElement(tag, state: .scriptData)
+            case "template":
+                insertHTMLElement(tag)
+                formatting.append(nil)
+                framesetOK = false
+                mode = .inTemplate
+                templateModes.append(.inTemplate)
+            case "head":
+                return
+            default:
+                inHeadAnythingElse(token)
+            }
+        case .endTag(let name):
+            switch name {
+            case "head":
+                pop()
+                mode = .afterHead
+            case "body", "html", "br":
+                inHeadAnythingElse(token)
+            case "template":
+                guard isOnStack("template") else { return }
+                generateImpliedEndTagsThoroughly()
+                popUntil("template")
+                clearFormattingToLastMarker()
+                templateModes.removeLast()
+                resetInsertionMode()
+            default:
+                return
+            }
+        default:
+            inHeadAnythingElse(token)
+        }
+    }
+
+    private func inHeadAnythingElse(_ token: HTMLToken) {
+        pop()
+        mode = .afterHead
+        process(token, in: mode)
+    }
+
+    private func inHeadNoscriptMode(_ token: HTMLToken) {
+        switch token {
+        case .doctype:
+            return
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .endTag("noscript"):
+            pop()
+            mode = .inHead
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inHeadNoscriptAnythingElse($0) }
+        case .comment:
+            inHeadMode(token)
+        case .startTag(let tag) where ["basefont", "bgsound", "link", "meta", "noframes", "style"].contains(tag.name):
+            inHeadMode(token)
+        case .startTag(let tag) where tag.name == "head" || tag.name == "noscript":
+            return
+        case .endTag(let name) where name != "br":
+            return
+        default:
+            inHeadNoscriptAnythingElse(token)
+        }
+    }
+
+    private func inHeadNoscriptAnythingElse(_ token: HTMLToken) {
+        pop()
+        mode = .inHead
+        process(token, in: mode)
+    }
+
+    private func afterHeadMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.afterHeadAnythingElse($0) }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag):
+            switch tag.name {
+            case "html":
+                inBodyMode(token)
+            case "body":
+                insertHTMLElement(tag)
+                framesetOK = false
+                mode = .inBody
+            case "frameset":
+                insertHTMLElement(tag)
+                mode = .inFrameset
+            case "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title":
+                guard let head = headElement else {
+                    afterHeadAnythingElse(token)
+                    return
+                }
+                push(head)
+                inHeadMode(token)
+                if let index = stackIndex(of: head) { removeFromStack(at: index) }
+            case "head":
+                return
+            default:
+                afterHeadAnythingElse(token)
+            }
+        case .endTag(let name):
+            switch name {
+            case "template": inHeadMode(token)
+            case "body", "html", "br": afterHeadAnythingElse(token)
+            default: return
+            }
+        default:
+            afterHeadAnythingElse(token)
+        }
+    }
+
+    private func afterHeadAnythingElse(_ token: HTMLToken) {
+        insertHTMLElement(named: "body")
+        mode = .inBody
+        process(token, in: mode)
+    }
+
+    private func inBodyMode(_ token: HTMLToken) {
+        switch token {
+        case .nullCharacter:
+            return
+        case .characters(let bytes):
+            reconstructFormatting()
+            insertCharacters(bytes)
+            if framesetOK && bytes.contains(where: { !isHTMLWhitespace($0) }) { framesetOK = false }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag):
+            inBodyStartTag(tag, token: token)
+        case .endTag(let name):
+            inBodyEndTag(name, token: token)
+        case .endOfFile:
+            if !templateModes.isEmpty {
+                inTemplateMode(token)
+            } else {
+                stopParsing()
+            }
+        }
+    }
+
+    private func stopParsing() {
+        stopped = true
+        while !open.isEmpty { pop() }
+    }
+
+    private func inBodyStartTag(_ tag: HTMLTag, token: HTMLToken) {
+        switch tag.name {
+        case "html":
+            guard !isOnStack("template"), let root = open.first else { return }
+            for attribute in tag.attributes where !root.attributes.contains(where: { $0.name == attribute.name }) {
+                root.attributes.append(attribute)
+            }
+        case "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title":
+            inHeadMode(token)
+        case "body":
+            guard open.count > 1, open[1].isElement("body"), !isOnStack("template") else { return }
+            framesetOK = false
+            let body = open[1]
+            for attribute in tag.attributes where !body.attributes.contains(where: { $0.name == attribute.name }) {
+                body.attributes.append(attribute)
+            }
+        case "frameset":
+            guard open.count > 1, open[1].isElement("body"), framesetOK else { return }
+            open[1].remove()
+            while open.count > 1 { pop() }
+            insertHTMLElement(tag)
+            mode = .inFrameset
+        case "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
+            "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu", "nav", "ol", "p",
+            "search", "section", "summary", "ul":
+            closePIfInButtonScope()
+            insertHTMLElement(tag)
+        case "h1", "h2", "h3", "h4", "h5", "h6":
+            closePIfInButtonScope()
+            if let current = currentNode, current.namespace == .html,
+                ["h1", "h2", "h3", "h4", "h5", "h6"].contains(current.name)
+            {
+                pop()
+            }
+            insertHTMLElement(tag)
+        case "pre", "listing":
+            closePIfInButtonScope()
+            insertHTMLElement(tag)
+            skipLeadingNewline = true
+            framesetOK = false
+        case "form":
+            let inTemplate = isOnStack("template")
+            if formElement != nil && !inTemplate { return }
+            closePIfInButtonScope()
+            let node = insertHTMLElement(tag)
+            if !inTemplate { formElement = node }
+        case "li", "dd", "dt":
+            framesetOK = false
+            var index = open.count - 1
+            while index >= 0 {
+                let node = open[index]
+                if node.namespace == .html {
+                    let matches = tag.name == "li" ? node.name == "li" : (node.name == "dd" || node.name == "dt")
+                    if matches {
+                        generateImpliedEndTags(except: node.name)
+                        popUntil(node.name)
+                        break
+                    }
+                }
+                if isSpecial(node) && !(node.namespace == .html && ["address", "div", "p"].contains(node.name)) {
+                    break
+                }
+                index -= 1
+            }
+            closePIfInButtonScope()
+            insertHTMLElement(tag)
+        case "plaintext":
+            closePIfInButtonScope()
+            insertHTMLElement(tag)
+            tokenizer.state = .plaintext
+        case "button":
+            if hasInScope("button") {
+                generateImpliedEndTags()
+                popUntil("button")
+            }
+            reconstructFormatting()
+            insertHTMLElement(tag)
+            framesetOK = false
+        case "a":
+            if let existing = lastFormatting(named: "a") {
+                adoptionAgency("a")
+                if let index = formattingIndex(of: existing) { formatting.remove(at: index) }
+                if let index = stackIndex(of: existing) { removeFromStack(at: index) }
+            }
+            reconstructFormatting()
+            pushFormatting(insertHTMLElement(tag))
+        case "b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong", "tt", "u":
+            reconstructFormatting()
+            pushFormatting(insertHTMLElement(tag))
+        case "nobr":
+            reconstructFormatting()
+            if hasInScope("nobr") {
+                if !adoptionAgency("nobr") { anyOtherEndTag("nobr") }
+                reconstructFormatting()
+            }
+            pushFormatting(insertHTMLElement(tag))
+        case "applet", "marquee", "object":
+            reconstructFormatting()
+            insertHTMLElement(tag)
+            formatting.append(nil)
+            framesetOK = false
+        case "table":
+            if document.quirksMode != .quirks { closePIfInButtonScope() }
+            insertHTMLElement(tag)
+            framesetOK = false
+            mode = .inTable
+        case "area", "br", "embed", "img", "keygen", "wbr":
+            reconstructFormatting()
+            insertHTMLElement(tag)
+            pop()
+            framesetOK = false
+        case "input":
+            if let context, context.isElement("select") { return }
+            if hasInScope("select") { popUntil("select") }
+            reconstructFormatting()
+            insertHTMLElement(tag)
+            pop()
+            let type = tag.attributes.first { $0.name == "type" }?.value.lowercasedASCII
+            if type != "hidden" { framesetOK = false }
+        case "param", "source", "track":
+            insertHTMLElement(tag)
+            pop()
+        case "hr":
+            closePIfInButtonScope()
+            if hasInScope("select") { generateImpliedEndTags() }
+            insertHTMLElement(tag)
+            pop()
+            framesetOK = false
+        case "image":
+            var renamed = tag
+            renamed.name = "img"
+            inBodyStartTag(renamed, token: .startTag(renamed))
+        case "textarea":
+            insertHTMLElement(tag)
+            skipLeadingNewline = true
+            tokenizer.state = .rcdata
+            originalMode = mode
+            framesetOK = false
+            mode = .text
+        case "xmp":
+            closePIfInButtonScope()
+            reconstructFormatting()
+            framesetOK = false
+            genericTextElement(tag, state: .rawtext)
+        case "iframe":
+            framesetOK = false
+            genericTextElement(tag, state: .rawtext)
+        case "noembed":
+            genericTextElement(tag, state: .rawtext)
+        case "noscript" where scripting:
+            genericTextElement(tag, state: .rawtext)
+        case "select":
+            if let context, context.isElement("select") { return }
+            if hasInScope("select") {
+                popUntil("select")
+                return
+            }
+            reconstructFormatting()
+            insertHTMLElement(tag)
+            framesetOK = false
+        case "option":
+            if hasInScope("select") {
+                generateImpliedEndTags(except: "optgroup")
+            } else if currentIs("option") {
+                pop()
+            }
+            reconstructFormatting()
+            insertHTMLElement(tag)
+        case "optgroup":
+            if hasInScope("select") {
+                generateImpliedEndTags()
+            } else if currentIs("option") {
+                pop()
+            }
+            reconstructFormatting()
+            insertHTMLElement(tag)
+        case "rb", "rtc":
+            if hasInScope("ruby") { generateImpliedEndTags() }
+            insertHTMLElement(tag)
+        case "rp", "rt":
+            if hasInScope("ruby") { generateImpliedEndTags(except: "rtc") }
+            insertHTMLElement(tag)
+        case "math", "svg":
+            reconstructFormatting()
+            var adjusted = tag
+            let namespace: HTMLNamespace = tag.name == "math" ? .mathml : .svg
+            adjustForeignAttributes(&adjusted.attributes, namespace: namespace)
+            insertForeignElement(adjusted, namespace: namespace)
+            if tag.selfClosing { pop() }
+        case "caption", "col", "colgroup", "frame", "head", "tbody", "td", "tfoot", "th", "thead", "tr":
+            return
+        default:
+            reconstructFormatting()
+            insertHTMLElement(tag)
+        }
+    }
+
+    private func inBodyEndTag(_ name: String, token: HTMLToken) {
+        switch name {
+        case "template":
+            inHeadMode(token)
+        case "body", "html":
+            guard hasInScope("body") else { return }
+            mode = .afterBody
+            if name == "html" { process(token, in: mode) }
+        case "address", "article", "aside", "blockquote", "button", "center", "details", "dialog", "dir", "div",
+            "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "listing", "main", "menu", "nav",
+            "ol", "pre", "search", "section", "summary", "ul":
+            guard hasInScope(name) else { return }
+            generateImpliedEndTags()
+            popUntil(name)
+        case "form":
+            if !isOnStack("template") {
+                let node = formElement
+                formElement = nil
+                guard let node, hasNodeInScope(node) else { return }
+                generateImpliedEndTags()
+                if let index = stackIndex(of: node) { removeFromStack(at: index) }
+            } else {
+                guard hasInScope("form") else { return }
+                generateImpliedEndTags()
+                popUntil("form")
+            }
+        case "p":
+            if !hasInScope("p", .button) { insertHTMLElement(named: "p") }
+            closePElement()
+        case "li":
+            guard hasInScope("li", .listItem) else { return }
+            generateImpliedEndTags(except: "li")
+            popUntil("li")
+        case "dd", "dt":
+            guard hasInScope(name) else { return }
+            generateImpliedEndTags(except: name)
+            popUntil(name)
+        case "h1", "h2", "h3", "h4", "h5", "h6":
+            let headings = ["h1", "h2", "h3", "h4", "h5", "h6"]
+            guard hasAnyInScope(headings) else { return }
+            generateImpliedEndTags()
+            popUntil(anyOf: Set(headings))
+        case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
+            if !adoptionAgency(name) { anyOtherEndTag(name) }
+        case "applet", "marquee", "object":
+            guard hasInScope(name) else { return }
+            generateImpliedEndTags()
+            popUntil(name)
+            clearFormattingToLastMarker()
+        case "br":
+            inBodyStartTag(HTMLTag(name: "br"), token: .startTag(HTMLTag(name: "br")))
+        default:
+            anyOtherEndTag(name)
+        }
+    }
+
+    private func anyOtherEndTag(_ name: String) {
+        var index = open.count - 1
+        while index >= 0 {
+            let node = open[index]
+            if node.namespace == .html && node.name == name {
+                generateImpliedEndTags(except: name)
+                while open.count > index { pop() }
+                return
+            }
+            if isSpecial(node) { return }
+            index -= 1
+        }
+    }
+
+    private func textMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            insertCharacters(bytes)
+        case .nullCharacter:
+            insertCharacters([0])
+        case .endOfFile:
+            pop()
+            mode = originalMode
+            process(token, in: mode)
+        case .endTag:
+            pop()
+            mode = originalMode
+        default:
+            return
+        }
+    }
+
+    private var currentIsTableLike: Bool {
+        guard let node = currentNode, node.namespace == .html else { return false }
+        switch node.name {
+        case "table", "tbody", "template", "tfoot", "thead", "tr": return true
+        default: return false
+        }
+    }
+
+    private func clearStackBack(to names: Set<String>) {
+        while let node = currentNode, !(node.namespace == .html && names.contains(node.name)) {
+            pop()
+        }
+    }
+
+    private static let tableContext: Set<String> = ["table", "template", "html"]
+    private static let tableBodyContext: Set<String> = ["tbody", "tfoot", "thead", "template", "html"]
+    private static let rowContext: Set<String> = ["tr", "template", "html"]
+
+    private func inTableMode(_ token: HTMLToken) {
+        switch token {
+        case .characters, .nullCharacter:
+            if currentIsTableLike {
+                pendingTableText = []
+                pendingTableTextDirty = false
+                originalMode = mode
+                mode = .inTableText
+                inTableTextMode(token)
+            } else {
+                inTableAnythingElse(token)
+            }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag):
+            switch tag.name {
+            case "caption":
+                clearStackBack(to: Self.tableContext)
+                formatting.append(nil)
+                insertHTMLElement(tag)
+                mode = .inCaption
+            case "colgroup":
+                clearStackBack(to: Self.tableContext)
+                insertHTMLElement(tag)
+                mode = .inColumnGroup
+            case "col":
+                clearStackBack(to: Self.tableContext)
+                insertHTMLElement(named: "colgroup")
+                mode = .inColumnGroup
+                process(token, in: mode)
+            case "tbody", "tfoot", "thead":
+                clearStackBack(to: Self.tableContext)
+                insertHTMLElement(tag)
+                mode = .inTableBody
+            case "td", "th", "tr":
+                clearStackBack(to: Self.tableContext)
+                insertHTMLElement(named: "tbody")
+                mode = .inTableBody
+                process(token, in: mode)
+            case "table":
+                guard hasInScope("table", .table) else { return }
+                popUntil("table")
+                resetInsertionMode()
+                process(token, in: mode)
+            case "style", "script", "template":
+                inHeadMode(token)
+            case "input":
+                let type = tag.attributes.first { $0.name == "type" }?.value.lowercasedASCII
+                guard type == "hidden" else {
+                    inTableAnythingElse(token)
+                    return
+                }
+                insertHTMLElement(tag)
+                pop()
+            case "form":
+                guard !isOnStack("template"), formElement == nil else { return }
+                formElement = insertHTMLElement(tag)
+                pop()
+            default:
+                inTableAnythingElse(token)
+            }
+        case .endTag(let name):
+            switch name {
+            case "table":
+                guard hasInScope("table", .table) else { return }
+                popUntil("table")
+                resetInsertionMode()
+            case "body", "caption", "col", "colgroup", "html", "tbody", "td", "tfoot", "th", "thead", "tr":
+                return
+            case "template":
+                inHeadMode(token)
+            default:
+                inTableAnythingElse(token)
+            }
+        case .endOfFile:
+            inBodyMode(token)
+        }
+    }
+
+    private func inTableAnythingElse(_ token: HTMLToken) {
+        fosterParenting = true
+        inBodyMode(token)
+        fosterParenting = false
+    }
+
+    private func inTableTextMode(_ token: HTMLToken) {
+        switch token {
+        case .nullCharacter:
+            return
+        case .characters(let bytes):
+            if !pendingTableTextDirty && bytes.contains(where: { !isHTMLWhitespace($0) }) {
+                pendingTableTextDirty = true
+            }
+            pendingTableText.append(contentsOf: bytes)
+        default:
+            let text = pendingTableText
+            pendingTableText = []
+            if !text.isEmpty {
+                if pendingTableTextDirty {
+                    inTableAnythingElse(.characters(text))
+                } else {
+                    insertCharacters(text)
+                }
+            }
+            pendingTableTextDirty = false
+            mode = originalMode
+            process(token, in: mode)
+        }
+    }
+
+    private func inCaptionMode(_ token: HTMLToken) {
+        switch token {
+        case .endTag("caption"):
+            closeCaption()
+        case .startTag(let tag)
+        where ["caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"].contains(tag.name):
+            if closeCaption() { process(token, in: mode) }
+        case .endTag("table"):
+            if closeCaption() { process(token, in: mode) }
+        case .endTag(let name)
+        where ["body", "col", "colgroup", "html", "tbody", "td", "tfoot", "th", "thead", "tr"].contains(name):
+            return
+        default:
+            inBodyMode(token)
+        }
+    }
+
+    @discardableResult
+    private func closeCaption() -> Bool {
+        guard hasInScope("caption", .table) else { return false }
+        generateImpliedEndTags()
+        popUntil("caption")
+        clearFormattingToLastMarker()
+        mode = .inTable
+        return true
+    }
+
+    private func inColumnGroupMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inColumnGroupAnythingElse($0) }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .startTag(let tag) where tag.name == "col":
+            insertHTMLElement(tag)
+            pop()
+        case .endTag("colgroup"):
+            guard currentIs("colgroup") else { return }
+            pop()
+            mode = .inTable
+        case .endTag("col"):
+            return
+        case .startTag(let tag) where tag.name == "template":
+            inHeadMode(token)
+        case .endTag("template"):
+            inHeadMode(token)
+        case .endOfFile:
+            inBodyMode(token)
+        default:
+            inColumnGroupAnythingElse(token)
+        }
+    }
+
+    private func inColumnGroupAnythingElse(_ token: HTMLToken) {
+        guard currentIs("colgroup") else { return }
+        pop()
+        mode = .inTable
+        process(token, in: mode)
+    }
+
+    private func inTableBodyMode(_ token: HTMLToken) {
+        switch token {
+        case .startTag(let tag) where tag.name == "tr":
+            clearStackBack(to: Self.tableBodyContext)
+            insertHTMLElement(tag)
+            mode = .inRow
+        case .startTag(let tag) where tag.name == "th" || tag.name == "td":
+            clearStackBack(to: Self.tableBodyContext)
+            insertHTMLElement(named: "tr")
+            mode = .inRow
+            process(token, in: mode)
+        case .endTag(let name) where name == "tbody" || name == "tfoot" || name == "thead":
+            guard hasInScope(name, .table) else { return }
+            clearStackBack(to: Self.tableBodyContext)
+            pop()
+            mode = .inTable
+        case .startTag(let tag) where ["caption", "col", "colgroup", "tbody", "tfoot", "thead"].contains(tag.name):
+            inTableBodyLeave(token)
+        case .endTag("table"):
+            inTableBodyLeave(token)
+        case .endTag(let name) where ["body", "caption", "col", "colgroup", "html", "td", "th", "tr"].contains(name):
+            return
+        default:
+            inTableMode(token)
+        }
+    }
+
+    private func inTableBodyLeave(_ token: HTMLToken) {
+        guard hasAnyInScope(["tbody", "thead", "tfoot"], .table) else { return }
+        clearStackBack(to: Self.tableBodyContext)
+        pop()
+        mode = .inTable
+        process(token, in: mode)
+    }
+
+    private func inRowMode(_ token: HTMLToken) {
+        switch token {
+        case .startTag(let tag) where tag.name == "th" || tag.name == "td":
+            clearStackBack(to: Self.rowContext)
+            insertHTMLElement(tag)
+            mode = .inCell
+            formatting.append(nil)
+        case .endTag("tr"):
+            guard hasInScope("tr", .table) else { return }
+            clearStackBack(to: Self.rowContext)
+            pop()
+            mode = .inTableBody
+        case .startTag(let tag)
+        where ["caption", "col", "colgroup", "tbody", "tfoot", "thead", "tr"].contains(tag.name):
+            inRowLeave(token)
+        case .endTag("table"):
+            inRowLeave(token)
+        case .endTag(let name) where name == "tbody" || name == "tfoot" || name == "thead":
+            guard hasInScope(name, .table) else { return }
+            inRowLeave(token)
+        case .endTag(let name) where ["body", "caption", "col", "colgroup", "html", "td", "th"].contains(name):
+            return
+        default:
+            inTableMode(token)
+        }
+    }
+
+    private func inRowLeave(_ token: HTMLToken) {
+        guard hasInScope("tr", .table) else { return }
+        clearStackBack(to: Self.rowContext)
+        pop()
+        mode = .inTableBody
+        process(token, in: mode)
+    }
+
+    private func inCellMode(_ token: HTMLToken) {
+        switch token {
+        case .endTag(let name) where name == "td" || name == "th":
+            guard hasInScope(name, .table) else { return }
+            generateImpliedEndTags()
+            popUntil(name)
+            clearFormattingToLastMarker()
+            mode = .inRow
+        case .startTag(let tag)
+        where ["caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"].contains(tag.name):
+            guard hasAnyInScope(["td", "th"], .table) else { return }
+            closeCell()
+            process(token, in: mode)
+        case .endTag(let name) where ["body", "caption", "col", "colgroup", "html"].contains(name):
+            return
+        case .endTag(let name) where ["table", "tbody", "tfoot", "thead", "tr"].contains(name):
+            guard hasInScope(name, .table) else { return }
+            closeCell()
+            process(token, in: mode)
+        default:
+            inBodyMode(token)
+        }
+    }
+
+    private func closeCell() {
+        generateImpliedEndTags()
+        popUntil(anyOf: ["td", "th"])
+        clearFormattingToLastMarker()
+        mode = .inRow
+    }
+
+    private func inTemplateMode(_ token: HTMLToken) {
+        switch token {
+        case .characters, .nullCharacter, .comment, .doctype:
+            inBodyMode(token)
+        case .startTag(let tag):
+            let newMode: InsertionMode
+            switch tag.name {
+            case "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title":
+                inHeadMode(token)
+                return
+            case "caption", "colgroup", "tbody", "tfoot", "thead": newMode = .inTable
+            case "col": newMode = .inColumnGroup
+            case "tr": newMode = .inTableBody
+            case "td", "th": newMode = .inRow
+            default: newMode = .inBody
+            }
+            if !templateModes.isEmpty { templateModes.removeLast() }
+            templateModes.append(newMode)
+            mode = newMode
+            process(token, in: mode)
+        case .endTag("template"):
+            inHeadMode(token)
+        case .endTag:
+            return
+        case .endOfFile:
+            guard isOnStack("template") else {
+                stopParsing()
+                return
+            }
+            popUntil("template")
+            clearFormattingToLastMarker()
+            if !templateModes.isEmpty { templateModes.removeLast() }
+            resetInsertionMode()
+            process(token, in: mode)
+        }
+    }
+
+    private func afterBodyMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            let (space, rest) = splitLeadingWhitespace(bytes)
+            if !space.isEmpty { inBodyMode(.characters(Array(space))) }
+            if !rest.isEmpty { afterBodyAnythingElse(.characters(Array(rest))) }
+        case .comment(let data):
+            if let root = open.first { insertComment(data, into: root) }
+        case .doctype:
+            return
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .endTag("html"):
+            if context != nil { return }
+            mode = .afterAfterBody
+        case .endOfFile:
+            stopParsing()
+        default:
+            afterBodyAnythingElse(token)
+        }
+    }
+
+    private func afterBodyAnythingElse(_ token: HTMLToken) {
+        mode = .inBody
+        process(token, in: mode)
+    }
+
+    private func inFramesetMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            let space = bytes.filter { isHTMLWhitespace($0) }
+            if !space.isEmpty { insertCharacters(space) }
+        case .comment(let data):
+            insertComment(data)
+        case .startTag(let tag):
+            switch tag.name {
+            case "html": inBodyMode(token)
+            case "frameset": insertHTMLElement(tag)
+            case "frame":
+                insertHTMLElement(tag)
+                pop()
+            case "noframes": inHeadMode(token)
+            default: return
+            }
+        case .endTag("frameset"):
+            guard open.count > 1 else { return }
+            pop()
+            if context == nil && !currentIs("frameset") { mode = .afterFrameset }
+        case .endOfFile:
+            stopParsing()
+        default:
+            return
+        }
+    }
+
+    private func afterFramesetMode(_ token: HTMLToken) {
+        switch token {
+        case .characters(let bytes):
+            let space = bytes.filter { isHTMLWhitespace($0) }
+            if !space.isEmpty { insertCharacters(space) }
+        case .comment(let data):
+            insertComment(data)
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .startTag(let tag) where tag.name == "noframes":
+            inHeadMode(token)
+        case .endTag("html"):
+            mode = .afterAfterFrameset
+        case .endOfFile:
+            stopParsing()
+        default:
+            return
+        }
+    }
+
+    private func afterAfterBodyMode(_ token: HTMLToken) {
+        switch token {
+        case .comment(let data):
+            insertComment(data, into: document)
+        case .doctype:
+            inBodyMode(token)
+        case .characters(let bytes):
+            let (space, rest) = splitLeadingWhitespace(bytes)
+            if !space.isEmpty { inBodyMode(.characters(Array(space))) }
+            if !rest.isEmpty { afterBodyAnythingElse(.characters(Array(rest))) }
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .endOfFile:
+            stopParsing()
+        default:
+            afterBodyAnythingElse(token)
+        }
+    }
+
+    private func afterAfterFramesetMode(_ token: HTMLToken) {
+        switch token {
+        case .comment(let data):
+            insertComment(data, into: document)
+        case .doctype:
+            inBodyMode(token)
+        case .characters(let bytes):
+            let space = bytes.filter { isHTMLWhitespace($0) }
+            if !space.isEmpty { inBodyMode(.characters(space)) }
+        case .startTag(let tag) where tag.name == "html":
+            inBodyMode(token)
+        case .startTag(let tag) where tag.name == "noframes":
+            inHeadMode(token)
+        case .endOfFile:
+            stopParsing()
+        default:
+            return
+        }
+    }
+
+    // MARK: - Foreign content
+
+    private func processForeign(_ token: HTMLToken) {
+        switch token {
+        case .nullCharacter:
+            insertCharacters([0xEF, 0xBF, 0xBD])
+        case .characters(let bytes):
+            insertCharacters(bytes)
+            if framesetOK && bytes.contains(where: { !isHTMLWhitespace($0) }) { framesetOK = false }
+        case .comment(let data):
+            insertComment(data)
+        case .doctype:
+            return
+        case .startTag(let tag):
+            if breaksOutOfForeignContent(tag) {
+                popUntilHTMLOrIntegrationPoint()
+                process(token, in: mode)
+                return
+            }
+            guard let adjusted = adjustedCurrentNode else { return }
+            let namespace = adjusted.namespace
+            var tag = tag
+            if namespace == .svg, let name = svgTagNameAdjustments[tag.name] { tag.name = name }
+            adjustForeignAttributes(&tag.attributes, namespace: namespace)
+            insertForeignElement(tag, namespace: namespace)
+            if tag.selfClosing { pop() }
+        case .endTag(let name):
+            if name == "br" || name == "p" {
+                popUntilHTMLOrIntegrationPoint()
+                process(token, in: mode)
+                return
+            }
+            var index = open.count - 1
+            guard index >= 0 else { return }
+            while true {
+                let node = open[index]
+                if index == 0 { return }
+                if node.name.lowercasedASCII == name {
+                    while open.count > index { pop() }
+                    return
+                }
+                index -= 1
+                if open[index].namespace == .html {
+                    process(token, in: mode)
+                    return
+                }
+            }
+        case .endOfFile:
+            process(token, in: mode)
+        }
+    }
+
+    private func popUntilHTMLOrIntegrationPoint() {
+        while let node = currentNode, node.namespace != .html, !isMathMLTextIntegrationPoint(node),
+            !isHTMLIntegrationPoint(node)
+        {
+            pop()
+        }
+    }
+}
