@@ -46,7 +46,7 @@ let package = Package(
         .testTarget(
             name: "CofferCryptoTests",
             dependencies: ["CofferCrypto", "CofferTesting"],
-            resources: [.copy("Fixtures")]
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
         .testTarget(name: "CofferKeymakerTests", dependencies: ["CofferKeymaker", "CofferTesting"]),

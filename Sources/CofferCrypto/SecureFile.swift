@@ -12,8 +12,9 @@ import Darwin
 /// (`O_EXCL`, mode 0600), `fsync`, `rename` over the target, `fsync` of the folder. A crash leaves either the old
 /// file or the new one, never a mix; leftovers are named `.*.tmp-*` and removed by ``removeTemporaryLeftovers(in:)``.
 public enum SecureFile {
-    /// A hook between the steps of an atomic write, for crash tests. `nil` in production.
-    nonisolated(unsafe) public static var testCrashPoint: (@Sendable (String) throws -> Void)?
+    /// A hook between the steps of an atomic write, called with the step and the target path, for crash tests
+    /// (throw to stop there). `nil` in production.
+    nonisolated(unsafe) public static var testCrashPoint: (@Sendable (_ step: String, _ path: String) throws -> Void)?
 
     /// Creates `path` and its missing parents with mode 0700, and checks that the last component is a directory
     /// owned by this user with no group or other access.
@@ -45,17 +46,17 @@ public enum SecureFile {
         do throws(CofferCryptoError) {
             var sink = FileDescriptorSink(fd: fd)
             try sink.write(bytes)
-            try crashPoint("written")
+            try crashPoint("written", path)
             guard fsync(fd) == 0 else { throw .io(operation: "flush \(path)", errno: errno) }
             close(fd)
         } catch {
             close(fd)
             throw error
         }
-        try crashPoint("synced")
+        try crashPoint("synced", path)
         guard rename(temporary, path) == 0 else { throw .io(operation: "replace \(path)", errno: errno) }
         renamed = true
-        try crashPoint("renamed")
+        try crashPoint("renamed", path)
         try syncDirectory(folder)
     }
 
@@ -126,8 +127,8 @@ public enum SecureFile {
         return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
     }
 
-    private static func crashPoint(_ step: String) throws(CofferCryptoError) {
+    private static func crashPoint(_ step: String, _ path: String) throws(CofferCryptoError) {
         guard let hook = testCrashPoint else { return }
-        do { try hook(step) } catch { throw .io(operation: "continue after test crash point \(step)", errno: EINTR) }
+        do { try hook(step, path) } catch { throw .io(operation: "continue after test crash point \(step)", errno: EINTR) }
     }
 }
