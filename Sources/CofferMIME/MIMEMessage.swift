@@ -101,8 +101,9 @@ public struct MIMEPart: Sendable, Hashable {
     public var transferEncoding: String
     /// The Content-ID without angle brackets, as used by `cid:` URLs.
     public var contentID: String?
-    /// The body with the transfer encoding removed. Empty for multiparts; for `message/rfc822` it holds the
-    /// enclosed message's bytes (which are also parsed into `children`).
+    /// The body with the transfer encoding removed. Empty for multiparts. For an enclosed `message/rfc822` it holds
+    /// the enclosed message's bytes (also parsed into `children`), except for messages enclosed in another enclosed
+    /// message, whose bytes are already part of the outer one: keeping one copy keeps memory linear in the input.
     public var body: [UInt8]
     /// Sub-parts of a multipart, or the single root part of an enclosed `message/rfc822`.
     public var children: [MIMEPart]

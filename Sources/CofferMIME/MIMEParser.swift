@@ -277,7 +277,8 @@ private struct ParserState {
         end: Int,
         depth: Int,
         defaultType: ContentType,
-        top: Bool
+        top: Bool,
+        insideEnclosedMessage: Bool = false
     ) throws(MIMEError) -> MIMEPart {
         let (headers, bodyStart) = try parseHeaders(start: start, end: end, allowUnixFrom: top)
         partCount += 1
@@ -331,7 +332,15 @@ private struct ParserState {
                             contentEnd -= 1
                         }
                     }
-                    guard try appendChild(to: &part, start: contentStart, end: contentEnd, depth: depth, childDefault)
+                    guard
+                        try appendChild(
+                            to: &part,
+                            start: contentStart,
+                            end: contentEnd,
+                            depth: depth,
+                            childDefault,
+                            insideEnclosedMessage
+                        )
                     else {
                         return part
                     }
@@ -345,7 +354,14 @@ private struct ParserState {
             if !closed {
                 note(.closeBoundaryNotFound)
                 if let contentStart = childStart {
-                    _ = try appendChild(to: &part, start: contentStart, end: end, depth: depth, childDefault)
+                    _ = try appendChild(
+                        to: &part,
+                        start: contentStart,
+                        end: end,
+                        depth: depth,
+                        childDefault,
+                        insideEnclosedMessage
+                    )
                 }
             }
             return part
@@ -354,7 +370,9 @@ private struct ParserState {
         if part.isEnclosedMessage && depth < limits.maxNestingDepth
             && ["7bit", "8bit", "binary"].contains(part.transferEncoding)
         {
-            part.body = Array(UnsafeBufferPointer(rebasing: buffer[bodyRange]))
+            if !insideEnclosedMessage {
+                part.body = Array(UnsafeBufferPointer(rebasing: buffer[bodyRange]))
+            }
             guard partCount < limits.maxParts else {
                 note(.tooManyParts(limit: limits.maxParts))
                 return part
@@ -364,7 +382,8 @@ private struct ParserState {
                 end: bodyRange.upperBound,
                 depth: depth + 1,
                 defaultType: .textPlain,
-                top: false
+                top: false,
+                insideEnclosedMessage: true
             )
             part.children = [inner]
             return part
@@ -382,7 +401,8 @@ private struct ParserState {
         start: Int,
         end: Int,
         depth: Int,
-        _ defaultType: ContentType
+        _ defaultType: ContentType,
+        _ insideEnclosedMessage: Bool
     ) throws(MIMEError) -> Bool {
         guard partCount < limits.maxParts else {
             note(.tooManyParts(limit: limits.maxParts))
@@ -393,7 +413,8 @@ private struct ParserState {
             end: max(start, end),
             depth: depth + 1,
             defaultType: defaultType,
-            top: false
+            top: false,
+            insideEnclosedMessage: insideEnclosedMessage
         )
         part.children.append(child)
         return true
