@@ -1,0 +1,192 @@
+import CofferHTML
+import Testing
+
+/// The `body` element of a parsed document.
+private func body(of document: HTMLNode) -> HTMLNode? {
+    document.children.first { $0.isElement("html") }?.children.first { $0.isElement("body") }
+}
+
+/// Parses `html` as a body fragment and serializes it back.
+private func roundTrip(_ html: String) -> String {
+    HTMLSerializer.serialize(HTMLParser.parseFragment(html))
+}
+
+@Test func adoptionAgencyFixesMisnestedFormatting() {
+    #expect(roundTrip("<b><i>x</b>y</i>") == "<b><i>x</i></b><i>y</i>")
+    #expect(roundTrip("<a href=1><p>x</a>y") == "<a href=\"1\"></a><p><a href=\"1\">x</a>y</p>")
+    #expect(roundTrip("<b>1<p>2</b>3</p>") == "<b>1</b><p><b>2</b>3</p>")
+    // Formatting elements are reconstructed in the next paragraph.
+    #expect(roundTrip("<p><b>x<p>y") == "<p><b>x</b></p><p><b>y</b></p>")
+    // Noah's Ark: at most three identical entries are reconstructed.
+    #expect(roundTrip("<p><b><b><b><b>x<p>y") == "<p><b><b><b><b>x</b></b></b></b></p><p><b><b><b>y</b></b></b></p>")
+}
+
+@Test func foreignContentAdjustsNamesAndAttributes() throws {
+    let html =
+        "<svg viewbox='0 0 1 1'><foreignobject><p>hi</p></foreignobject>"
+        + "<a xlink:href='#x'>link</a></svg><math definitionurl=u><mi>x</mi></math>"
+    let fragment = HTMLParser.parseFragment(html)
+    let svg = try #require(fragment.children.first)
+    #expect(svg.namespace == .svg && svg.name == "svg")
+    #expect(svg.attributes == [HTMLAttribute(name: "viewBox", value: "0 0 1 1")])
+    let foreignObject = try #require(svg.children.first)
+    #expect(foreignObject.name == "foreignObject" && foreignObject.namespace == .svg)
+    #expect(foreignObject.children.first?.isElement("p") == true)
+    let link = try #require(svg.children.last)
+    #expect(link.namespace == .svg)
+    #expect(link.attributes.first == HTMLAttribute(name: "href", value: "#x", namespace: .xlink, prefix: "xlink"))
+    let math = try #require(fragment.children.last)
+    #expect(math.namespace == .mathml)
+    #expect(math.attribute("definitionURL") == "u")
+    #expect(math.children.first?.isElement("mi", in: .mathml) == true)
+    #expect(
+        HTMLSerializer.serialize(fragment)
+            == "<svg viewBox=\"0 0 1 1\"><foreignObject><p>hi</p></foreignObject>"
+            + "<a xlink:href=\"#x\">link</a></svg><math definitionURL=\"u\"><mi>x</mi></math>"
+    )
+    // An HTML breakout tag leaves foreign content.
+    let breakout = HTMLParser.parseFragment("<svg><g><div>x</div></g></svg>")
+    #expect(breakout.children.map(\.name) == ["svg", "div"])
+    // CDATA sections are recognised only in foreign content.
+    #expect(roundTrip("<svg><![CDATA[a<b]]></svg>") == "<svg>a&lt;b</svg>")
+    #expect(roundTrip("<![CDATA[x]]>") == "<!--[CDATA[x]]-->")
+}
+
+@Test func templateContentsIsAFragment() throws {
+    let document = HTMLParser.parseDocument("<template><tr><td>x</td></tr><tr><td>y</td></tr></template>")
+    let head = try #require(document.children.first?.children.first)
+    let template = try #require(head.children.first)
+    #expect(template.isElement("template"))
+    #expect(template.children.isEmpty)
+    let contents = try #require(template.templateContents)
+    #expect(contents.kind == .documentFragment)
+    #expect(contents.children.map(\.name) == ["tr", "tr"])
+    #expect(HTMLSerializer.serialize(template) == "<tr><td>x</td></tr><tr><td>y</td></tr>")
+    #expect(
+        HTMLSerializer.serializeOuter(template) == "<template><tr><td>x</td></tr><tr><td>y</td></tr></template>"
+    )
+    let cells = HTMLParser.parseFragment("<template><td>a</td><td>b</td></template>")
+    #expect(cells.children.first?.templateContents?.children.map(\.name) == ["td", "td"])
+}
+
+@Test func fragmentParsingUsesTheContextElement() throws {
+    let row = HTMLParser.parseFragment("<td>a<td>b", context: "tr")
+    #expect(row.children.map(\.name) == ["td", "td"])
+    // In a body context the same markup loses its table cells.
+    #expect(roundTrip("<td>a<td>b") == "ab")
+    let textarea = HTMLParser.parseFragment("<b>not a tag</b>", context: "textarea")
+    #expect(textarea.children.count == 1 && textarea.children.first?.data == "<b>not a tag</b>")
+    let script = HTMLParser.parseFragment("if (a < b) {}", context: "script")
+    #expect(HTMLSerializer.serialize(script) == "if (a &lt; b) {}")
+    let svg = HTMLParser.parseFragment("<path/><circle/>", context: "svg", namespace: .svg)
+    #expect(svg.children.allSatisfy { $0.namespace == .svg })
+    let select = HTMLParser.parseFragment("<option>a<option>b", context: "select")
+    #expect(select.children.map(\.name) == ["option", "option"])
+}
+
+@Test func serializerEscapesAngleBracketsInAttributes() {
+    let fragment = HTMLParser.parseFragment("<a title='a<b>c&amp;d\"e\u{A0}'>x &lt; y\u{A0}</a>")
+    #expect(
+        HTMLSerializer.serialize(fragment)
+            == "<a title=\"a&lt;b&gt;c&amp;d&quot;e&nbsp;\">x &lt; y&nbsp;</a>"
+    )
+    #expect(roundTrip("<style>a > b</style><script>x<y</script>") == "<style>a > b</style><script>x<y</script>")
+    #expect(roundTrip("<br><img src=x><p>t</p>") == "<br><img src=\"x\"><p>t</p>")
+}
+
+@Test func documentStructureAndScriptingFlag() throws {
+    let document = HTMLParser.parseDocument("<!DOCTYPE html><title>T</title><body><noscript><p>x</p></noscript>")
+    #expect(document.quirksMode == .noQuirks)
+    #expect(document.children.first?.kind == .doctype)
+    let head = try #require(document.children.last?.children.first)
+    #expect(head.children.map(\.name) == ["title"])
+    let off = try #require(body(of: document))
+    #expect(off.children.first?.isElement("noscript") == true)
+    #expect(off.children.first?.children.first?.isElement("p") == true)
+    let scripted = HTMLParser.parseDocument("<body><noscript><p>x</p></noscript>", scripting: true)
+    let scriptedBody = try #require(body(of: scripted))
+    #expect(scriptedBody.children.first?.children.first?.kind == .text)
+    #expect(HTMLSerializer.serialize(scriptedBody, scripting: true) == "<noscript><p>x</p></noscript>")
+    #expect(HTMLParser.parseDocument("<p>x").quirksMode == .quirks)
+    #expect(HTMLParser.parseDocument(Array("\u{FEFF}<p>x</p>".utf8)).children.first?.isElement("html") == true)
+}
+
+@Test func invalidUTF8BecomesReplacementCharacters() {
+    let bytes: [UInt8] = [0x3C, 0x70, 0x3E, 0x61, 0xFF, 0xC3, 0x28, 0xE2, 0x82, 0x62]
+    #expect(HTMLSerializer.serialize(HTMLParser.parseFragment(bytes)) == "<p>a\u{FFFD}\u{FFFD}(\u{FFFD}b</p>")
+}
+
+@Test func deepNestingDoesNotOverflow() throws {
+    let depth = 100_000
+    let input = String(repeating: "<div>", count: depth) + "x" + String(repeating: "</div>", count: depth)
+    let document = HTMLParser.parseDocument(input)
+    let root = try #require(body(of: document))
+    var node = root
+    var levels = 0
+    while let child = node.children.first, child.kind == .element {
+        node = child
+        levels += 1
+    }
+    #expect(levels == depth)
+    #expect(root.textContent == "x")
+    let serialized = HTMLSerializer.serialize(root)
+    #expect(serialized.utf8.count == depth * 11 + 1)
+    let formatting = HTMLParser.parseFragment(String(repeating: "<b><i>", count: 20_000) + "x")
+    #expect(formatting.textContent == "x")
+    let foreign = HTMLParser.parseFragment("<svg>" + String(repeating: "<g>", count: depth))
+    #expect(!HTMLSerializer.serialize(foreign).isEmpty)
+}
+
+/// A small deterministic generator (xorshift64*).
+private struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state ^= state >> 12
+        state ^= state << 25
+        state ^= state >> 27
+        return state &* 2_685_821_657_736_338_717
+    }
+}
+
+@Test func randomAndMutatedInputNeverCrashes() {
+    var generator = SeededGenerator(state: 0x9E37_79B9_7F4A_7C15)
+    let pieces = [
+        "<", ">", "</", "/>", "<!--", "-->", "<!DOCTYPE html>", "<![CDATA[", "]]>", "&", "&amp", "&#x", ";", "=",
+        "\"", "'", "<table>", "<tr>", "<td>", "</table>", "<svg>", "<math>", "<mi>", "<foreignObject>", "<template>",
+        "</template>", "<select>", "<option>", "<b>", "</b>", "<i>", "<a href=x>", "</a>", "<p>", "<frameset>",
+        "<script>", "</script>", "<style>", "<textarea>", "<plaintext>", "<noscript>", "<head>", "<body>", "<html>",
+        "\0", "\r\n", " ", "x", "\u{FFFD}", "<annotation-xml encoding=text/html>", "<desc>", "<caption>", "<col>",
+        "<selectedcontent>", "<button>", "<form>", "</form>", "<li>", "<dd>", "<h1>", "<ruby><rt>",
+    ]
+    let contexts: [(String, HTMLNamespace)] = [
+        ("body", .html), ("table", .html), ("tr", .html), ("select", .html), ("svg", .svg), ("template", .html),
+        ("math", .mathml), ("title", .html),
+    ]
+    for round in 0..<2_000 {
+        var bytes: [UInt8] = []
+        let length = Int.random(in: 0..<120, using: &generator)
+        if round % 2 == 0 {
+            for _ in 0..<length { bytes.append(UInt8.random(in: 0...255, using: &generator)) }
+        } else {
+            for _ in 0..<(length / 4) {
+                if Bool.random(using: &generator) {
+                    bytes.append(contentsOf: pieces[Int.random(in: 0..<pieces.count, using: &generator)].utf8)
+                } else {
+                    bytes.append(UInt8.random(in: 0...255, using: &generator))
+                }
+            }
+        }
+        let document = HTMLParser.parseDocument(bytes, scripting: round % 3 == 0)
+        let serialized = HTMLSerializer.serialize(document)
+        // Serializing and reparsing must work too.
+        _ = HTMLParser.parseDocument(serialized)
+        let (context, namespace) = contexts[round % contexts.count]
+        let fragment = HTMLParser.parseFragment(bytes, context: context, namespace: namespace)
+        _ = HTMLSerializer.serialize(fragment)
+        var tokenizer = HTMLTokenizer(bytes)
+        var count = 0
+        while tokenizer.next() != .endOfFile { count += 1 }
+        #expect(count <= bytes.count + 1)
+    }
+}
