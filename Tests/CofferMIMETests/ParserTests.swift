@@ -262,4 +262,18 @@ private func parse(_ text: String) throws -> MIMEMessage {
         let qp = TransferDecoding.quotedPrintable(Array("a=\r\nb=3d=3D=\nc= \r\nd=zz==e ok  \r\nx=".utf8))
         #expect(qp == Array("ab==c= \r\nd=zz=e ok  \r\nx".utf8))
     }
+
+    @Test func deliberateDeparturesFromPython() throws {
+        let encoding = try parse(
+            "Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: quoted-printable  \n\ncaf=C3=A9\n"
+        )
+        #expect(encoding.textBody == "café\n")
+        let filename = try parse(
+            "Content-Type: application/pdf\nContent-Disposition: attachment; filename=old.pdf;"
+                + " filename*=utf-8''n%C3%A9w.pdf\n\nx\n"
+        )
+        #expect(filename.root.filename == "néw.pdf")
+        let base64 = try parse("Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\naGVsbG8gd\n")
+        #expect(base64.textBody == "hello ")
+    }
 }

@@ -42,6 +42,7 @@ class Gen:
     def __init__(self, seed):
         self.r = random.Random(seed)
         self.counter = 0
+        self.tricky = False
 
     def chance(self, p):
         return self.r.random() < p
@@ -71,6 +72,8 @@ class Gen:
         return f"=?{charset.upper() if self.chance(0.3) else charset}?Q?{q}?="
 
     def mailbox(self):
+        if self.tricky and self.chance(0.5):
+            return self.tricky_mailbox()
         kind = self.r.randrange(7)
         name = self.r.choice(NAMES)
         address = self.addr()
@@ -133,7 +136,47 @@ class Gen:
             return f"{day}, {local.day}  {mon}  {local.year}  {local:%H:%M:%S}  {zone}"
         return f"{day}, {local.day:02d} {mon} {local.year} {local:%H:%M:%S} {zone}"
 
+    def tricky_subject(self):
+        word = self.encoded(self.words(2, "utf-8"), "utf-8")
+        kind = self.r.randrange(8)
+        if kind == 0:
+            return f"Re:{word}"
+        if kind == 1:
+            return f"{word}\t {self.words(2)}  {word}"
+        if kind == 2:
+            return word.replace("?Q?", "?q?").replace("?B?", "?b?")
+        if kind == 3:
+            return f"=?utf-8*en?q?{self.words(1)}?= tail"
+        if kind == 4:
+            return f"[list] {word}\n {word}\n\t{self.words(1)}"
+        if kind == 5:
+            return f"  leading and trailing  "
+        if kind == 6:
+            return f"=?utf-8?q?not closed {self.words(2)}"
+        return f"{self.words(1)} =?unknown-8bit?q?abc?= {self.words(1)}"
+
+    def tricky_mailbox(self):
+        address = self.addr()
+        kind = self.r.randrange(8)
+        if kind == 0:
+            return f'"Quote \\"Q\\" Person" <{address}>'
+        if kind == 1:
+            return f"Dr. J. R. R. Tolkien <{address}>"
+        if kind == 2:
+            return f"Name (with comment) Surname <{address}>"
+        if kind == 3:
+            return f'"{self.encoded("Zoë Ångström", "utf-8")}" <{address}>'
+        if kind == 4:
+            return f"<{address.upper()}>"
+        if kind == 5:
+            return f"Ann<{address}>"
+        if kind == 6:
+            return f"{self.encoded('Łukasz', 'utf-8')} {self.encoded('Żółw', 'iso-8859-2')} <{address}>"
+        return f"{address} (Full Name)"
+
     def subject(self):
+        if self.tricky:
+            return self.tricky_subject()
         charset = self.r.choice(CHARSETS)
         text = self.words(self.r.randrange(1, 12), charset)
         kind = self.r.randrange(6)
@@ -203,11 +246,28 @@ class Gen:
             headers = f"Content-Type: text/{subtype};\n\tcharset={quoted}\n"
         if self.chance(0.1):
             headers = headers.replace("Content-Type", "Content-type")
+        if self.tricky and self.chance(0.5):
+            headers = self.r.choice([
+                f"Content-Type: text/{subtype} ; Charset = {quoted} ;\n",
+                f"content-type: TEXT/{subtype.upper()}; format=flowed; charset={quoted}; delsp=yes\n",
+                f"Content-Type: text/{subtype};\n charset*=us-ascii'en'{charset}\n",
+            ])
+            if raw.isascii() and self.chance(0.3):
+                headers = f"Content-Type: text/{subtype}\n"
         if cte:
+            if self.tricky and self.chance(0.4):
+                cte = self.r.choice([cte.upper(), cte.title(), f"  {cte}"])
             headers += f"Content-Transfer-Encoding: {cte}\n"
+        if self.tricky and cte and cte.strip().lower() == "base64" and self.chance(0.4):
+            body = body.replace("=", "")
+        if self.tricky and self.chance(0.1):
+            body = ""
         return headers + extra_headers, body
 
     def filename_params(self, name):
+        if self.tricky and name.isascii() and self.chance(0.4):
+            return self.r.choice([f'filename = "{name}"', f'FileName="{name}"', f'filename="a \\"b\\" {name}"',
+                                  f'filename="{name}";', f"filename*=''{urllib.parse.quote(name)}"])
         kind = self.r.randrange(6)
         if name.isascii():
             if kind < 2 and " " not in name:
@@ -278,11 +338,16 @@ class Gen:
         body = ""
         if self.chance(0.3):
             body += "This is a multi-part message in MIME format.\n"
+        if self.tricky and self.chance(0.3):
+            body += f"--{b}x is not a delimiter\n--\n"
         for part_headers, part_body in parts:
             if not part_body.endswith("\n") or self.chance(0.3):
                 part_body += "\n"
-            body += f"--{b}\n{part_headers}\n{part_body}"
-        body += f"--{b}--\n"
+            if self.tricky and self.chance(0.2) and "base64" not in (part_headers + part_body).lower():
+                part_body += f"--{b}-not-a-delimiter\n"
+            pad = self.r.choice(["", " ", "\t "]) if self.tricky else ""
+            body += f"--{b}{pad}\n{part_headers}\n{part_body}"
+        body += f"--{b}--{self.r.choice(['', '  ']) if self.tricky else ''}\n"
         if self.chance(0.2):
             body += "epilogue text\n"
         return headers, body
@@ -303,7 +368,24 @@ class Gen:
             part_headers, body = self.alternative()
         return "Content-Type: message/rfc822\n", headers + "MIME-Version: 1.0\n" + part_headers + "\n" + body
 
+    def digest(self):
+        parts = []
+        for _ in range(self.r.randrange(1, 4)):
+            _, inner = self.inner_message()
+            parts.append(("", inner))
+        return self.multipart("digest", parts)
+
+    def headerless_part(self):
+        return "", self.text_content("us-ascii")
+
     def body(self):
+        if self.tricky and self.chance(0.4):
+            kind = self.r.randrange(3)
+            if kind == 0:
+                return self.digest()
+            if kind == 1:
+                return self.multipart("mixed", [self.headerless_part(), self.attachment(), self.text_part()])
+            return self.multipart("mixed", [self.text_part(), self.inner_message(), self.inner_message()])
         kind = self.r.randrange(9)
         if kind == 0:
             return self.text_part("plain")
@@ -327,6 +409,7 @@ class Gen:
         return self.multipart("mixed", [self.text_part() for _ in range(self.r.randrange(1, 4))])
 
     def message(self):
+        self.tricky = self.chance(0.35)
         lines = []
         if self.chance(0.05):
             lines.append("From MAILER-DAEMON Thu Jan  1 00:00:00 1970")
@@ -350,6 +433,8 @@ class Gen:
             lines.append(f"X-Mailer: {self.r.choice(['Coffer 1.0', 'Thunderbird 115.0', 'Apple Mail (2.3731)'])}")
         if self.chance(0.2):
             lines.append(f"Thread-Topic: {self.encoded(self.words(3, 'utf-8'))}")
+        if self.tricky and self.chance(0.3):
+            lines.append(self.r.choice(["X-Empty:", "X-Spaces:   ", "SUBJECT-Like: x", "X-Tab:\tvalue"]))
         headers, body = self.body()
         if headers:
             lines.append("MIME-Version: 1.0")
