@@ -275,30 +275,31 @@ public struct MIMEMessage: Sendable, Hashable {
         return result
     }
 
-    private func firstBody(_ subtype: String) -> MIMEPart? {
-        bodyLeaves.first {
-            $0.contentType.type == "text" && $0.contentType.subtype == subtype
-                && !($0.disposition?.isAttachment ?? false) && ($0.filename == nil)
-        }
+    private static func isBody(_ part: MIMEPart, _ subtype: String) -> Bool {
+        part.contentType.type == "text" && part.contentType.subtype == subtype
+            && !(part.disposition?.isAttachment ?? false) && part.filename == nil
     }
 
     /// The first `text/plain` leaf that is not an attachment, decoded to text.
-    public var textBody: String? { firstBody("plain")?.text }
+    public var textBody: String? { bodyLeaves.first { Self.isBody($0, "plain") }?.text }
 
     /// The first `text/html` leaf that is not an attachment, decoded to text.
-    public var htmlBody: String? { firstBody("html")?.text }
+    public var htmlBody: String? { bodyLeaves.first { Self.isBody($0, "html") }?.text }
 
     /// Leaves with a file name or an `attachment` disposition, and inline parts with a Content-ID (such as images
     /// referenced by `cid:` URLs). Enclosed messages are listed as single attachments, not descended into; the
     /// parts chosen as `textBody` and `htmlBody` are never listed.
     public var attachments: [MIMEPart] {
-        let text = firstBody("plain")
-        let html = firstBody("html")
-        return bodyLeaves.filter { part in
-            if part == text || part == html {
-                return false
+        let leaves = bodyLeaves
+        let text = leaves.firstIndex { Self.isBody($0, "plain") }
+        let html = leaves.firstIndex { Self.isBody($0, "html") }
+        return leaves.indices.compactMap { index in
+            let part = leaves[index]
+            if index == text || index == html {
+                return nil
             }
-            return part.filename != nil || (part.disposition?.isAttachment ?? false) || part.contentID != nil
+            let listed = part.filename != nil || (part.disposition?.isAttachment ?? false) || part.contentID != nil
+            return listed ? part : nil
         }
     }
 }

@@ -7,7 +7,7 @@ import Testing
 /// bounded by an iteration count and a wall-clock budget, and reproducible from the seed.
 @Suite struct FuzzTests {
     static let seed: UInt64 = 0xC0FF_EE00
-    static let iterations = 4_000
+    static let iterations = 8_000
     static let budget = Duration.seconds(12)
 
     static let tokens: [[UInt8]] = [
