@@ -65,7 +65,8 @@ public enum HTMLQuirksMode: Sendable, Hashable {
 /// A node of the mutable DOM tree built by ``HTMLParser``.
 ///
 /// One class covers every node kind; which properties are meaningful depends on ``kind``.
-/// Children are ordered; ``parent`` is a weak back reference. Releasing a very deep tree is
+/// Children are ordered; ``parent`` is a back reference that a parent clears when it lets a
+/// child go. Releasing a very deep tree is
 /// iterative, so dropping a document with 100,000 nested elements cannot overflow the stack.
 public final class HTMLNode {
     /// The kinds of node.
@@ -103,7 +104,13 @@ public final class HTMLNode {
     /// The compatibility mode of a document node.
     public var quirksMode: HTMLQuirksMode = .noQuirks
     /// The parent node, or `nil` for a root or a detached node.
-    public private(set) weak var parent: HTMLNode?
+    ///
+    /// Stored unowned: a parent keeps its children alive, clears their back references when
+    /// they are removed, and clears them all when it is deinitialised, so the reference is
+    /// never dangling. (A `weak` reference would move every node's reference counts to a
+    /// side table and slow parsing down considerably.)
+    public var parent: HTMLNode? { parentStorage }
+    private unowned(unsafe) var parentStorage: HTMLNode?
     /// The child nodes in order.
     public private(set) var children: [HTMLNode] = []
 
@@ -127,6 +134,7 @@ public final class HTMLNode {
         if children.isEmpty && templateContents == nil { return }
         var pending = children
         children = []
+        for child in pending { child.parentStorage = nil }
         if let contents = templateContents {
             pending.append(contents)
             templateContents = nil
@@ -134,6 +142,7 @@ public final class HTMLNode {
         while !pending.isEmpty {
             var node = pending.removeLast()
             if isKnownUniquelyReferenced(&node) {
+                for child in node.children { child.parentStorage = nil }
                 pending.append(contentsOf: node.children)
                 node.children = []
                 if let contents = node.templateContents {
@@ -210,7 +219,7 @@ public final class HTMLNode {
     /// Appends `child`, detaching it from its current parent first.
     public func appendChild(_ child: HTMLNode) {
         child.remove()
-        child.parent = self
+        child.parentStorage = self
         children.append(child)
     }
 
@@ -218,18 +227,18 @@ public final class HTMLNode {
     public func insertChild(_ child: HTMLNode, before reference: HTMLNode?) {
         child.remove()
         guard let reference, let index = index(of: reference) else {
-            child.parent = self
+            child.parentStorage = self
             children.append(child)
             return
         }
-        child.parent = self
+        child.parentStorage = self
         children.insert(child, at: index)
     }
 
     /// Inserts `child` at position `index` among the children (clamped to the valid range).
     public func insertChild(_ child: HTMLNode, at index: Int) {
         child.remove()
-        child.parent = self
+        child.parentStorage = self
         children.insert(child, at: max(0, min(index, children.count)))
     }
 
@@ -237,12 +246,12 @@ public final class HTMLNode {
     public func removeChild(_ child: HTMLNode) {
         guard child.parent === self, let index = index(of: child) else { return }
         children.remove(at: index)
-        child.parent = nil
+        child.parentStorage = nil
     }
 
     /// Removes all children.
     public func removeAllChildren() {
-        for child in children { child.parent = nil }
+        for child in children { child.parentStorage = nil }
         children.removeAll()
     }
 
@@ -257,9 +266,21 @@ public final class HTMLNode {
         let moving = children
         children = []
         for child in moving {
-            child.parent = newParent
+            child.parentStorage = newParent
             newParent.children.append(child)
         }
+    }
+
+    /// All descendants in document order (pre-order), collected without recursion. Template
+    /// contents are not included; walk ``templateContents`` separately.
+    public var descendants: [HTMLNode] {
+        var result: [HTMLNode] = []
+        var stack: [HTMLNode] = children.reversed()
+        while let node = stack.popLast() {
+            result.append(node)
+            stack.append(contentsOf: node.children.reversed())
+        }
+        return result
     }
 
     /// The concatenated data of all descendant text nodes, in document order.

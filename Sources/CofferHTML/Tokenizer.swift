@@ -55,78 +55,87 @@ private let replacementBytes: [UInt8] = [0xEF, 0xBF, 0xBD]
 /// following the WHATWG UTF-8 decoder's maximal-subpart rule. Encoded surrogates
 /// (`ED A0..BF xx`) are passed through, as the HTML input stream allows surrogates.
 func preprocessInput<C: Collection<UInt8>>(_ input: C) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(input.count)
-    var index = input.startIndex
-    let end = input.endIndex
-    while index != end {
-        let byte = input[index]
-        if byte < 0x80 {
-            if byte == 0x0D {
-                out.append(0x0A)
-                let next = input.index(after: index)
-                if next != end && input[next] == 0x0A {
-                    index = input.index(after: next)
+    if let array = input as? [UInt8] { return preprocessBytes(array) }
+    return preprocessBytes(Array(input))
+}
+
+/// The non-generic worker of ``preprocessInput(_:)``.
+func preprocessBytes(_ bytes: [UInt8]) -> [UInt8] {
+    bytes.withUnsafeBufferPointer { input -> [UInt8] in
+        let end = input.count
+        // Fast path: ASCII without CR needs no copy-with-changes.
+        var scan = 0
+        while scan < end {
+            let byte = input[scan]
+            if byte >= 0x80 || byte == 0x0D { break }
+            scan += 1
+        }
+        if scan == end { return bytes }
+        var out: [UInt8] = []
+        out.reserveCapacity(end + 16)
+        out.append(contentsOf: input[0..<scan])
+        var index = scan
+        while index < end {
+            let byte = input[index]
+            if byte < 0x80 {
+                if byte == 0x0D {
+                    out.append(0x0A)
+                    index += 1
+                    if index < end && input[index] == 0x0A { index += 1 }
                     continue
                 }
-                index = next
+                out.append(byte)
+                index += 1
                 continue
             }
-            out.append(byte)
-            index = input.index(after: index)
-            continue
-        }
-        var needed = 0
-        var lower: UInt8 = 0x80
-        var upper: UInt8 = 0xBF
-        switch byte {
-        case 0xC2...0xDF: needed = 1
-        case 0xE0:
-            needed = 2
-            lower = 0xA0
-        case 0xE1...0xEF: needed = 2
-        case 0xF0:
-            needed = 3
-            lower = 0x90
-        case 0xF1...0xF3: needed = 3
-        case 0xF4:
-            needed = 3
-            upper = 0x8F
-        default:
-            out.append(contentsOf: replacementBytes)
-            index = input.index(after: index)
-            continue
-        }
-        var cursor = input.index(after: index)
-        var seen = 0
-        var valid = true
-        while seen < needed {
-            guard cursor != end else {
-                valid = false
-                break
+            var needed = 0
+            var lower: UInt8 = 0x80
+            var upper: UInt8 = 0xBF
+            switch byte {
+            case 0xC2...0xDF: needed = 1
+            case 0xE0:
+                needed = 2
+                lower = 0xA0
+            case 0xE1...0xEF: needed = 2
+            case 0xF0:
+                needed = 3
+                lower = 0x90
+            case 0xF1...0xF3: needed = 3
+            case 0xF4:
+                needed = 3
+                upper = 0x8F
+            default:
+                out.append(contentsOf: replacementBytes)
+                index += 1
+                continue
             }
-            let continuation = input[cursor]
-            if continuation < lower || continuation > upper {
-                valid = false
-                break
+            var cursor = index + 1
+            var seen = 0
+            var valid = true
+            while seen < needed {
+                guard cursor < end else {
+                    valid = false
+                    break
+                }
+                let continuation = input[cursor]
+                if continuation < lower || continuation > upper {
+                    valid = false
+                    break
+                }
+                lower = 0x80
+                upper = 0xBF
+                seen += 1
+                cursor += 1
             }
-            lower = 0x80
-            upper = 0xBF
-            seen += 1
-            cursor = input.index(after: cursor)
-        }
-        if valid {
-            var copy = index
-            while copy != cursor {
-                out.append(input[copy])
-                copy = input.index(after: copy)
+            if valid {
+                out.append(contentsOf: input[index..<cursor])
+            } else {
+                out.append(contentsOf: replacementBytes)
             }
-        } else {
-            out.append(contentsOf: replacementBytes)
+            index = cursor
         }
-        index = cursor
+        return out
     }
-    return out
 }
 
 /// The WHATWG HTML tokenizer over UTF-8 bytes.
@@ -492,14 +501,14 @@ public struct HTMLTokenizer: Sendable {
                     pos += 1
                     emitNull()
                 default:
-                    text.append(c)
+                    let runStart = pos
                     pos += 1
                     while pos < count {
                         let d = input[pos]
                         if d == 0x3C || d == 0x26 || d == 0 { break }
-                        text.append(d)
                         pos += 1
                     }
+                    text.append(contentsOf: input[runStart..<pos])
                 }
             case .rcdata:
                 switch c {
@@ -513,14 +522,14 @@ public struct HTMLTokenizer: Sendable {
                     pos += 1
                     text.append(contentsOf: replacementBytes)
                 default:
-                    text.append(c)
+                    let runStart = pos
                     pos += 1
                     while pos < count {
                         let d = input[pos]
                         if d == 0x3C || d == 0x26 || d == 0 { break }
-                        text.append(d)
                         pos += 1
                     }
+                    text.append(contentsOf: input[runStart..<pos])
                 }
             case .rawtext, .scriptData, .plaintext:
                 if c == 0x3C && s != .plaintext {
@@ -530,14 +539,14 @@ public struct HTMLTokenizer: Sendable {
                     pos += 1
                     text.append(contentsOf: replacementBytes)
                 } else {
-                    text.append(c)
+                    let runStart = pos
                     pos += 1
                     while pos < count {
                         let d = input[pos]
                         if d == 0x3C || d == 0 { break }
-                        text.append(d)
                         pos += 1
                     }
+                    text.append(contentsOf: input[runStart..<pos])
                 }
             case .tagOpen:
                 if c == 0x21 {
@@ -873,13 +882,13 @@ public struct HTMLTokenizer: Sendable {
                 } else if c == 0 {
                     attrValue.append(contentsOf: replacementBytes)
                 } else {
-                    attrValue.append(c)
+                    let runStart = pos - 1
                     while pos < count {
                         let d = input[pos]
                         if d == quote || d == 0x26 || d == 0 { break }
-                        attrValue.append(d)
                         pos += 1
                     }
+                    attrValue.append(contentsOf: input[runStart..<pos])
                 }
             case .attributeValueUnquoted:
                 pos += 1
@@ -978,13 +987,13 @@ public struct HTMLTokenizer: Sendable {
                 case 0x2D: s = .commentEndDash
                 case 0: commentData.append(contentsOf: replacementBytes)
                 default:
-                    commentData.append(c)
+                    let runStart = pos - 1
                     while pos < count {
                         let d = input[pos]
                         if d == 0x3C || d == 0x2D || d == 0 { break }
-                        commentData.append(d)
                         pos += 1
                     }
+                    commentData.append(contentsOf: input[runStart..<pos])
                 }
             case .commentLessThan:
                 if c == 0x21 {
@@ -1209,13 +1218,13 @@ public struct HTMLTokenizer: Sendable {
                 } else if c == 0 {
                     emitNull()
                 } else {
-                    text.append(c)
+                    let runStart = pos - 1
                     while pos < count {
                         let d = input[pos]
                         if d == 0x5D || d == 0 { break }
-                        text.append(d)
                         pos += 1
                     }
+                    text.append(contentsOf: input[runStart..<pos])
                 }
             case .cdataSectionBracket:
                 if c == 0x5D {

@@ -354,7 +354,7 @@ final class TreeBuilder {
         push(node)
     }
 
-    private func insertCharacters<S: Sequence<UInt8>>(_ bytes: S) {
+    private func insertCharacters<S: Collection<UInt8>>(_ bytes: S) {
         let place = appropriatePlace()
         if place.parent.kind == .document { return }
         let previous: HTMLNode?
@@ -363,7 +363,7 @@ final class TreeBuilder {
         } else {
             previous = place.parent.lastChild
         }
-        let string = String(decoding: Array(bytes), as: UTF8.self)
+        let string = String(decoding: bytes, as: UTF8.self)
         if let previous, previous.kind == .text {
             previous.data += string
         } else {
@@ -924,7 +924,34 @@ final class TreeBuilder {
         while !open.isEmpty { pop() }
     }
 
+    /// Start tag names with a rule of their own in the "in body" insertion mode.
+    private static let inBodyStartTagNames: Set<String> = [
+        "html", "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title",
+        "body", "frameset", "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
+        "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu", "nav", "ol", "p",
+        "search", "section", "summary", "ul", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "listing", "form", "li", "dd",
+        "dt", "plaintext", "button", "a", "b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong",
+        "tt", "u", "nobr", "applet", "marquee", "object", "table", "area", "br", "embed", "img", "keygen", "wbr",
+        "input", "param", "source", "track", "hr", "image", "textarea", "xmp", "iframe", "noembed", "noscript",
+        "select", "option", "optgroup", "rb", "rtc", "rp", "rt", "math", "svg", "caption", "col", "colgroup", "frame",
+        "head", "tbody", "td", "tfoot", "th", "thead", "tr",
+    ]
+
+    /// End tag names with a rule of their own in the "in body" insertion mode.
+    private static let inBodyEndTagNames: Set<String> = [
+        "template", "body", "html", "address", "article", "aside", "blockquote", "button", "center", "details",
+        "dialog", "dir", "div", "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "listing",
+        "main", "menu", "nav", "ol", "pre", "search", "section", "summary", "ul", "form", "p", "li", "dd", "dt", "h1",
+        "h2", "h3", "h4", "h5", "h6", "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike",
+        "strong", "tt", "u", "applet", "marquee", "object", "br",
+    ]
+
     private func inBodyStartTag(_ tag: HTMLTag, token: HTMLToken) {
+        if !Self.inBodyStartTagNames.contains(tag.name) {
+            reconstructFormatting()
+            insertHTMLElement(tag)
+            return
+        }
         switch tag.name {
         case "html":
             guard !isOnStack("template"), let root = open.first else { return }
@@ -1122,6 +1149,10 @@ final class TreeBuilder {
     }
 
     private func inBodyEndTag(_ name: String, token: HTMLToken) {
+        if !Self.inBodyEndTagNames.contains(name) {
+            anyOtherEndTag(name)
+            return
+        }
         switch name {
         case "template":
             inHeadMode(token)

@@ -190,3 +190,21 @@ private struct SeededGenerator: RandomNumberGenerator {
         #expect(count <= bytes.count + 1)
     }
 }
+
+@Test func treeMutationKeepsParentLinksConsistent() throws {
+    var kept: HTMLNode?
+    do {
+        let fragment = HTMLParser.parseFragment("<div><p>x</p><span>y</span></div>")
+        let div = try #require(fragment.children.first)
+        #expect(fragment.descendants.map { $0.kind == .text ? $0.data : $0.name } == ["div", "p", "x", "span", "y"])
+        let span = try #require(div.lastChild)
+        span.remove()
+        #expect(span.parent == nil && div.children.count == 1)
+        div.insertChild(span, before: div.firstChild)
+        #expect(span.parent === div && HTMLSerializer.serialize(div) == "<span>y</span><p>x</p>")
+        kept = div.lastChild
+    }
+    // The tree is gone; the node that outlived it no longer points into it.
+    #expect(kept?.parent == nil)
+    #expect(kept.map { HTMLSerializer.serializeOuter($0) } == "<p>x</p>")
+}
