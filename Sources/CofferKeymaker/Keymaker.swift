@@ -185,6 +185,7 @@ public actor Keymaker {
         for strategy in ProtectionStrategy.allCases { try deleteItem(address(strategy)) }
         try step("wraps-deleted")
         if let secureElement { try secureElement.deleteKey(label: secureElementLabel) }
+        try step("element-key-deleted")
         for service in [Services.attempts, Services.autolock, Services.protection] {
             try deleteItem(KeychainAddress(service: service, account: account))
         }
@@ -435,7 +436,8 @@ public actor Keymaker {
         let secret: SecretBytes
         do {
             secret = try Envelope.openSecret(wrap.envelope, with: EnvelopeKey(kek), context: pinContext)
-        } catch .authenticationFailed {
+        } catch .wrongKey {
+            // Another PIN derives another KEK, whose key id does not match the wrap's.
             let left = configuration.maxFailedAttempts - counted.failures
             eventSink.yield(.unlockFailed(attemptsLeft: left))
             if left <= 0 {
@@ -444,7 +446,7 @@ public actor Keymaker {
             }
             throw .wrongPIN(attemptsLeft: left)
         } catch {
-            throw .crypto(error)
+            throw .corrupt("PIN wrap")
         }
         guard secret.count == MainKey.byteCount else { throw .corrupt("PIN wrap") }
         try writeAttempts(.init(failures: 0, lastFailure: 0))
