@@ -10,12 +10,16 @@ let package = Package(
         .library(name: "CofferKeymaker", targets: ["CofferKeymaker"]),
         .library(name: "CofferHTML", targets: ["CofferHTML"]),
         .library(name: "CofferMIME", targets: ["CofferMIME"]),
+        .library(name: "CofferContent", targets: ["CofferContent"]),
+        .library(name: "CofferStore", targets: ["CofferStore"]),
+        .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
         .target(
@@ -32,6 +36,15 @@ let package = Package(
         .target(name: "CofferHTML"),
         // Pure Swift, Foundation only: RFC 5322 / MIME parsing, mbox and Maildir readers.
         .target(name: "CofferMIME"),
+        // Sanitizer, CSS filter, Content Security Policy and remote-content policy over CofferHTML's tree.
+        .target(name: "CofferContent", dependencies: ["CofferHTML"]),
+        // The GRDB mail store with sealed columns and a blind search index.
+        .target(
+            name: "CofferStore",
+            dependencies: ["CofferCrypto", "CofferKeymaker", "CofferMIME", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
+        // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
+        .target(name: "CofferAttachments", dependencies: ["CofferCrypto", "CofferKeymaker"]),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -50,8 +63,10 @@ let package = Package(
         ),
         .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
         .testTarget(name: "CofferKeymakerTests", dependencies: ["CofferKeymaker", "CofferTesting"]),
-        .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"]),
-        .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"]),
+        .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
+        .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
+        .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
+        .testTarget(name: "CofferStoreTests", dependencies: ["CofferStore", "CofferAttachments", "CofferTesting"]),
         .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting"]),
     ],
     swiftLanguageModes: [.v6]
