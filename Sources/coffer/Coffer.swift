@@ -1,0 +1,20 @@
+import ArgumentParser
+
+/// The `coffer` command: the MainKey protection system and, as later modules land, the mail store around it.
+@main
+struct Coffer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coffer",
+        abstract: "Keeps a mail client's local data sealed under a per-account MainKey.",
+        discussion: """
+            Without a command, coffer runs a short tour on a throwaway home folder.
+            Data lives under --home or $COFFER_HOME, else the XDG folders (~/.local/share/coffer, \
+            ~/.local/state/coffer).
+            """,
+        subcommands: [
+            Tour.self, Init.self, Protect.self, Unlock.self, Lock.self, Status.self, AutolockCommand.self,
+            Logout.self,
+        ],
+        defaultSubcommand: Tour.self
+    )
+}

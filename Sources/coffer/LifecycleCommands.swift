@@ -1,0 +1,194 @@
+import ArgumentParser
+import CofferCrypto
+import CofferKeychain
+import CofferKeymaker
+
+struct Init: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Log in: create the account's MainKey on this device.")
+
+    @OptionGroup var home: HomeOptions
+
+    func validate() throws {
+        guard let account = home.account else { throw ValidationError("init needs --account NAME.") }
+        try validateAccountName(account)
+    }
+
+    func run() async throws {
+        try await runReportingErrors {
+            let device = try home.resolve().open()
+            let account = home.account ?? ""
+            try await device.keymaker(for: account).createMainKey()
+            print("Created a MainKey for \(account).")
+            print("It rests in the keychain with no further protection; add some with `coffer protect pin` or")
+            print("`coffer protect secure-element`.")
+        }
+    }
+}
+
+struct Protect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add or remove a protection strategy (rewraps only the MainKey, never the data).",
+        discussion: """
+            `protect pin` sets or changes the PIN; `protect secure-element` seals the MainKey to the software secure \
+            element; `--remove` takes one away; `protect none` removes all. With --pin-stdin, standard input gives \
+            the current PIN first (if one is needed to unlock) and the new PIN on the next line.
+            """
+    )
+
+    enum Strategy: String, ExpressibleByArgument, CaseIterable {
+        case pin
+        case secureElement = "secure-element"
+        case none
+    }
+
+    @OptionGroup var home: HomeOptions
+    @OptionGroup var pinOptions: PINOptions
+    @Argument(help: "pin, secure-element or none.") var strategy: Strategy
+    @Flag(name: .long, help: "Remove the strategy instead of adding it.") var remove = false
+    @Option(name: .customLong("with"), help: "How to unlock first when several strategies are active.")
+    var preference: UnlockPreference?
+
+    func validate() throws {
+        if remove && strategy == .none { throw ValidationError("`protect none` already removes every strategy.") }
+    }
+
+    func run() async throws {
+        try await runReportingErrors {
+            let session = try AccountSession.open(home)
+            try await session.unlock(pinFromStdin: pinOptions.pinStdin, preference: preference)
+            let keymaker = session.keymaker
+            switch (strategy, remove) {
+            case (.pin, false):
+                let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinOptions.pinStdin)
+                if !pinOptions.pinStdin {
+                    let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
+                    guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
+                }
+                try await keymaker.activatePIN(pin)
+            case (.secureElement, false):
+                try await keymaker.activateSecureElement()
+            case (.pin, true):
+                try await keymaker.deactivate(.pin)
+            case (.secureElement, true):
+                try await keymaker.deactivate(.secureElement)
+            case (.none, _):
+                for active in try await keymaker.strategies() where active != .none {
+                    try await keymaker.deactivate(active)
+                }
+            }
+            let now = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
+            print("\(session.account) is now protected by: \(now).")
+        }
+    }
+}
+
+struct Unlock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Authenticate and put the MainKey in memory.")
+
+    @OptionGroup var home: HomeOptions
+    @OptionGroup var pinOptions: PINOptions
+    @Option(name: .customLong("with"), help: "pin or secure-element, when both are active.")
+    var preference: UnlockPreference?
+
+    func run() async throws {
+        try await runReportingErrors {
+            let session = try AccountSession.open(home)
+            try await session.unlock(pinFromStdin: pinOptions.pinStdin, preference: preference)
+            print("Unlocked \(session.account). No agent holds the key, so it was dropped again as this command ended.")
+        }
+    }
+}
+
+struct Lock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Remove the MainKey from memory.")
+
+    @OptionGroup var home: HomeOptions
+
+    func run() async throws {
+        try await runReportingErrors {
+            let session = try AccountSession.open(home)
+            await session.keymaker.lock()
+            print("Locked \(session.account). No agent is running, so no process held the key.")
+        }
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show accounts, their protection and the mode.")
+
+    @OptionGroup var home: HomeOptions
+
+    func run() async throws {
+        try await runReportingErrors {
+            let device = try home.resolve().open()
+            let accounts = try home.account.map { [try device.chooseAccount($0)] } ?? device.accounts()
+            print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
+            if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
+            for account in accounts {
+                let keymaker = device.keymaker(for: account)
+                let strategies = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
+                print("account: \(account)")
+                print("  protection: \(strategies)")
+                if try await keymaker.strategies().contains(.pin) {
+                    let failures = try await keymaker.failedAttempts()
+                    print("  failed PIN attempts: \(failures) of 10")
+                }
+                print("  state: locked (the key is in memory only while a command or the agent holds it)")
+            }
+        }
+    }
+}
+
+struct AutolockCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "autolock",
+        abstract: "Set when the key leaves memory: never, background, or a time such as 30s, 5m, 1h."
+    )
+
+    @OptionGroup var home: HomeOptions
+    @OptionGroup var pinOptions: PINOptions
+    @Argument(help: "never, background, or a duration like 5m.") var policy: String
+
+    func validate() throws {
+        guard AutolockPolicy(parsing: policy) != nil else {
+            throw ValidationError("The autolock policy must be never, background, or a duration such as 30s, 5m or 1h.")
+        }
+    }
+
+    func run() async throws {
+        try await runReportingErrors {
+            let session = try AccountSession.open(home)
+            try await session.unlock(pinFromStdin: pinOptions.pinStdin)
+            let parsed = AutolockPolicy(parsing: policy) ?? .mostPrivate
+            try await session.keymaker.setAutolock(parsed)
+            print("Autolock for \(session.account): \(parsed) (stored sealed under the MainKey).")
+        }
+    }
+}
+
+struct Logout: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Log out: destroy the account's MainKey, which makes all its sealed data unreadable."
+    )
+
+    @OptionGroup var home: HomeOptions
+    @Flag(name: .long, help: "Do not ask for confirmation.") var yes = false
+
+    func run() async throws {
+        try await runReportingErrors {
+            let device = try home.resolve().open()
+            let account = try device.chooseAccount(home.account)
+            if !yes {
+                guard Terminal.isInteractiveOutput else {
+                    throw CLIError("Logging out erases the account's key; pass --yes to confirm when not at a terminal.")
+                }
+                print("Erase the key of \(account)? Everything sealed under it becomes unreadable. Type yes: ", terminator: "")
+                guard Terminal.readLine(fd: 0).map({ String(decoding: $0, as: UTF8.self) }) == "yes" else {
+                    throw CLIError("Not confirmed; nothing was erased.")
+                }
+            }
+            try await device.keymaker(for: account).destroy()
+            print("Logged out \(account): its MainKey, wraps and records are gone from this device.")
+        }
+    }
+}

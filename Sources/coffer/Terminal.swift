@@ -1,0 +1,108 @@
+import CofferCrypto
+import CofferKeymaker
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Terminal input and output: PINs without echo, presence confirmation on the controlling terminal.
+enum Terminal {
+    /// Prints `coffer: <sentence>` to standard error.
+    static func printError(_ sentence: String) {
+        var line = "coffer: \(sentence)\n"
+        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// Whether standard output is a terminal.
+    static var isInteractiveOutput: Bool { isatty(1) == 1 }
+
+    /// Reads a PIN: from standard input's first line with `fromStdin`, else from the controlling terminal without
+    /// echo. The PIN never passes through argv, the environment or a `String` that outlives this call.
+    static func readPIN(prompt: String, fromStdin: Bool) throws(CLIError) -> SecretBytes {
+        let bytes: [UInt8]
+        if fromStdin {
+            guard let line = readLine(fd: 0) else { throw CLIError("No PIN on standard input.") }
+            bytes = line
+        } else {
+            let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
+            guard tty >= 0 else {
+                throw CLIError("There is no terminal to read the PIN from; pass --pin-stdin to read it from standard input.")
+            }
+            defer { close(tty) }
+            writeString(prompt, to: tty)
+            var original = termios()
+            tcgetattr(tty, &original)
+            var silent = original
+            silent.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(tty, TCSAFLUSH, &silent)
+            let line = readLine(fd: tty)
+            tcsetattr(tty, TCSAFLUSH, &original)
+            writeString("\n", to: tty)
+            guard let line else { throw CLIError("No PIN was entered.") }
+            bytes = line
+        }
+        var copy = bytes
+        defer { for index in copy.indices { copy[index] = 0 } }
+        return SecretBytes(copying: copy)
+    }
+
+    /// Reads one line (without its newline) from `fd`, byte by byte so nothing beyond it is consumed.
+    static func readLine(fd: Int32) -> [UInt8]? {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let got = read(fd, &byte, 1)
+            if got < 0 && errno == EINTR { continue }
+            if got <= 0 { return line.isEmpty ? nil : line }
+            if byte == 0x0A { break }
+            line.append(byte)
+            if line.count > 4096 { break }
+        }
+        if line.last == 0x0D { line.removeLast() }
+        return line
+    }
+
+    static func writeString(_ text: String, to fd: Int32) {
+        var copy = text
+        copy.withUTF8 { _ = write(fd, $0.baseAddress, $0.count) }
+    }
+}
+
+/// Confirms presence on the controlling terminal: the person types a random code shown there. A pipe or standard
+/// input cannot answer, because the code is read from `/dev/tty`, and a process without a terminal is refused.
+/// This proves that someone is at this terminal (presence), not who they are (identity).
+struct TerminalPresence: PresenceAuthenticator {
+    func confirmPresence(reason: String) async -> Bool {
+        let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
+        guard tty >= 0 else {
+            Terminal.printError("Presence cannot be confirmed: there is no terminal (a pipe cannot confirm presence).")
+            return false
+        }
+        defer { close(tty) }
+        var generator = SystemRandomNumberGenerator()
+        let code = String(format4: Int(generator.next(upperBound: UInt32(10_000))))
+        Terminal.writeString(
+            "\(reason)\nSecure element: type \(code) and press Enter to confirm you are here "
+                + "(this checks presence, not identity): ",
+            to: tty
+        )
+        tcflush(tty, TCIFLUSH)
+        guard let line = Terminal.readLine(fd: tty) else { return false }
+        return String(decoding: line, as: UTF8.self).trimmingSpaces == code
+    }
+}
+
+extension String {
+    init(format4 value: Int) {
+        let digits = String(value)
+        let padding = String(repeating: "0", count: Swift.max(0, 4 - digits.count))
+        self = padding + digits
+    }
+
+    var trimmingSpaces: String {
+        var text = Substring(self)
+        while text.first == " " { text.removeFirst() }
+        while text.last == " " { text.removeLast() }
+        return String(text)
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import CofferCrypto
+import CofferKeychain
+import CofferKeymaker
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer` with no command: the MainKey lifecycle on a throwaway home, narrated.
+struct Tour: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "A short tour of the MainKey lifecycle on a throwaway home folder (the default command)."
+    )
+
+    func run() async throws {
+        try await runReportingErrors {
+            var template = Array("/tmp/coffer-tour-XXXXXX".utf8CString)
+            guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+                throw CLIError("Could not create a temporary folder for the tour.")
+            }
+            let root = String(cString: made)
+            defer { removeTree(root) }
+            try await tour(root: root)
+        }
+    }
+
+    private func step(_ command: String) { print("\n$ coffer \(command)") }
+
+    private func tour(root: String) async throws {
+        print("Coffer tour: a throwaway home in \(root), deleted at the end.")
+        let home = try CofferHome.resolve(home: root)
+        let device = try home.open(presence: TourPresence())
+        let account = "tour@example.com"
+        let keymaker = device.keymaker(for: account)
+
+        step("init --account \(account)")
+        try await keymaker.createMainKey()
+        print("Created a 256-bit MainKey; it rests in the device-bound keychain (strategy: none).")
+
+        let marker = "ACCESS-TOKEN-\(UInt32.random(in: 100_000...999_999))"
+        let token = try Locked(clearValue: marker, with: await keymaker.key(), label: "account.token")
+        try SecureFile.makePrivateDirectory(home.data)
+        try SecureFile.writeAtomically(token.encrypted, to: "\(home.data)/token.sealed")
+        print("Sealed an access token with Locked<String> under a MainKey subkey (\(token.encrypted.count) bytes).")
+
+        step("protect pin          # the tour types the PIN 2468 for you")
+        let started = SystemClock().now().boot
+        try await keymaker.activatePIN(SecretBytes(copying: Array("2468".utf8)))
+        let millis = (SystemClock().now().boot - started) / 1_000_000
+        print("Wrapped the MainKey with a key from \(ScryptParameters.standard) + the device pepper (\(millis) ms).")
+        print("Only the MainKey was rewrapped; the sealed token did not change.")
+
+        step("protect secure-element   # presence is confirmed automatically in the tour")
+        try await keymaker.activateSecureElement()
+        print("Also sealed the MainKey to the software secure element with HPKE (P-256).")
+
+        step("lock")
+        await keymaker.lock()
+        print("The MainKey left memory and its bytes were zeroed. Reading the token now fails: ", terminator: "")
+        do {
+            _ = try await keymaker.key()
+        } catch {
+            print(error)
+        }
+
+        step("unlock --with pin    # with the wrong PIN 0000")
+        do {
+            try await keymaker.unlock(.pin(SecretBytes(copying: Array("0000".utf8))))
+        } catch {
+            print("coffer: \(error)")
+        }
+
+        step("unlock --with pin    # with 2468")
+        try await keymaker.unlock(.pin(SecretBytes(copying: Array("2468".utf8))))
+        let key = try await keymaker.key()
+        let reopened = try Locked<String>(encrypted: token.encrypted, label: "account.token").unlock(with: key)
+        print("Unlocked; the failure count is back to \(try await keymaker.failedAttempts()).")
+        print("The sealed token opens again: \(reopened == marker ? "yes" : "no").")
+
+        step("autolock 5m")
+        try await keymaker.setAutolock(.after(seconds: 300))
+        print("Autolock after 5 minutes without use, stored sealed; the agent's timer enforces it.")
+
+        print("\nWhat is on disk? Scanning every file under the home for the token and the MainKey bytes...")
+        let needles = [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
+        let files = filesBelow(root)
+        let hits = files.filter { file in
+            guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 26) else { return false }
+            return needles.contains { contains(bytes, $0) }
+        }
+        print("\(files.count) files, \(hits.count) containing the token or the key.")
+
+        step("status")
+        print("account: \(account)")
+        print("  protection: \(try await keymaker.strategies().map(\.description).sorted().joined(separator: " + "))")
+        print("  autolock: \(await keymaker.autolockPolicy)")
+
+        step("logout --yes")
+        try await keymaker.destroy()
+        let remaining = filesBelow(home.keychain).filter { $0.hasSuffix(".item") }.count
+        print("The MainKey and every wrap are gone (\(remaining) keychain items left); the sealed token is now noise.")
+        print("\nNext: `coffer --help`, and the README's CLI reference.")
+    }
+
+    private func filesBelow(_ root: String) -> [String] {
+        var found: [String] = []
+        for name in (try? SecureFile.list(root)) ?? [] {
+            let path = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR { found += filesBelow(path) } else { found.append(path) }
+        }
+        return found
+    }
+
+    private func removeTree(_ root: String) {
+        for name in (try? SecureFile.list(root)) ?? [] {
+            let path = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR { removeTree(path) } else { unlink(path) }
+        }
+        rmdir(root)
+    }
+
+    private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard haystack.count >= needle.count, let first = needle.first else { return false }
+        for index in 0...(haystack.count - needle.count) where haystack[index] == first {
+            if haystack[index..<index + needle.count].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+}
+
+/// The tour confirms presence itself, and says so.
+private struct TourPresence: PresenceAuthenticator {
+    func confirmPresence(reason: String) async -> Bool {
+        print("(the tour confirms presence for you; normally you type a code shown on the terminal)")
+        return true
+    }
+}
