@@ -135,6 +135,12 @@ final class TreeBuilder {
             stack.append(contentsOf: node.children.reversed())
         }
         guard let target = selectedContent else { return }
+        // A selectedcontent inside the option itself would copy into its own source.
+        var up: HTMLNode? = target
+        while let node = up {
+            if node === option { return }
+            up = node.parent
+        }
         let selected = options.last { $0.attribute("selected") != nil } ?? options.first
         guard selected === option else { return }
         target.removeAllChildren()
@@ -389,9 +395,16 @@ final class TreeBuilder {
 
     // MARK: - Active formatting elements
 
+    /// The most entries kept after the last marker. The standard sets no limit, but without
+    /// one, input such as 100,000 `<b id=N>` tags makes the Noah's Ark scan quadratic and each
+    /// reconstruction clone an unbounded number of elements; beyond this many open formatting
+    /// elements the earliest one is dropped from the list (it stays in the tree).
+    static let maxFormattingEntries = 128
+
     private func pushFormatting(_ node: HTMLNode) {
         var count = 0
         var earliest: Int?
+        var first = formatting.count
         var index = formatting.count - 1
         while index >= 0 {
             guard let entry = formatting[index] else { break }
@@ -401,9 +414,14 @@ final class TreeBuilder {
                 count += 1
                 earliest = index
             }
+            first = index
             index -= 1
         }
-        if count >= 3, let earliest { formatting.remove(at: earliest) }
+        if count >= 3, let earliest {
+            formatting.remove(at: earliest)
+        } else if formatting.count - first >= Self.maxFormattingEntries {
+            formatting.remove(at: first)
+        }
         formatting.append(node)
     }
 
@@ -799,7 +817,7 @@ final class TreeBuilder {
                 generateImpliedEndTagsThoroughly()
                 popUntil("template")
                 clearFormattingToLastMarker()
-                templateModes.removeLast()
+                if !templateModes.isEmpty { templateModes.removeLast() }
                 resetInsertionMode()
             default:
                 return

@@ -208,3 +208,13 @@ private struct SeededGenerator: RandomNumberGenerator {
     #expect(kept?.parent == nil)
     #expect(kept.map { HTMLSerializer.serializeOuter($0) } == "<p>x</p>")
 }
+
+@Test func pathologicalInputsStayLinear() {
+    // A selectedcontent inside the option it would mirror must not copy into itself.
+    let select = HTMLParser.parseFragment("<select><option><selectedcontent>")
+    #expect(HTMLSerializer.serialize(select) == "<select><option><selectedcontent></selectedcontent></option></select>")
+    // Thousands of distinct open formatting elements: bounded work per tag and per text run.
+    let tags = (0..<5_000).map { "<b id=\($0)>" }.joined()
+    let formatting = HTMLParser.parseFragment(tags + String(repeating: "<p>x", count: 50))
+    #expect(formatting.textContent == String(repeating: "x", count: 50))
+}
