@@ -16,8 +16,10 @@ final class TreeBuilder {
     var tokenizer: HTMLTokenizer
     let document: HTMLNode
     private var open: [HTMLNode] = []
-    /// HTML-namespace element counts on the stack, for fast "not in scope" answers.
-    private var openCounts: [String: Int] = [:]
+    /// Stack positions of HTML-namespace elements by name, bottom to top.
+    private var namePositions: [String: [Int]] = [:]
+    /// Stack positions of scope boundaries for the normal, list item, button and table scopes.
+    private var boundaryPositions: [[Int]] = [[], [], [], []]
     /// The list of active formatting elements; `nil` is a marker.
     private var formatting: [HTMLNode?] = []
     private var mode: InsertionMode = .initial
@@ -104,16 +106,37 @@ final class TreeBuilder {
         return open.last
     }
 
+    private static let trackedScopes: [Scope] = [.normal, .listItem, .button, .table]
+
+    /// Records the node at stack position `index` in the position indexes.
+    private func track(_ node: HTMLNode, at index: Int) {
+        if node.namespace == .html { namePositions[node.name, default: []].append(index) }
+        for (slot, scope) in Self.trackedScopes.enumerated() where isBoundary(node, scope) {
+            boundaryPositions[slot].append(index)
+        }
+    }
+
+    /// Rebuilds the position indexes after the stack changed in the middle.
+    private func rebuildPositions() {
+        namePositions.removeAll(keepingCapacity: true)
+        boundaryPositions = [[], [], [], []]
+        for (index, node) in open.enumerated() { track(node, at: index) }
+    }
+
     private func push(_ node: HTMLNode) {
         open.append(node)
-        if node.namespace == .html { openCounts[node.name, default: 0] += 1 }
+        track(node, at: open.count - 1)
     }
 
     @discardableResult
     private func pop() -> HTMLNode? {
         guard let node = open.popLast() else { return nil }
+        let index = open.count
+        for slot in 0..<boundaryPositions.count where boundaryPositions[slot].last == index {
+            boundaryPositions[slot].removeLast()
+        }
         if node.namespace == .html {
-            openCounts[node.name, default: 1] -= 1
+            namePositions[node.name]?.removeLast()
             if sawSelectedContent && node.name == "option" { maybeCloneIntoSelectedContent(node) }
         }
         return node
@@ -153,13 +176,13 @@ final class TreeBuilder {
     }
 
     private func removeFromStack(at index: Int) {
-        let node = open.remove(at: index)
-        if node.namespace == .html { openCounts[node.name, default: 1] -= 1 }
+        open.remove(at: index)
+        rebuildPositions()
     }
 
     private func insertInStack(_ node: HTMLNode, at index: Int) {
         open.insert(node, at: index)
-        if node.namespace == .html { openCounts[node.name, default: 0] += 1 }
+        rebuildPositions()
     }
 
     private func stackIndex(of node: HTMLNode) -> Int? {
@@ -171,7 +194,18 @@ final class TreeBuilder {
         return nil
     }
 
-    private func isOnStack(_ name: String) -> Bool { (openCounts[name] ?? 0) > 0 }
+    private func isOnStack(_ name: String) -> Bool { namePositions[name]?.isEmpty == false }
+
+    /// The topmost scope boundary position for a tracked scope (-1 when there is none).
+    private func topBoundary(_ scope: Scope) -> Int {
+        switch scope {
+        case .normal: return boundaryPositions[0].last ?? -1
+        case .listItem: return boundaryPositions[1].last ?? -1
+        case .button: return boundaryPositions[2].last ?? -1
+        case .table: return boundaryPositions[3].last ?? -1
+        case .select: return -1
+        }
+    }
 
     private func currentIs(_ name: String) -> Bool {
         guard let node = open.last else { return false }
@@ -220,7 +254,8 @@ final class TreeBuilder {
     }
 
     private func hasInScope(_ name: String, _ scope: Scope = .normal) -> Bool {
-        guard isOnStack(name) else { return false }
+        guard let position = namePositions[name]?.last else { return false }
+        if scope != .select { return position >= topBoundary(scope) }
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
@@ -233,6 +268,10 @@ final class TreeBuilder {
 
     private func hasAnyInScope(_ names: [String], _ scope: Scope = .normal) -> Bool {
         guard names.contains(where: { isOnStack($0) }) else { return false }
+        if scope != .select {
+            let top = names.compactMap { namePositions[$0]?.last }.max() ?? -1
+            return top >= topBoundary(scope)
+        }
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
@@ -1227,6 +1266,9 @@ final class TreeBuilder {
     }
 
     private func anyOtherEndTag(_ name: String) {
+        // Without such an element on the stack the walk below can only end in "ignore";
+        // skipping it keeps stray end tags cheap on very deep stacks.
+        guard isOnStack(name) else { return }
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
