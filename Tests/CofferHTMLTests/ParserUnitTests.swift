@@ -217,4 +217,8 @@ private struct SeededGenerator: RandomNumberGenerator {
     let tags = (0..<5_000).map { "<b id=\($0)>" }.joined()
     let formatting = HTMLParser.parseFragment(tags + String(repeating: "<p>x", count: 50))
     #expect(formatting.textContent == String(repeating: "x", count: 50))
+    // Scope checks that fail deep down a tall stack answer without walking it.
+    let deep =
+        "<p><button>" + String(repeating: "<span>", count: 20_000) + String(repeating: "<div></x>", count: 20_000)
+    #expect(HTMLParser.parseFragment(deep).descendants.count == 40_002)
 }
