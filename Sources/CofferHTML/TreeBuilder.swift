@@ -106,15 +106,33 @@ final class TreeBuilder {
         return open.last
     }
 
-    private static let trackedScopes: [Scope] = [.normal, .listItem, .button, .table]
-
     /// Records the node at stack position `index` in the position indexes.
     private func track(_ node: HTMLNode, at index: Int) {
-        if node.namespace == .html { namePositions[node.name, default: []].append(index) }
-        for (slot, scope) in Self.trackedScopes.enumerated() where isBoundary(node, scope) {
-            boundaryPositions[slot].append(index)
+        let mask: UInt8
+        switch node.namespace {
+        case .html:
+            namePositions[node.name, default: []].append(index)
+            mask = Self.htmlBoundaryMasks[node.name] ?? 0
+        case .mathml, .svg:
+            mask = isBoundary(node, .normal) ? 0b0111 : 0
+        default:
+            mask = 0
         }
+        guard mask != 0 else { return }
+        for slot in 0..<4 where mask & (1 << slot) != 0 { boundaryPositions[slot].append(index) }
     }
+
+    /// For HTML elements: which tracked scopes (bit 0 normal, 1 list item, 2 button, 3 table)
+    /// each name bounds.
+    private static let htmlBoundaryMasks: [String: UInt8] = {
+        var masks: [String: UInt8] = [:]
+        for name in ["applet", "caption", "td", "th", "marquee", "object", "select"] { masks[name] = 0b0111 }
+        for name in ["html", "table", "template"] { masks[name] = 0b1111 }
+        masks["ol"] = 0b0010
+        masks["ul"] = 0b0010
+        masks["button"] = 0b0100
+        return masks
+    }()
 
     /// Rebuilds the position indexes after the stack changed in the middle.
     private func rebuildPositions() {
