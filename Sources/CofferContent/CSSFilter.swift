@@ -1,0 +1,394 @@
+/// Filters CSS for the mail profile: `style` attributes and `<style>` sheets are parsed with
+/// ``CSSParser``, checked on decoded tokens, and written back with ``CSSWriter``.
+///
+/// Rules:
+/// - only allow-listed properties (plus custom properties and Outlook's `mso-*`) survive;
+///   `behavior`, `-moz-binding` and `-o-link` are not on the list;
+/// - values may only call allow-listed functions (no `expression()`, `attr()`, `progid:`),
+///   and may not hold bad tokens, `{}` blocks, colons, `<` or stray backslashes;
+/// - `position: fixed` is removed;
+/// - every `url()`, `src()`, and string in `image()`/`image-set()`/`cross-fade()` goes through
+///   the remote-content policy: kept, embedded (`cid:`), replaced by `about:invalid` when
+///   blocked, or the declaration is dropped (forbidden scheme);
+/// - in sheets, `@import`, `@charset`, `@namespace`, `@keyframes`, `@page`, `@supports` and
+///   unknown at-rules are dropped; `@media` is kept with its rules filtered; `@font-face` is kept
+///   only with a usable `src`; every selector is scoped to the message container.
+struct CSSFilter {
+    /// The class of the element that holds a message; every selector is scoped to it.
+    static let containerClass = "coffer-message"
+    static let blockedURL = "about:invalid"
+    private static let maximumAtRuleDepth = 4
+
+    let gate: ResourceGate
+
+    // MARK: Allow-lists
+
+    static let allowedProperties: Set<String> = [
+        "align-content", "align-items", "align-self", "aspect-ratio", "background", "background-attachment",
+        "background-blend-mode", "background-clip", "background-color", "background-image", "background-origin",
+        "background-position", "background-position-x", "background-position-y", "background-repeat",
+        "background-size", "border", "border-bottom", "border-bottom-color", "border-bottom-left-radius",
+        "border-bottom-right-radius", "border-bottom-style", "border-bottom-width", "border-collapse",
+        "border-color", "border-image", "border-image-outset", "border-image-repeat", "border-image-slice",
+        "border-image-source", "border-image-width", "border-left", "border-left-color", "border-left-style",
+        "border-left-width", "border-radius", "border-right", "border-right-color", "border-right-style",
+        "border-right-width", "border-spacing", "border-style", "border-top", "border-top-color",
+        "border-top-left-radius", "border-top-right-radius", "border-top-style", "border-top-width",
+        "border-width", "bottom", "box-decoration-break", "box-shadow", "box-sizing", "break-after", "break-before",
+        "break-inside", "caption-side", "clear", "clip", "clip-path", "color", "color-scheme", "column-count",
+        "column-fill", "column-gap", "column-rule", "column-rule-color", "column-rule-style", "column-rule-width",
+        "column-span", "column-width", "columns", "content", "counter-increment", "counter-reset", "cursor",
+        "direction", "display", "empty-cells", "filter", "flex", "flex-basis", "flex-direction", "flex-flow",
+        "flex-grow", "flex-shrink", "flex-wrap", "float", "font", "font-family", "font-feature-settings",
+        "font-kerning", "font-size", "font-size-adjust", "font-smoothing", "font-stretch", "font-style",
+        "font-variant", "font-variant-caps", "font-variant-ligatures", "font-variant-numeric", "font-weight", "gap",
+        "grid", "grid-area", "grid-auto-columns", "grid-auto-flow", "grid-auto-rows", "grid-column",
+        "grid-column-end", "grid-column-gap", "grid-column-start", "grid-gap", "grid-row", "grid-row-end",
+        "grid-row-gap", "grid-row-start", "grid-template", "grid-template-areas", "grid-template-columns",
+        "grid-template-rows", "height", "hyphens", "inset", "isolation", "justify-content", "justify-items",
+        "justify-self", "left", "letter-spacing", "line-break", "line-height", "list-style", "list-style-image",
+        "list-style-position", "list-style-type", "margin", "margin-block", "margin-block-end",
+        "margin-block-start", "margin-bottom", "margin-inline", "margin-inline-end", "margin-inline-start",
+        "margin-left", "margin-right", "margin-top", "mask", "mask-image", "max-height", "max-width",
+        "min-height", "min-width", "mix-blend-mode", "object-fit", "object-position", "opacity", "order",
+        "orphans", "outline", "outline-color", "outline-offset", "outline-style", "outline-width", "overflow",
+        "overflow-wrap", "overflow-x", "overflow-y", "padding", "padding-block", "padding-block-end",
+        "padding-block-start", "padding-bottom", "padding-inline", "padding-inline-end", "padding-inline-start",
+        "padding-left", "padding-right", "padding-top", "page-break-after", "page-break-before",
+        "page-break-inside", "pointer-events", "position", "quotes", "right", "row-gap", "tab-size",
+        "table-layout", "tap-highlight-color", "text-align", "text-align-last", "text-decoration",
+        "text-decoration-color", "text-decoration-line", "text-decoration-skip-ink", "text-decoration-style",
+        "text-decoration-thickness", "text-emphasis", "text-emphasis-color", "text-fill-color", "text-indent",
+        "text-justify", "text-orientation", "text-overflow", "text-rendering", "text-shadow", "text-size-adjust",
+        "text-stroke", "text-stroke-color", "text-stroke-width", "text-transform", "text-underline-offset",
+        "text-underline-position", "text-wrap", "top", "transform", "transform-origin", "unicode-bidi",
+        "user-select", "vertical-align", "visibility", "white-space", "widows", "width", "word-break",
+        "word-spacing", "word-wrap", "writing-mode", "z-index",
+    ]
+
+    static let fontFaceProperties: Set<String> = [
+        "font-family", "src", "font-style", "font-weight", "font-display", "unicode-range", "font-stretch",
+        "font-variant", "font-feature-settings",
+    ]
+
+    static let allowedFunctions: Set<String> = [
+        "rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color", "color-mix", "light-dark",
+        "calc", "min", "max", "clamp", "round", "mod", "rem", "abs", "sign", "var", "linear-gradient",
+        "radial-gradient", "conic-gradient", "repeating-linear-gradient", "repeating-radial-gradient",
+        "repeating-conic-gradient", "gradient", "from", "to", "color-stop", "local", "format", "tech", "type",
+        "matrix", "matrix3d", "translate", "translatex", "translatey", "translatez", "translate3d", "scale",
+        "scalex", "scaley", "scalez", "scale3d", "rotate", "rotatex", "rotatey", "rotatez", "rotate3d", "skew",
+        "skewx", "skewy", "perspective", "blur", "brightness", "contrast", "drop-shadow", "grayscale",
+        "hue-rotate", "invert", "opacity", "saturate", "sepia", "counter", "counters", "rect", "inset", "circle",
+        "ellipse", "polygon", "cubic-bezier", "steps", "minmax", "repeat", "fit-content",
+    ]
+
+    /// Functions whose direct string arguments are URLs.
+    static let imageFunctions: Set<String> = ["image", "image-set", "cross-fade"]
+
+    /// Folds a name and removes one vendor prefix.
+    static func unprefixed(_ folded: String) -> String {
+        for prefix in ["-webkit-", "-moz-", "-ms-", "-o-"] where folded.hasPrefix(prefix) {
+            return String(folded.dropFirst(prefix.count))
+        }
+        return folded
+    }
+
+    static func isAllowedProperty(_ folded: String) -> Bool {
+        if folded.hasPrefix("--") { return folded.count > 2 }
+        if folded.hasPrefix("mso-") { return true }
+        switch folded {
+        case "behavior", "-ms-behavior", "-moz-binding", "binding", "-o-link", "-o-link-source":
+            return false
+        default:
+            return allowedProperties.contains(unprefixed(folded))
+        }
+    }
+
+    // MARK: Style attributes
+
+    /// Filters a `style` attribute; `nil` when nothing is left.
+    func filterStyleAttribute(_ text: String, element: String, looksHidden: Bool = false) -> String? {
+        let declarations = CSSParser.parseDeclarations(text)
+        let output = filterDeclarations(declarations, element: element, fontFace: false, looksHidden: looksHidden)
+        if output.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == ";" }) { return nil }
+        return output
+    }
+
+    /// Keeps the allowed declarations and writes them back.
+    func filterDeclarations(
+        _ declarations: [CSSDeclaration],
+        element: String,
+        fontFace: Bool,
+        looksHidden: Bool = false
+    ) -> String {
+        var output = ""
+        for declaration in declarations {
+            guard
+                let value = filterDeclaration(
+                    declaration,
+                    element: element,
+                    fontFace: fontFace,
+                    looksHidden: looksHidden
+                )
+            else { continue }
+            output += declaration.leading
+            CSSWriter.appendIdentifier(declaration.name, to: &output)
+            output += ":"
+            output += value
+            if declaration.terminated { output += ";" }
+        }
+        return output
+    }
+
+    /// The written value of an allowed declaration, or `nil` to drop it.
+    func filterDeclaration(
+        _ declaration: CSSDeclaration,
+        element: String,
+        fontFace: Bool,
+        looksHidden: Bool = false
+    ) -> String? {
+        let name = declaration.foldedName
+        if fontFace {
+            guard Self.fontFaceProperties.contains(name) else { return nil }
+        } else {
+            guard Self.isAllowedProperty(name) else { return nil }
+        }
+        var value = declaration.value
+        if value.allSatisfy(\.isWhitespace) { return nil }
+        let kind: RemoteResource.Kind = fontFace ? .font : .cssImage
+        guard
+            filterValue(
+                &value,
+                property: name,
+                element: element,
+                kind: kind,
+                looksHidden: looksHidden
+            )
+        else { return nil }
+        if Self.unprefixed(name) == "position" && Self.containsIdent(value, "fixed") { return nil }
+        var writer = CSSWriter()
+        writer.write(value)
+        return writer.text
+    }
+
+    static func containsIdent(_ components: [CSSComponent], _ name: String) -> Bool {
+        for component in components {
+            switch component {
+            case .token(.ident(let ident)): if CSSParser.fold(ident) == name { return true }
+            case .function(_, let inner), .block(_, let inner): if containsIdent(inner, name) { return true }
+            default: break
+            }
+        }
+        return false
+    }
+
+    private func decideURL(
+        _ raw: String,
+        property: String,
+        element: String,
+        kind: RemoteResource.Kind,
+        looksHidden: Bool
+    ) -> String? {
+        switch gate.decide(raw, kind: kind, element: element, attribute: property, looksHidden: looksHidden) {
+        case .keep(let value): return value
+        case .blocked: return Self.blockedURL
+        case .drop: return nil
+        }
+    }
+
+    /// Checks and rewrites a value in place; `false` to drop the declaration.
+    func filterValue(
+        _ components: inout [CSSComponent],
+        property: String,
+        element: String,
+        kind: RemoteResource.Kind,
+        looksHidden: Bool
+    ) -> Bool {
+        for index in components.indices {
+            switch components[index] {
+            case .tooDeep:
+                return false
+            case .token(let token):
+                switch token {
+                case .url(let raw):
+                    guard
+                        let url = decideURL(
+                            raw,
+                            property: property,
+                            element: element,
+                            kind: kind,
+                            looksHidden: looksHidden
+                        )
+                    else { return false }
+                    components[index] = .token(.url(url))
+                case .badString, .badURL, .cdo, .cdc, .atKeyword, .colon, .semicolon, .openCurly, .closeCurly,
+                    .openSquare, .closeSquare, .openParen, .closeParen:
+                    return false
+                case .delim(let scalar):
+                    if scalar == "\\" || scalar == "<" || scalar == "@" { return false }
+                default:
+                    break
+                }
+            case .block(let opening, var inner):
+                if opening == .openCurly { return false }
+                guard
+                    filterValue(&inner, property: property, element: element, kind: kind, looksHidden: looksHidden)
+                else { return false }
+                components[index] = .block(opening, inner)
+            case .function(let name, var arguments):
+                let folded = Self.unprefixed(CSSParser.fold(name))
+                if folded == "url" || folded == "src" {
+                    // The function form: one string, nothing else but whitespace.
+                    let meaningful = arguments.filter { !$0.isWhitespace }
+                    guard meaningful.count == 1, case .token(.string(let raw, let single)) = meaningful[0] else {
+                        return false
+                    }
+                    guard
+                        let url = decideURL(
+                            raw,
+                            property: property,
+                            element: element,
+                            kind: kind,
+                            looksHidden: looksHidden
+                        )
+                    else { return false }
+                    components[index] = .function(name, [.token(.string(url, singleQuoted: single))])
+                    continue
+                }
+                if Self.imageFunctions.contains(folded) {
+                    for argument in arguments.indices {
+                        guard case .token(.string(let raw, let single)) = arguments[argument] else { continue }
+                        guard
+                            let url = decideURL(
+                                raw,
+                                property: property,
+                                element: element,
+                                kind: kind,
+                                looksHidden: looksHidden
+                            )
+                        else { return false }
+                        arguments[argument] = .token(.string(url, singleQuoted: single))
+                    }
+                } else if !Self.allowedFunctions.contains(folded) {
+                    return false
+                }
+                guard
+                    filterValue(
+                        &arguments,
+                        property: property,
+                        element: element,
+                        kind: kind,
+                        looksHidden: looksHidden
+                    )
+                else { return false }
+                components[index] = .function(name, arguments)
+            }
+        }
+        return true
+    }
+
+    // MARK: Style sheets
+
+    /// Filters a style sheet and scopes it to the message container.
+    func filterStyleSheet(_ text: String, element: String = "style") -> String {
+        let rules = CSSParser.parseStyleSheet(text)
+        return filterRules(rules, element: element, depth: 0)
+    }
+
+    private func filterRules(_ rules: [CSSRule], element: String, depth: Int) -> String {
+        var output = ""
+        for rule in rules {
+            switch rule.kind {
+            case .qualified(let prelude, let block):
+                guard let selector = SelectorScoper.scope(prelude) else { continue }
+                let declarations = CSSParser.declarations(in: block)
+                let body = filterDeclarations(declarations, element: element, fontFace: false)
+                if body.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == ";" }) { continue }
+                output += rule.leading + selector + "{" + body + "}"
+            case .at(let name, let prelude, let block):
+                guard let block, depth < Self.maximumAtRuleDepth else { continue }
+                switch CSSParser.fold(name) {
+                case "media":
+                    guard let query = Self.mediaQuery(prelude) else { continue }
+                    let inner = filterRules(CSSParser.rules(in: block), element: element, depth: depth + 1)
+                    output += rule.leading + "@media" + query + "{" + inner + "}"
+                case "font-face":
+                    guard prelude.allSatisfy(\.isWhitespace) else { continue }
+                    var body = ""
+                    var hasSource = false
+                    for declaration in CSSParser.declarations(in: block) {
+                        guard let value = filterDeclaration(declaration, element: element, fontFace: true) else {
+                            continue
+                        }
+                        if declaration.foldedName == "src" { hasSource = true }
+                        body += declaration.leading
+                        CSSWriter.appendIdentifier(declaration.name, to: &body)
+                        body += ":" + value
+                        if declaration.terminated { body += ";" }
+                    }
+                    guard hasSource else { continue }
+                    output += rule.leading + "@font-face{" + body + "}"
+                default:
+                    continue
+                }
+            }
+        }
+        return output
+    }
+
+    /// A media query list written back, or `nil` if it holds anything but identifiers,
+    /// numbers, commas and `(feature: value)` blocks.
+    static func mediaQuery(_ prelude: [CSSComponent]) -> String? {
+        func valid(_ components: [CSSComponent], nested: Bool) -> Bool {
+            for component in components {
+                switch component {
+                case .token(let token):
+                    switch token {
+                    case .ident, .whitespace, .comma, .number, .dimension, .percentage: continue
+                    case .colon: if !nested { return false }
+                    case .delim(let scalar):
+                        if !(nested && (scalar == "/" || scalar == ">" || scalar == "=")) { return false }
+                    default: return false
+                    }
+                case .block(.openParen, let inner):
+                    if !valid(inner, nested: true) { return false }
+                default:
+                    return false
+                }
+            }
+            return true
+        }
+        guard valid(prelude, nested: false) else { return nil }
+        var writer = CSSWriter()
+        writer.write(prelude)
+        var text = writer.text
+        if !text.hasPrefix(" ") { text = " " + text }
+        return text
+    }
+
+    // MARK: Tracking-pixel hints
+
+    /// Whether inline CSS hides an element or makes it tiny: `display: none`,
+    /// `visibility: hidden`, `opacity: 0`, or a width or height of at most one pixel.
+    static func looksHidden(style: String) -> Bool {
+        for declaration in CSSParser.parseDeclarations(style) {
+            let meaningful = declaration.value.filter { !$0.isWhitespace }
+            guard let first = meaningful.first, case .token(let token) = first else { continue }
+            switch (declaration.foldedName, token) {
+            case ("display", .ident(let value)) where CSSParser.fold(value) == "none": return true
+            case ("visibility", .ident(let value)) where CSSParser.fold(value) == "hidden": return true
+            case ("opacity", .number(let value)) where (Double(value) ?? 1) <= 0.01: return true
+            case ("width", .dimension(let value, let unit)), ("height", .dimension(let value, let unit)),
+                ("max-width", .dimension(let value, let unit)), ("max-height", .dimension(let value, let unit)):
+                if CSSParser.fold(unit) == "px", (Double(value) ?? 2) <= 1 { return true }
+            case ("width", .number(let value)), ("height", .number(let value)), ("max-width", .number(let value)),
+                ("max-height", .number(let value)):
+                if (Double(value) ?? 2) <= 1 { return true }
+            default:
+                continue
+            }
+        }
+        return false
+    }
+}

@@ -1,0 +1,426 @@
+import CofferHTML
+
+/// The email HTML sanitizer.
+///
+/// The body is parsed as a document with ``CofferHTML/HTMLParser`` (so `<style>` in `<head>` is
+/// found), a new tree is built from what the mail profile keeps, and the result is serialized.
+/// Remote resources are blocked or loaded according to ``Options``; `cid:` references are
+/// embedded as `data:` URLs through the caller's resolver.
+///
+/// The output is checked to be a fixed point: it is parsed and sanitized again until the
+/// serialization stops changing (at most three rounds, else only the text is kept), so
+/// `sanitize(sanitize(x).html).html == sanitize(x).html` and the tree a browser builds from
+/// the output is the tree that was checked.
+///
+/// See `docs/SANITIZER.md` for the profile.
+public struct MailSanitizer: Sendable {
+    /// Sanitizer settings.
+    public struct Options: Sendable, Hashable {
+        /// Whether remote content loads (default: blocked).
+        public var remoteContent: RemoteContentMode
+        /// Whether tracking pixels stay blocked while remote content is allowed (default: on).
+        public var blockTrackers: Bool
+        /// Remote URLs the user chose to load although remote content is blocked (exact cleaned
+        /// URLs, as reported in ``RemoteResource/url``).
+        public var allowedRemoteURLs: Set<String>
+        /// Hosts whose images count as trackers; subdomains match too.
+        public var trackerHosts: Set<String>
+
+        /// Creates options.
+        public init(
+            remoteContent: RemoteContentMode = .block,
+            blockTrackers: Bool = true,
+            allowedRemoteURLs: Set<String> = [],
+            trackerHosts: Set<String> = Options.defaultTrackerHosts
+        ) {
+            self.remoteContent = remoteContent
+            self.blockTrackers = blockTrackers
+            self.allowedRemoteURLs = allowedRemoteURLs
+            self.trackerHosts = trackerHosts
+        }
+
+        /// Well-known hosts of e-mail open tracking and analytics.
+        public static let defaultTrackerHosts: Set<String> = [
+            "google-analytics.com", "doubleclick.net", "googletagmanager.com", "mailtrack.io", "mailtrack.com",
+            "list-manage.com", "mandrillapp.com", "mcsv.net", "sendgrid.net", "sparkpostmail.com",
+            "exacttarget.com", "hubspotlinks.com", "hubspotemail.net", "mixpanel.com", "mailchimp.com",
+            "email.mg", "mailgun.org", "mailgun.net", "mktoresp.com", "mkt.com", "pardot.com", "intercom-mail.com",
+            "intercom.io", "customeriomail.com", "track.customer.io", "yesware.com", "getnotify.com",
+            "bananatag.com", "streak.com", "mailstat.us", "cirrusinsight.com", "boomerangapp.com", "superhuman.com",
+            "salesloft.com", "outreach.io", "mixmax.com", "litmus.com", "emltrk.com", "returnpath.net",
+            "pixel.wp.com", "facebook.com", "t.co", "analytics.twitter.com", "bat.bing.com", "ct.sendgrid.net",
+            "links.iterable.com", "awstrack.me", "r.mailjet.com", "klaviyo.com", "trk.klclick.com",
+            "ad.doubleclick.net",
+        ]
+    }
+
+    /// The settings.
+    public var options: Options
+
+    /// Creates a sanitizer.
+    public init(options: Options = Options()) {
+        self.options = options
+    }
+
+    /// A sanitizer like this one that also loads `resources` (the user's "show images"
+    /// for particular items, or for all of ``SanitizedMessage/blockedRemoteContent``).
+    public func restoringRemoteContent(_ resources: [RemoteResource]) -> MailSanitizer {
+        var copy = self
+        copy.options.allowedRemoteURLs.formUnion(resources.map(\.url))
+        return copy
+    }
+
+    /// A sanitizer like this one with remote content allowed ("auto show images"); tracking
+    /// pixels stay blocked unless ``Options/blockTrackers`` is off.
+    public func allowingRemoteContent() -> MailSanitizer {
+        var copy = self
+        copy.options.remoteContent = .allow
+        return copy
+    }
+
+    /// Sanitizes an HTML body given as UTF-8.
+    ///
+    /// - Parameters:
+    ///   - html: The `text/html` part, decoded to UTF-8.
+    ///   - cidResolver: Finds the message's own parts for `cid:` URLs.
+    public func sanitize(html: [UInt8], cidResolver: CIDResolver? = nil) -> SanitizedMessage {
+        let gate = ResourceGate(options: options, cidResolver: cidResolver)
+        let first = SanitizerPass(gate: gate).run(HTMLParser.parseDocument(html))
+        var output = HTMLSerializer.serialize(first)
+        var stable = false
+        for _ in 0..<3 {
+            let verify = SanitizerPass(gate: ResourceGate(options: options, cidResolver: nil))
+            let again = HTMLSerializer.serialize(verify.run(HTMLParser.parseDocument(output)))
+            if again == output {
+                stable = true
+                break
+            }
+            output = again
+        }
+        if !stable { output = Self.textOnly(output) }
+        return SanitizedMessage(
+            html: output,
+            blockedRemoteContent: gate.blocked,
+            loadedRemoteContent: stable ? gate.loaded : [],
+            embeddedImageCount: gate.embeddedCount,
+            missingContentIDs: gate.missingContentIDs
+        )
+    }
+
+    /// Sanitizes an HTML body given as a string.
+    public func sanitize(html: String, cidResolver: CIDResolver? = nil) -> SanitizedMessage {
+        sanitize(html: Array(html.utf8), cidResolver: cidResolver)
+    }
+
+    /// The last resort when the markup does not settle: its text, escaped.
+    private static func textOnly(_ html: String) -> String {
+        let fragment = HTMLParser.parseFragment(html, context: "div")
+        var text = Substring(fragment.textContent)
+        while let first = text.unicodeScalars.first, SanitizerPass.isASCIIWhitespace(first) {
+            text = text.dropFirst()
+        }
+        let node = HTMLNode.documentFragment()
+        node.appendChild(HTMLNode.text(String(text)))
+        return HTMLSerializer.serialize(node)
+    }
+}
+
+/// One sanitizing pass over a parsed document: builds a new fragment from what the profile
+/// keeps. Iterative, so arbitrarily deep input is safe.
+struct SanitizerPass {
+    let gate: ResourceGate
+    let css: CSSFilter
+
+    init(gate: ResourceGate) {
+        self.gate = gate
+        self.css = CSSFilter(gate: gate)
+    }
+
+    static func isASCIIWhitespace(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == " " || scalar == "\t" || scalar == "\n" || scalar == "\r" || scalar == "\u{0C}"
+    }
+
+    func run(_ document: HTMLNode) -> HTMLNode {
+        let output = HTMLNode.documentFragment()
+        var head: HTMLNode?
+        var body: HTMLNode?
+        for child in document.children where child.isElement("html") {
+            for part in child.children {
+                if part.isElement("head") && head == nil { head = part }
+                if part.isElement("body") && body == nil { body = part }
+            }
+        }
+        if let head {
+            for child in head.children where child.isElement("style") {
+                if let style = filteredStyle(child) { output.appendChild(style) }
+            }
+        }
+        guard let body else { return output }
+        var container = output
+        if let style = bodyStyle(body) {
+            let wrapper = HTMLNode.element(
+                "div",
+                attributes: [
+                    HTMLAttribute(name: "class", value: "coffer-body"), HTMLAttribute(name: "style", value: style),
+                ]
+            )
+            output.appendChild(wrapper)
+            container = wrapper
+        }
+        walk(body, into: container)
+        trimLeadingWhitespace(output)
+        return output
+    }
+
+    /// The document parser drops whitespace before the body's first content, so the output
+    /// must not start with any (else a second pass would differ).
+    private func trimLeadingWhitespace(_ fragment: HTMLNode) {
+        while true {
+            guard let node = fragment.children.first(where: { !$0.isElement("style") }), node.kind == .text else {
+                return
+            }
+            var text = Substring(node.data)
+            while let first = text.unicodeScalars.first, Self.isASCIIWhitespace(first) {
+                text = text.dropFirst()
+            }
+            if text.isEmpty {
+                node.remove()
+            } else {
+                node.data = String(text)
+                return
+            }
+        }
+    }
+
+    private func filteredStyle(_ element: HTMLNode) -> HTMLNode? {
+        let sheet = css.filterStyleSheet(element.textContent)
+        if sheet.allSatisfy({ $0 == " " || $0 == "\n" || $0 == "\t" }) { return nil }
+        let style = HTMLNode.element("style")
+        style.appendChild(HTMLNode.text(sheet))
+        return style
+    }
+
+    /// `body` presentational attributes as a declaration list for a wrapper.
+    private func bodyStyle(_ body: HTMLNode) -> String? {
+        var declarations = ""
+        if let color = body.attribute("bgcolor"), Self.isSimpleColor(color) {
+            declarations += "background-color: \(color); "
+        }
+        if let color = body.attribute("text"), Self.isSimpleColor(color) {
+            declarations += "color: \(color); "
+        }
+        if let image = body.attribute("background") {
+            declarations += "background-image: url("
+            CSSWriter.appendString(image, to: &declarations)
+            declarations += "); "
+        }
+        if let style = body.attribute("style") { declarations += style }
+        if declarations.isEmpty { return nil }
+        return css.filterStyleAttribute(declarations, element: "body")
+    }
+
+    private static func isSimpleColor(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.count <= 32
+            && value.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == 0x23
+            }
+    }
+
+    private func walk(_ root: HTMLNode, into container: HTMLNode) {
+        var stack: [(HTMLNode, HTMLNode)] = root.children.reversed().map { ($0, container) }
+        while let (node, parent) = stack.popLast() {
+            switch node.kind {
+            case .text:
+                if let last = parent.lastChild, last.kind == .text {
+                    last.data += node.data
+                } else {
+                    parent.appendChild(HTMLNode.text(node.data))
+                }
+            case .element:
+                if node.namespace == .html && node.name == "style" {
+                    if let style = filteredStyle(node) { parent.appendChild(style) }
+                    continue
+                }
+                switch MailProfile.action(for: HTMLNodeName(name: node.name, isHTML: node.namespace == .html)) {
+                case .drop:
+                    continue
+                case .unwrap:
+                    for child in node.children.reversed() { stack.append((child, parent)) }
+                case .keep:
+                    let element = HTMLNode.element(node.name, attributes: filterAttributes(of: node))
+                    parent.appendChild(element)
+                    for child in node.children.reversed() { stack.append((child, element)) }
+                }
+            case .comment, .doctype, .document, .documentFragment:
+                continue
+            }
+        }
+    }
+
+    // MARK: Attributes
+
+    private static func pixelSize(_ value: String?) -> Int? {
+        guard let value else { return nil }
+        var number = 0
+        var digits = 0
+        for byte in value.utf8 {
+            if byte == 0x20 && digits == 0 { continue }
+            guard byte >= 0x30 && byte <= 0x39 else { break }
+            number = min(number * 10 + Int(byte - 0x30), 100_000)
+            digits += 1
+        }
+        return digits == 0 ? nil : number
+    }
+
+    /// Whether an image is a tracking-pixel candidate: hidden, or at most 1×1 pixels.
+    private static func looksHidden(_ node: HTMLNode) -> Bool {
+        if node.attribute("hidden") != nil { return true }
+        if let style = node.attribute("style"), CSSFilter.looksHidden(style: style) { return true }
+        let width = pixelSize(node.attribute("width"))
+        let height = pixelSize(node.attribute("height"))
+        if width == 0 || height == 0 { return true }
+        if width == nil && height == nil { return false }
+        return (width ?? 1) <= 1 && (height ?? 1) <= 1
+    }
+
+    private func resourceKind(for node: HTMLNode, attribute: String) -> RemoteResource.Kind {
+        switch (node.name, attribute) {
+        case ("img", _): return .image
+        case ("video", "poster"): return .poster
+        case ("video", _), ("audio", _): return .media
+        case ("source", _):
+            if let parent = node.parent, parent.isElement("video") || parent.isElement("audio") { return .media }
+            return .image
+        default: return .backgroundImage
+        }
+    }
+
+    func filterAttributes(of node: HTMLNode) -> [HTMLAttribute] {
+        let name = node.name
+        let allowed = MailProfile.elementAttributes[name] ?? []
+        let hidden = name == "img" && Self.looksHidden(node)
+        var result: [HTMLAttribute] = []
+        var linkTarget: String?
+        var seen: Set<String> = []
+        for attribute in node.attributes {
+            guard attribute.namespace == nil, attribute.prefix == nil else { continue }
+            let key = attribute.name
+            guard seen.insert(key).inserted else { continue }
+            let isAllowed = MailProfile.globalAttributes.contains(key) || allowed.contains(key)
+            guard isAllowed else {
+                if MailProfile.isCustomAttribute(key) { result.append(attribute) }
+                continue
+            }
+            switch key {
+            case "id", "name":
+                result.append(HTMLAttribute(name: key, value: Clobbering.safeID(attribute.value)))
+            case "style":
+                if let style = css.filterStyleAttribute(attribute.value, element: name, looksHidden: hidden) {
+                    result.append(HTMLAttribute(name: key, value: style))
+                }
+            case "href":
+                let cleaned = URLPolicy.clean(attribute.value)
+                let classification = URLPolicy.classify(cleaned)
+                guard URLPolicy.isAllowedLink(classification) else { continue }
+                var value = cleaned
+                if classification == .fragment { value = "#" + Clobbering.safeID(String(cleaned.dropFirst())) }
+                if classification != .fragment { linkTarget = value }
+                result.append(HTMLAttribute(name: key, value: value))
+            case "usemap":
+                let cleaned = URLPolicy.clean(attribute.value)
+                guard cleaned.hasPrefix("#"), cleaned.count > 1 else { continue }
+                result.append(HTMLAttribute(name: key, value: "#" + Clobbering.safeID(String(cleaned.dropFirst()))))
+            case "src", "background", "poster":
+                let kind = resourceKind(for: node, attribute: key)
+                switch gate.decide(attribute.value, kind: kind, element: name, attribute: key, looksHidden: hidden) {
+                case .keep(let value): result.append(HTMLAttribute(name: key, value: value))
+                case .blocked(let index):
+                    result.append(HTMLAttribute(name: "data-coffer-blocked-" + key, value: String(index)))
+                case .drop: continue
+                }
+            case "srcset":
+                let kind = resourceKind(for: node, attribute: key)
+                var kept: [String] = []
+                var blocked: [String] = []
+                for candidate in Srcset.parse(attribute.value) {
+                    switch gate.decide(candidate.url, kind: kind, element: name, attribute: key, looksHidden: hidden) {
+                    case .keep(let value):
+                        kept.append(candidate.descriptors.isEmpty ? value : value + " " + candidate.descriptors)
+                    case .blocked(let index): blocked.append(String(index))
+                    case .drop: continue
+                    }
+                }
+                if !kept.isEmpty {
+                    result.append(HTMLAttribute(name: key, value: kept.joined(separator: ", ")))
+                }
+                if !blocked.isEmpty {
+                    result.append(
+                        HTMLAttribute(name: "data-coffer-blocked-srcset", value: blocked.joined(separator: " "))
+                    )
+                }
+            default:
+                result.append(HTMLAttribute(name: key, value: attribute.value))
+            }
+        }
+        if linkTarget != nil && (name == "a" || name == "area") {
+            result.append(HTMLAttribute(name: "target", value: "_blank"))
+            result.append(HTMLAttribute(name: "rel", value: "noopener noreferrer"))
+        }
+        return result
+    }
+}
+
+/// The `srcset` microsyntax (HTML "parse a srcset attribute"), reduced to what a filter needs:
+/// each candidate's URL and its descriptors as written.
+enum Srcset {
+    struct Candidate {
+        var url: String
+        var descriptors: String
+    }
+
+    static func parse(_ value: String) -> [Candidate] {
+        let scalars = Array(value.unicodeScalars)
+        var index = 0
+        var candidates: [Candidate] = []
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool { SanitizerPass.isASCIIWhitespace(scalar) }
+        while index < scalars.count {
+            while index < scalars.count && (isSpace(scalars[index]) || scalars[index] == ",") { index += 1 }
+            if index >= scalars.count { break }
+            var url = String.UnicodeScalarView()
+            while index < scalars.count && !isSpace(scalars[index]) {
+                url.append(scalars[index])
+                index += 1
+            }
+            var descriptors = String.UnicodeScalarView()
+            var urlText = String(url)
+            if urlText.hasSuffix(",") {
+                while urlText.hasSuffix(",") { urlText.removeLast() }
+            } else {
+                var inParens = false
+                while index < scalars.count {
+                    let scalar = scalars[index]
+                    if scalar == "(" { inParens = true }
+                    if scalar == ")" { inParens = false }
+                    if scalar == "," && !inParens {
+                        index += 1
+                        break
+                    }
+                    descriptors.append(scalar)
+                    index += 1
+                }
+            }
+            var text = String(descriptors)
+            while let last = text.unicodeScalars.last, isSpace(last) { text.unicodeScalars.removeLast() }
+            while let first = text.unicodeScalars.first, isSpace(first) { text.unicodeScalars.removeFirst() }
+            // Descriptors are width, density or height numbers; anything else is dropped.
+            let plain = text.unicodeScalars.allSatisfy { scalar in
+                CSSTokenizer.isNameCodePoint(scalar) && scalar.value < 0x80 || scalar == "." || scalar == " "
+                    || scalar == "+"
+            }
+            if !plain { text = "" }
+            if !urlText.isEmpty { candidates.append(Candidate(url: urlText, descriptors: text)) }
+        }
+        return candidates
+    }
+}

@@ -1,0 +1,108 @@
+/// Decides, for one sanitizing pass, what every URL that would load something becomes, and
+/// records what was blocked, loaded and embedded.
+final class ResourceGate {
+    /// What a resource URL becomes.
+    enum Decision: Equatable {
+        /// Keep it, with this (cleaned or rewritten) value.
+        case keep(String)
+        /// Blocked; the index into ``blocked``.
+        case blocked(Int)
+        /// Remove it: a forbidden scheme, a relative URL (mail has no base URL), an unusable
+        /// `data:` type or an unknown content ID.
+        case drop
+    }
+
+    private let options: MailSanitizer.Options
+    private let cidResolver: CIDResolver?
+    private var cidCache: [String: EmbeddedAttachment?] = [:]
+    private(set) var blocked: [RemoteResource] = []
+    private(set) var loaded: [RemoteResource] = []
+    private(set) var embeddedCount = 0
+    private(set) var missingContentIDs: [String] = []
+    private var missingSet: Set<String> = []
+
+    init(options: MailSanitizer.Options, cidResolver: CIDResolver?) {
+        self.options = options
+        self.cidResolver = cidResolver
+    }
+
+    /// Whether `host` is, or is a subdomain of, a known tracker host.
+    func isTrackerHost(_ host: String) -> Bool {
+        if host.isEmpty { return false }
+        var candidate = Substring(host)
+        while true {
+            if options.trackerHosts.contains(String(candidate)) { return true }
+            guard let dot = candidate.firstIndex(of: ".") else { return false }
+            candidate = candidate[candidate.index(after: dot)...]
+        }
+    }
+
+    private static func accepts(mediaType: String, for kind: RemoteResource.Kind) -> Bool {
+        switch kind {
+        case .image, .backgroundImage, .cssImage, .poster:
+            return URLPolicy.rasterImageTypes.contains(mediaType)
+        case .font:
+            return URLPolicy.fontTypes.contains(mediaType)
+        case .media:
+            return mediaType.hasPrefix("audio/") || mediaType.hasPrefix("video/")
+        }
+    }
+
+    /// Decides a URL that would load a resource of `kind`.
+    ///
+    /// - Parameter looksHidden: The element is tiny or hidden (a tracking pixel candidate).
+    func decide(
+        _ raw: String,
+        kind: RemoteResource.Kind,
+        element: String,
+        attribute: String,
+        looksHidden: Bool = false
+    ) -> Decision {
+        let cleaned = URLPolicy.clean(raw)
+        switch URLPolicy.classify(cleaned) {
+        case .data(let mediaType):
+            return Self.accepts(mediaType: mediaType, for: kind) ? .keep(cleaned) : .drop
+        case .inert:
+            return .keep(cleaned)
+        case .cid(let contentID):
+            let attachment: EmbeddedAttachment?
+            if let cached = cidCache[contentID] {
+                attachment = cached
+            } else {
+                attachment = cidResolver?(contentID)
+                cidCache[contentID] = attachment
+            }
+            if let attachment {
+                let mediaType = CSSParser.fold(attachment.mediaType.split(separator: ";").first.map(String.init) ?? "")
+                    .filter { $0 != " " }
+                if Self.accepts(mediaType: mediaType, for: kind) {
+                    embeddedCount += 1
+                    return .keep("data:" + mediaType + ";base64," + URLPolicy.base64(attachment.data))
+                }
+                return .drop
+            }
+            if missingSet.insert(contentID).inserted { missingContentIDs.append(contentID) }
+            return .drop
+        case .remote(let url):
+            let isTracker = looksHidden || isTrackerHost(URLPolicy.host(of: url))
+            let resource = RemoteResource(
+                kind: kind,
+                url: url,
+                element: element,
+                attribute: attribute,
+                isTracker: isTracker
+            )
+            let allowed =
+                options.allowedRemoteURLs.contains(url)
+                || (options.remoteContent == .allow && !(isTracker && options.blockTrackers))
+            if allowed {
+                loaded.append(resource)
+                return .keep(url)
+            }
+            blocked.append(resource)
+            return .blocked(blocked.count - 1)
+        case .empty, .fragment, .relative, .other:
+            return .drop
+        }
+    }
+}

@@ -1,0 +1,217 @@
+/// URL checks shared by HTML attributes and CSS.
+///
+/// A value is first cleaned the way the URL parser cleans it (leading and trailing C0 controls
+/// and spaces removed, tabs and newlines removed everywhere); its scheme is then probed on a
+/// copy with every control and whitespace character removed, Unicode spaces included, so
+/// `java\tscript:`, `&#x2028;javascript:` or `java script:` all probe as `javascript`.
+enum URLPolicy {
+    /// What a URL value is.
+    enum Classification: Equatable {
+        /// Empty after cleaning.
+        case empty
+        /// Only a fragment (`#top`).
+        case fragment
+        /// A relative reference (no scheme).
+        case relative
+        /// A network URL: `http:`, `https:` or protocol-relative (`//host`, `\\host`).
+        case remote(String)
+        /// A `cid:` reference to a part of the message; the content ID without the scheme.
+        case cid(String)
+        /// A `data:` URL with its media type (lowercased, without parameters).
+        case data(mediaType: String)
+        /// An inert placeholder this sanitizer writes (`about:invalid`, `about:blank`).
+        case inert
+        /// Any other scheme (lowercased), including `javascript`, `vbscript`, `file`, `ftp`.
+        case other(scheme: String)
+    }
+
+    /// Raster image types accepted in `data:` URLs and from `cid:` attachments.
+    static let rasterImageTypes: Set<String> = [
+        "image/png", "image/gif", "image/jpeg", "image/jpg", "image/pjpeg", "image/webp", "image/bmp",
+        "image/avif", "image/apng", "image/x-icon", "image/vnd.microsoft.icon",
+    ]
+
+    /// Font types accepted in `data:` URLs.
+    static let fontTypes: Set<String> = [
+        "font/woff", "font/woff2", "font/ttf", "font/otf", "font/sfnt", "application/font-woff",
+        "application/x-font-woff", "application/font-woff2", "application/x-font-ttf", "application/font-sfnt",
+        "application/vnd.ms-fontobject",
+    ]
+
+    private static func isURLTrimmed(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value <= 0x20
+    }
+
+    /// Characters removed before probing the scheme: controls, whitespace and invisible
+    /// formatting characters.
+    static func isProbeIgnorable(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        if value <= 0x20 || (value >= 0x7F && value <= 0xA0) { return true }
+        switch value {
+        case 0x1680, 0x180E, 0x2000...0x200F, 0x2028...0x202F, 0x205F...0x206F, 0x3000, 0xFEFF: return true
+        default: return false
+        }
+    }
+
+    /// The value the URL parser would see: trimmed of C0 controls and spaces, with ASCII tabs
+    /// and newlines removed.
+    static func clean(_ value: String) -> String {
+        let scalars = Array(value.unicodeScalars)
+        var start = 0
+        var end = scalars.count
+        while start < end && isURLTrimmed(scalars[start]) { start += 1 }
+        while end > start && isURLTrimmed(scalars[end - 1]) { end -= 1 }
+        var result = String.UnicodeScalarView()
+        for scalar in scalars[start..<end] where scalar != "\t" && scalar != "\n" && scalar != "\r" {
+            result.append(scalar)
+        }
+        return String(result)
+    }
+
+    /// Classifies a cleaned URL value.
+    static func classify(_ cleaned: String) -> Classification {
+        var probe: [Unicode.Scalar] = []
+        for scalar in cleaned.unicodeScalars where !isProbeIgnorable(scalar) { probe.append(scalar) }
+        if probe.isEmpty { return .empty }
+        if probe.count >= 2 && (probe[0] == "/" || probe[0] == "\\") && (probe[1] == "/" || probe[1] == "\\") {
+            return .remote(cleaned)
+        }
+        if probe[0] == "#" { return .fragment }
+        var scheme = ""
+        var sawColon = false
+        for scalar in probe {
+            if scalar == ":" {
+                sawColon = true
+                break
+            }
+            if scalar == "/" || scalar == "?" || scalar == "#" || scalar == "\\" { break }
+            var value = scalar.value
+            if value >= 0x41 && value <= 0x5A { value += 0x20 }
+            scheme.unicodeScalars.append(Unicode.Scalar(value) ?? scalar)
+        }
+        guard sawColon else { return .relative }
+        let rest = String(String.UnicodeScalarView(probe.dropFirst(scheme.unicodeScalars.count + 1)))
+        switch scheme {
+        case "http", "https":
+            return .remote(cleaned)
+        case "cid":
+            return .cid(removingPercentEncoding(rest))
+        case "data":
+            var mediaType = ""
+            for scalar in rest.unicodeScalars {
+                if scalar == ";" || scalar == "," { break }
+                mediaType.unicodeScalars.append(scalar)
+            }
+            return .data(mediaType: CSSParser.fold(mediaType))
+        case "about":
+            let target = CSSParser.fold(rest)
+            return target == "invalid" || target == "blank" ? .inert : .other(scheme: scheme)
+        default:
+            return .other(scheme: scheme)
+        }
+    }
+
+    /// Decodes `%XX` escapes (content IDs in `cid:` URLs are URL-encoded, RFC 2392).
+    static func removingPercentEncoding(_ value: String) -> String {
+        let bytes = Array(value.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 0x25, index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+                let low = hexValue(bytes[index + 2])
+            {
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: return byte - 0x30
+        case 0x41...0x46: return byte - 0x41 + 10
+        case 0x61...0x66: return byte - 0x61 + 10
+        default: return nil
+        }
+    }
+
+    /// The host of a remote URL, lowercased, without port or user information.
+    static func host(of url: String) -> String {
+        let scalars = Array(url.unicodeScalars)
+        var index = 0
+        var found = false
+        while index + 1 < scalars.count {
+            if (scalars[index] == "/" || scalars[index] == "\\")
+                && (scalars[index + 1] == "/" || scalars[index + 1] == "\\")
+            {
+                index += 2
+                found = true
+                break
+            }
+            index += 1
+        }
+        guard found else { return "" }
+        var host = String.UnicodeScalarView()
+        while index < scalars.count {
+            let scalar = scalars[index]
+            if scalar == "/" || scalar == "\\" || scalar == "?" || scalar == "#" { break }
+            if scalar == "@" {
+                host = String.UnicodeScalarView()
+            } else if !isProbeIgnorable(scalar) {
+                host.append(scalar)
+            }
+            index += 1
+        }
+        var result = String(host)
+        if !result.hasPrefix("["), let colon = result.firstIndex(of: ":") {
+            result = String(result[..<colon])
+        }
+        while result.hasSuffix(".") { result.removeLast() }
+        return CSSParser.fold(result)
+    }
+
+    /// Whether a link target (`a`/`area` `href`) may stay: `http`, `https`, `mailto`, `tel`,
+    /// fragments and relative references.
+    static func isAllowedLink(_ classification: Classification) -> Bool {
+        switch classification {
+        case .fragment, .relative, .remote: return true
+        case .other(let scheme): return scheme == "mailto" || scheme == "tel"
+        case .empty, .cid, .data, .inert: return false
+        }
+    }
+
+    /// Standard base64 with padding.
+    static func base64(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            out.append(alphabet[Int(value >> 18 & 63)])
+            out.append(alphabet[Int(value >> 12 & 63)])
+            out.append(alphabet[Int(value >> 6 & 63)])
+            out.append(alphabet[Int(value & 63)])
+            index += 3
+        }
+        let remaining = bytes.count - index
+        if remaining == 1 {
+            let value = UInt32(bytes[index]) << 16
+            out.append(alphabet[Int(value >> 18 & 63)])
+            out.append(alphabet[Int(value >> 12 & 63)])
+            out.append(contentsOf: [0x3D, 0x3D])
+        } else if remaining == 2 {
+            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+            out.append(alphabet[Int(value >> 18 & 63)])
+            out.append(alphabet[Int(value >> 12 & 63)])
+            out.append(alphabet[Int(value >> 6 & 63)])
+            out.append(0x3D)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
