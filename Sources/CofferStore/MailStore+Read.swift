@@ -1,0 +1,274 @@
+import CofferMIME
+import GRDB
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The columns a list row needs.
+struct SummaryRow: Sendable {
+    var id: Int64
+    var conversationID: Int64
+    var time: Int64
+    var flags: Int64
+    var size: Int64
+    var subject: Data
+    var fromList: Data
+
+    static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList"
+
+    init(row: Row) {
+        id = row[0]
+        conversationID = row[1]
+        time = row[2]
+        flags = row[3]
+        size = row[4]
+        subject = row[5]
+        fromList = row[6]
+    }
+}
+
+extension MailStore {
+    /// The largest page ``list(label:limit:offset:)`` and ``search(_:limit:offset:)`` return.
+    public static let maximumPageSize = 1000
+
+    /// Messages by date, newest first, optionally only those under the label called `label`.
+    ///
+    /// A message whose subject or sender fails to open is returned with ``MessageSummary/isCorrupt`` set and no
+    /// sealed fields, is marked corrupt in the store, and is reported on ``events``.
+    public func list(
+        label: String? = nil,
+        limit: Int = 50,
+        offset: Int = 0
+    ) async throws(StoreError)
+        -> [MessageSummary]
+    {
+        try Self.checkPage(limit: limit, offset: offset)
+        let keys = try await keys()
+        let rows: [SummaryRow] = try await read { db in
+            if let label {
+                let lookup = Data(keys.lookup.hash(tag: HashTag.labelName, Array(label.utf8)).prefix(16))
+                guard
+                    let labelID = try Int64.fetchOne(
+                        db,
+                        sql: "SELECT id FROM labels WHERE lookup = ?",
+                        arguments: [lookup]
+                    )
+                else { return [] }
+                return try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT \(SummaryRow.columns) FROM messageLabels l JOIN messages m ON m.id = l.messageID
+                        WHERE l.labelID = ? ORDER BY l.time DESC, l.messageID DESC LIMIT ? OFFSET ?
+                        """,
+                    arguments: [labelID, limit, offset]
+                ).map(SummaryRow.init(row:))
+            }
+            return try Row.fetchAll(
+                db,
+                sql: "SELECT \(SummaryRow.columns) FROM messages m ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?",
+                arguments: [limit, offset]
+            ).map(SummaryRow.init(row:))
+        }
+        return await summaries(rows, keys: keys)
+    }
+
+    /// Messages containing every word of `query` (in the subject, the From and To names and addresses, or the first
+    /// ``indexedBodyBytes`` of the text body), newest first. Words are normalised like the index (case, Unicode
+    /// form); words shorter than ``SearchTokenizer/minimumLength`` are ignored. An empty query finds nothing.
+    ///
+    /// Matching uses the blind index only: truncated keyed hashes of the words, never the words.
+    public func search(
+        _ query: String,
+        limit: Int = 50,
+        offset: Int = 0
+    ) async throws(StoreError)
+        -> [MessageSummary]
+    {
+        try Self.checkPage(limit: limit, offset: offset)
+        let keys = try await keys()
+        var hashes: [Int64] = []
+        SearchTokenizer.forEachToken(in: query) { token in
+            let hash = keys.search.hash64(tag: HashTag.searchToken, token)
+            if !hashes.contains(hash) { hashes.append(hash) }
+        }
+        guard !hashes.isEmpty else { return [] }
+        let terms = Array(hashes.prefix(32))
+        let rows: [SummaryRow] = try await read { db in
+            let intersection = Array(
+                repeating: "SELECT messageID FROM searchTokens WHERE token = ?",
+                count: terms.count
+            )
+            .joined(separator: " INTERSECT ")
+            var arguments = StatementArguments(terms)
+            arguments += [limit, offset]
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    WITH hits(id) AS (\(intersection))
+                    SELECT \(SummaryRow.columns) FROM hits JOIN messages m ON m.id = hits.id
+                    ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
+                    """,
+                arguments: arguments
+            ).map(SummaryRow.init(row:))
+        }
+        return await summaries(rows, keys: keys)
+    }
+
+    /// One whole message: headers, addresses, bodies and attachment metadata.
+    ///
+    /// - Throws: ``StoreError/messageNotFound(_:)``, or ``StoreError/corruptMessage(_:)`` if any of its sealed cells
+    ///   fails to open (the message is then marked corrupt and reported on ``events``).
+    public func message(_ id: Int64) async throws(StoreError) -> MessageDetail {
+        let keys = try await keys()
+        let found: (MessageRecord, [Int64], [AttachmentRecord])? = try await read { db in
+            guard let record = try MessageRecord.fetchOne(db, key: id) else { return nil }
+            let labels = try Int64.fetchAll(
+                db,
+                sql: "SELECT labelID FROM messageLabels WHERE messageID = ? ORDER BY labelID",
+                arguments: [id]
+            )
+            let attachments = try AttachmentRecord.fetchAll(
+                db,
+                sql:
+                    "SELECT id, messageID, position, info, x'' AS body FROM attachments WHERE messageID = ? ORDER BY position",
+                arguments: [id]
+            )
+            return (record, labels, attachments)
+        }
+        guard let (record, labelIDs, attachmentRecords) = found else { throw .messageNotFound(id) }
+        if MessageFlags(rawValue: record.flags).contains(.corrupt) { throw .corruptMessage(id) }
+        do {
+            func cell(_ data: Data, _ column: SealedColumn) throws -> [UInt8] {
+                guard let plain = keys.open(data, column, row: id) else { throw CellReader.Malformed() }
+                return plain
+            }
+            let summary = MessageSummary(
+                id: id,
+                conversationID: record.conversationID,
+                date: Date(timeIntervalSince1970: TimeInterval(record.time)),
+                flags: MessageFlags(rawValue: record.flags),
+                size: Int(record.size),
+                subject: try CellReader.text(cell(record.subject, .messageSubject)),
+                from: try CellReader.addressList(cell(record.fromList, .messageFrom))
+            )
+            var attachments: [AttachmentInfo] = []
+            for attachment in attachmentRecords {
+                guard attachment.messageID == id else { throw CellReader.Malformed() }
+                attachments.append(try Self.attachmentInfo(attachment, keys: keys))
+            }
+            return MessageDetail(
+                summary: summary,
+                labelIDs: labelIDs,
+                to: try CellReader.addressList(cell(record.toList, .messageTo)),
+                cc: try CellReader.addressList(cell(record.ccList, .messageCc)),
+                bcc: try CellReader.addressList(cell(record.bccList, .messageBcc)),
+                headers: try CellReader.headers(cell(record.headers, .messageHeaders)),
+                textBody: try CellReader.text(cell(record.textBody, .messageText)),
+                htmlBody: try CellReader.text(cell(record.htmlBody, .messageHTML)),
+                snippet: try CellReader.text(cell(record.snippet, .messageSnippet)),
+                attachments: attachments
+            )
+        } catch {
+            await markCorrupt([id])
+            throw .corruptMessage(id)
+        }
+    }
+
+    /// The attachments' metadata of a message, in order.
+    public func attachments(of messageID: Int64) async throws(StoreError) -> [AttachmentInfo] {
+        try await message(messageID).attachments
+    }
+
+    /// The metadata and decrypted content of one attachment.
+    ///
+    /// - Throws: ``StoreError/attachmentNotFound(_:)``, or ``StoreError/corruptMessage(_:)`` if its cells fail to
+    ///   open (its message is then marked corrupt).
+    public func attachmentContent(_ id: Int64) async throws(StoreError) -> (info: AttachmentInfo, content: [UInt8]) {
+        let keys = try await keys()
+        let found = try await read { db in try AttachmentRecord.fetchOne(db, key: id) }
+        guard let record = found else { throw .attachmentNotFound(id) }
+        do {
+            let info = try Self.attachmentInfo(record, keys: keys)
+            guard let plain = keys.open(record.body, .attachmentBody, row: id, extra: String(record.messageID)) else {
+                throw CellReader.Malformed()
+            }
+            var reader = try CellReader(plain)
+            let content = try reader.raw()
+            try reader.finish()
+            return (info, content)
+        } catch {
+            await markCorrupt([record.messageID])
+            throw .corruptMessage(record.messageID)
+        }
+    }
+
+    /// The number of messages in the store.
+    public func count() async throws(StoreError) -> Int {
+        _ = try await keys()
+        return try await read { db in try MessageRecord.fetchCount(db) }
+    }
+
+    static func attachmentInfo(_ record: AttachmentRecord, keys: StoreKeys) throws -> AttachmentInfo {
+        guard let plain = keys.open(record.info, .attachmentInfo, row: record.id, extra: String(record.messageID))
+        else { throw CellReader.Malformed() }
+        var reader = try CellReader(plain)
+        let filename = try reader.string()
+        let contentType = try reader.requiredString()
+        let contentID = try reader.string()
+        let size = try reader.count()
+        try reader.finish()
+        return AttachmentInfo(
+            id: record.id,
+            messageID: record.messageID,
+            position: Int(record.position),
+            filename: filename,
+            contentType: contentType,
+            contentID: contentID,
+            size: size
+        )
+    }
+
+    static func checkPage(limit: Int, offset: Int) throws(StoreError) {
+        guard (1...maximumPageSize).contains(limit) else {
+            throw .invalidArgument("the limit must be between 1 and \(maximumPageSize)")
+        }
+        guard offset >= 0 else { throw .invalidArgument("the offset must not be negative") }
+    }
+
+    /// Opens the subject and senders of list rows; rows that fail are marked corrupt.
+    func summaries(_ rows: [SummaryRow], keys: StoreKeys) async -> [MessageSummary] {
+        var corrupt: [Int64] = []
+        var result: [MessageSummary] = []
+        result.reserveCapacity(rows.count)
+        for row in rows {
+            var summary = MessageSummary(
+                id: row.id,
+                conversationID: row.conversationID,
+                date: Date(timeIntervalSince1970: TimeInterval(row.time)),
+                flags: MessageFlags(rawValue: row.flags),
+                size: Int(row.size),
+                subject: nil,
+                from: []
+            )
+            if !summary.isCorrupt {
+                if let subject = keys.open(row.subject, .messageSubject, row: row.id),
+                    let from = keys.open(row.fromList, .messageFrom, row: row.id),
+                    let subjectText = try? CellReader.text(subject),
+                    let addresses = try? CellReader.addressList(from)
+                {
+                    summary.subject = subjectText
+                    summary.from = addresses
+                } else {
+                    summary.flags.insert(.corrupt)
+                    corrupt.append(row.id)
+                }
+            }
+            result.append(summary)
+        }
+        await markCorrupt(corrupt)
+        return result
+    }
+}

@@ -1,0 +1,146 @@
+import CofferCrypto
+import CofferKeymaker
+import GRDB
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The encrypted mail store of one account: a SQLite database (through GRDB) whose sensitive columns are sealed
+/// envelopes under per-column subkeys of the account's MainKey, with a blind index for search.
+///
+/// Every operation first asks the ``Keymaker`` for the MainKey, so the store is unusable while it is locked
+/// (``StoreError/locked``). Subkeys are derived once per unlock and reused for every cell; they are dropped as soon
+/// as an operation finds the Keymaker locked, and by ``forgetKeys()``.
+///
+/// See `docs/STORE.md` for the schema, which columns are clear, and the cell and index formats.
+public final class MailStore: Sendable {
+    /// The database file's name inside the store folder.
+    public static let databaseName = "mail.sqlite"
+    /// Messages per write transaction during batch imports.
+    public static let defaultBatchSize = 500
+
+    /// The store folder (mode 0700).
+    public let folder: String
+    /// Setting reversions and corrupt messages.
+    public let events: AsyncStream<StoreEvent>
+
+    let database: DatabasePool
+    let keymaker: Keymaker
+    let eventSink: AsyncStream<StoreEvent>.Continuation
+    private let cachedKeys = Mutex<StoreKeys?>(nil)
+
+    /// Opens (creating it if needed) the store in `folder`, and runs pending migrations. Opening needs no key;
+    /// every other operation does.
+    ///
+    /// SQLite runs in WAL mode with `secure_delete = ON` (freed pages are zeroed), `temp_store = MEMORY` (sorts and
+    /// temporary indexes never reach a file) and `synchronous = NORMAL`; only sealed envelopes and the documented
+    /// clear columns are ever written, so the WAL holds nothing else.
+    ///
+    /// - Parameters:
+    ///   - folder: The store folder; created with mode 0700.
+    ///   - keymaker: The account's Keymaker.
+    public init(folder: String, keymaker: Keymaker) throws(StoreError) {
+        do {
+            try SecureFile.makePrivateDirectory(folder)
+        } catch {
+            throw .crypto(error)
+        }
+        self.folder = folder
+        self.keymaker = keymaker
+        (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.journalMode = .wal
+        configuration.prepareDatabase { db in
+            try db.execute(
+                sql: """
+                    PRAGMA secure_delete = ON;
+                    PRAGMA temp_store = MEMORY;
+                    PRAGMA synchronous = NORMAL;
+                    PRAGMA journal_size_limit = 1048576;
+                    """
+            )
+        }
+        do {
+            database = try DatabasePool(path: "\(folder)/\(Self.databaseName)", configuration: configuration)
+            try Schema.migrator.migrate(database)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+        // The folder is already private; the files are made owner-only too.
+        for suffix in ["", "-wal", "-shm"] { chmod("\(folder)/\(Self.databaseName)\(suffix)", 0o600) }
+    }
+
+    deinit { eventSink.finish() }
+
+    /// Drops the derived subkeys from memory now (for example when the Keymaker reports a lock); the next operation
+    /// derives them again if the Keymaker is unlocked.
+    public func forgetKeys() { cachedKeys.withLock { $0 = nil } }
+
+    /// Writes the WAL back into the database file and truncates it, then drops the keys. Call before the process
+    /// ends; the store must not be used afterwards.
+    public func close() throws(StoreError) {
+        forgetKeys()
+        do {
+            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            try database.close()
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    /// The keys for the current unlock.
+    func keys() async throws(StoreError) -> StoreKeys {
+        let mainKey: MainKey
+        do {
+            mainKey = try await keymaker.key()
+        } catch {
+            forgetKeys()
+            throw error == .locked ? .locked : .keymaker(error)
+        }
+        if let cached = cachedKeys.withLock({ $0 }), cached.source == ObjectIdentifier(mainKey), !mainKey.isWiped {
+            return cached
+        }
+        let keys = try StoreKeys(mainKey: mainKey)
+        cachedKeys.withLock { $0 = keys }
+        return keys
+    }
+
+    /// Runs a read closure, mapping errors.
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await database.read(body)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    /// Runs a write transaction, mapping errors.
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await database.write(body)
+        } catch {
+            throw StoreError.wrap(error)
+        }
+    }
+
+    /// Marks messages corrupt (a clear flag) and reports them.
+    func markCorrupt(_ ids: [Int64]) async {
+        guard !ids.isEmpty else { return }
+        let bit = MessageFlags.corrupt.rawValue
+        _ = try? await write { db in
+            for id in ids {
+                try db.execute(sql: "UPDATE messages SET flags = flags | ? WHERE id = ?", arguments: [bit, id])
+            }
+        }
+        for id in ids { eventSink.yield(.messageCorrupt(id)) }
+    }
+}

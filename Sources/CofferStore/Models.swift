@@ -1,0 +1,186 @@
+import CofferMIME
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A message's flags, stored in the clear `flags` column.
+public struct MessageFlags: OptionSet, Sendable, Hashable {
+    /// The bits.
+    public let rawValue: Int64
+    /// Creates flags from bits.
+    public init(rawValue: Int64) { self.rawValue = rawValue }
+
+    /// Read.
+    public static let seen = MessageFlags(rawValue: 1 << 0)
+    /// Replied to.
+    public static let answered = MessageFlags(rawValue: 1 << 1)
+    /// Flagged (starred).
+    public static let flagged = MessageFlags(rawValue: 1 << 2)
+    /// A draft.
+    public static let draft = MessageFlags(rawValue: 1 << 3)
+    /// The message has at least one attachment.
+    public static let hasAttachments = MessageFlags(rawValue: 1 << 4)
+    /// A sealed cell of the message failed to open; its sealed fields are no longer shown.
+    public static let corrupt = MessageFlags(rawValue: 1 << 30)
+}
+
+/// One row of a message list: clear metadata and the decrypted subject and senders.
+public struct MessageSummary: Sendable, Hashable, Identifiable {
+    /// The message id (clear).
+    public var id: Int64
+    /// The conversation (thread) id (clear).
+    public var conversationID: Int64
+    /// The message time (clear; the Date header, or the import time when it has none).
+    public var date: Date
+    /// The flags (clear).
+    public var flags: MessageFlags
+    /// The raw size in bytes (clear).
+    public var size: Int
+    /// The subject; `nil` when the message has none or is corrupt.
+    public var subject: String?
+    /// The From addresses; empty when the message is corrupt.
+    public var from: [MailAddress]
+
+    /// Whether a sealed cell of this message failed to open.
+    public var isCorrupt: Bool { flags.contains(.corrupt) }
+}
+
+/// A whole message as ``MailStore/message(_:)`` returns it.
+public struct MessageDetail: Sendable, Hashable {
+    /// The list fields.
+    public var summary: MessageSummary
+    /// The label ids (clear).
+    public var labelIDs: [Int64]
+    /// To.
+    public var to: [MailAddress]
+    /// Cc.
+    public var cc: [MailAddress]
+    /// Bcc.
+    public var bcc: [MailAddress]
+    /// Every header field, in order.
+    public var headers: [HeaderField]
+    /// The plain-text body.
+    public var textBody: String?
+    /// The HTML body (unsanitised: render it only through CofferContent).
+    public var htmlBody: String?
+    /// The first characters of the text, for previews.
+    public var snippet: String?
+    /// The attachments' metadata.
+    public var attachments: [AttachmentInfo]
+}
+
+/// An attachment's metadata (sealed in the store; the content is fetched with ``MailStore/attachmentContent(_:)``).
+public struct AttachmentInfo: Sendable, Hashable, Identifiable {
+    /// The attachment id.
+    public var id: Int64
+    /// The message it belongs to.
+    public var messageID: Int64
+    /// Its position among the message's attachments.
+    public var position: Int
+    /// The file name the sender gave, if any.
+    public var filename: String?
+    /// The MIME type, such as `application/pdf`.
+    public var contentType: String
+    /// The Content-ID, for inline parts.
+    public var contentID: String?
+    /// The decoded size in bytes.
+    public var size: Int
+}
+
+/// A label.
+public struct Label: Sendable, Hashable, Identifiable {
+    /// The label id (clear).
+    public var id: Int64
+    /// The name (sealed at rest).
+    public var name: String
+}
+
+/// A contact (sealed at rest; found again by a keyed hash of the address).
+public struct Contact: Sendable, Hashable, Identifiable {
+    /// The contact id.
+    public var id: Int64
+    /// The display name.
+    public var name: String?
+    /// The address.
+    public var address: String
+}
+
+/// An account.
+public struct Account: Sendable, Hashable, Identifiable {
+    /// The account id.
+    public var id: Int64
+    /// The account's user name.
+    public var username: String
+    /// The display name.
+    public var displayName: String?
+}
+
+/// One of the account's own sending addresses.
+public struct OwnAddress: Sendable, Hashable, Identifiable {
+    /// The address id.
+    public var id: Int64
+    /// The account it belongs to.
+    public var accountID: Int64
+    /// The address.
+    public var address: String
+    /// The display name used when sending from it.
+    public var displayName: String?
+}
+
+/// One raw message to import.
+public struct RawMessage: Sendable {
+    /// The RFC 5322 bytes.
+    public var bytes: [UInt8]
+    /// Flags to set (for example from Maildir flags).
+    public var flags: MessageFlags
+    /// Names of the labels to put the message under.
+    public var labels: [String]
+
+    /// A message for `labels` (the Inbox by default).
+    public init(bytes: [UInt8], flags: MessageFlags = [], labels: [String] = ["Inbox"]) {
+        self.bytes = bytes
+        self.flags = flags
+        self.labels = labels
+    }
+}
+
+/// What happened to one imported message.
+public enum ImportOutcome: Sendable, Equatable {
+    /// Stored under this id.
+    case imported(Int64)
+    /// Already in the store (same Message-ID or same content); nothing was written.
+    case duplicate
+    /// The message could not be parsed and was skipped.
+    case malformed(MIMEError)
+}
+
+/// Counters of a running or finished import.
+public struct ImportProgress: Sendable, Equatable {
+    /// Messages stored.
+    public var imported = 0
+    /// Messages skipped as duplicates.
+    public var duplicates = 0
+    /// Messages skipped as malformed or unreadable.
+    public var malformed = 0
+    /// Seconds since the import started.
+    public var elapsedSeconds: Double = 0
+
+    /// Every message seen.
+    public var total: Int { imported + duplicates + malformed }
+    /// Messages per second so far.
+    public var rate: Double { elapsedSeconds > 0 ? Double(total) / elapsedSeconds : 0 }
+
+    /// Creates empty counters.
+    public init() {}
+}
+
+/// What the store reports on ``MailStore/events``.
+public enum StoreEvent: Sendable, Hashable {
+    /// A sealed setting failed to open or decode and was reset to its most private value (the setting's name).
+    case settingReverted(String)
+    /// A message's sealed cell failed to open; the message is marked corrupt.
+    case messageCorrupt(Int64)
+}

@@ -1,0 +1,394 @@
+import GRDB
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The store's migrations. A migration that has shipped never changes: new needs get a new migration.
+enum Schema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            // Sealed cells are BLOBs holding sealed envelopes v1; clear columns are listed in docs/STORE.md.
+            try db.execute(
+                sql: """
+                    CREATE TABLE accounts (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        details BLOB NOT NULL
+                    );
+                    CREATE TABLE addresses (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        accountID INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+                        lookup BLOB NOT NULL UNIQUE,
+                        details BLOB NOT NULL
+                    );
+                    CREATE INDEX addresses_account ON addresses(accountID);
+                    CREATE TABLE contacts (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        lookup BLOB NOT NULL UNIQUE,
+                        details BLOB NOT NULL
+                    );
+                    CREATE TABLE labels (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        lookup BLOB NOT NULL UNIQUE,
+                        name BLOB NOT NULL
+                    );
+                    CREATE TABLE messages (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        conversationID INTEGER NOT NULL,
+                        time INTEGER NOT NULL,
+                        flags INTEGER NOT NULL,
+                        size INTEGER NOT NULL,
+                        messageIDHash BLOB,
+                        contentHash BLOB NOT NULL,
+                        subject BLOB NOT NULL,
+                        fromList BLOB NOT NULL,
+                        toList BLOB NOT NULL,
+                        ccList BLOB NOT NULL,
+                        bccList BLOB NOT NULL,
+                        headers BLOB NOT NULL,
+                        textBody BLOB NOT NULL,
+                        htmlBody BLOB NOT NULL,
+                        snippet BLOB NOT NULL
+                    );
+                    CREATE INDEX messages_time ON messages(time DESC, id DESC);
+                    CREATE INDEX messages_conversation ON messages(conversationID);
+                    CREATE UNIQUE INDEX messages_message_id ON messages(messageIDHash) WHERE messageIDHash IS NOT NULL;
+                    CREATE UNIQUE INDEX messages_content ON messages(contentHash);
+                    CREATE TABLE messageLabels (
+                        labelID INTEGER NOT NULL REFERENCES labels(id) ON DELETE CASCADE,
+                        time INTEGER NOT NULL,
+                        messageID INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+                        PRIMARY KEY (labelID, time, messageID)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX messageLabels_message ON messageLabels(messageID);
+                    CREATE TABLE attachments (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
+                        messageID INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+                        position INTEGER NOT NULL,
+                        info BLOB NOT NULL,
+                        body BLOB NOT NULL
+                    );
+                    CREATE INDEX attachments_message ON attachments(messageID, position);
+                    CREATE TABLE searchTokens (
+                        token INTEGER NOT NULL,
+                        messageID INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+                        PRIMARY KEY (token, messageID)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX searchTokens_message ON searchTokens(messageID);
+                    CREATE TABLE settings (
+                        name TEXT PRIMARY KEY NOT NULL,
+                        value BLOB NOT NULL
+                    ) WITHOUT ROWID;
+                    """
+            )
+        }
+        return migrator
+    }
+
+    /// The next id for `table`: above every id it holds and every id it ever handed out (AUTOINCREMENT's
+    /// `sqlite_sequence`), so a deleted row's id, and with it the context of its old ciphertexts, is never reused.
+    static func nextID(_ db: Database, table: String) throws -> Int64 {
+        let used =
+            try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [table]) ?? 0
+        let highest = try Int64.fetchOne(db, sql: "SELECT max(id) FROM \(table)") ?? 0
+        return max(used, highest) + 1
+    }
+}
+
+/// A row of `accounts`: the id and one sealed cell (name and primary address).
+struct AccountRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "accounts"
+    var id: Int64
+    var details: Data
+
+    init(id: Int64, details: Data) {
+        self.id = id
+        self.details = details
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        details = row["details"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["details"] = details
+    }
+}
+
+/// A row of `addresses` (the account's own addresses): clear account id, a keyed lookup hash, one sealed cell.
+struct AddressRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "addresses"
+    var id: Int64
+    var accountID: Int64
+    var lookup: Data
+    var details: Data
+
+    init(id: Int64, accountID: Int64, lookup: Data, details: Data) {
+        self.id = id
+        self.accountID = accountID
+        self.lookup = lookup
+        self.details = details
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        accountID = row["accountID"]
+        lookup = row["lookup"]
+        details = row["details"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["accountID"] = accountID
+        container["lookup"] = lookup
+        container["details"] = details
+    }
+}
+
+/// A row of `contacts`: a keyed lookup hash of the address and one sealed cell (name and address).
+struct ContactRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "contacts"
+    var id: Int64
+    var lookup: Data
+    var details: Data
+
+    init(id: Int64, lookup: Data, details: Data) {
+        self.id = id
+        self.lookup = lookup
+        self.details = details
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        lookup = row["lookup"]
+        details = row["details"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["lookup"] = lookup
+        container["details"] = details
+    }
+}
+
+/// A row of `labels`: a keyed lookup hash of the name and the sealed name.
+struct LabelRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "labels"
+    var id: Int64
+    var lookup: Data
+    var name: Data
+
+    init(id: Int64, lookup: Data, name: Data) {
+        self.id = id
+        self.lookup = lookup
+        self.name = name
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        lookup = row["lookup"]
+        name = row["name"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["lookup"] = lookup
+        container["name"] = name
+    }
+}
+
+/// A row of `messages`: the clear metadata, the keyed duplicate hashes and nine sealed cells.
+struct MessageRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "messages"
+    var id: Int64
+    var conversationID: Int64
+    var time: Int64
+    var flags: Int64
+    var size: Int64
+    var messageIDHash: Data?
+    var contentHash: Data
+    var subject: Data
+    var fromList: Data
+    var toList: Data
+    var ccList: Data
+    var bccList: Data
+    var headers: Data
+    var textBody: Data
+    var htmlBody: Data
+    var snippet: Data
+
+    init(
+        id: Int64,
+        conversationID: Int64,
+        time: Int64,
+        flags: Int64,
+        size: Int64,
+        messageIDHash: Data?,
+        contentHash: Data,
+        cells: [SealedColumn: Data]
+    ) {
+        self.id = id
+        self.conversationID = conversationID
+        self.time = time
+        self.flags = flags
+        self.size = size
+        self.messageIDHash = messageIDHash
+        self.contentHash = contentHash
+        subject = cells[.messageSubject] ?? Data()
+        fromList = cells[.messageFrom] ?? Data()
+        toList = cells[.messageTo] ?? Data()
+        ccList = cells[.messageCc] ?? Data()
+        bccList = cells[.messageBcc] ?? Data()
+        headers = cells[.messageHeaders] ?? Data()
+        textBody = cells[.messageText] ?? Data()
+        htmlBody = cells[.messageHTML] ?? Data()
+        snippet = cells[.messageSnippet] ?? Data()
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        conversationID = row["conversationID"]
+        time = row["time"]
+        flags = row["flags"]
+        size = row["size"]
+        messageIDHash = row["messageIDHash"]
+        contentHash = row["contentHash"]
+        subject = row["subject"]
+        fromList = row["fromList"]
+        toList = row["toList"]
+        ccList = row["ccList"]
+        bccList = row["bccList"]
+        headers = row["headers"]
+        textBody = row["textBody"]
+        htmlBody = row["htmlBody"]
+        snippet = row["snippet"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["conversationID"] = conversationID
+        container["time"] = time
+        container["flags"] = flags
+        container["size"] = size
+        container["messageIDHash"] = messageIDHash
+        container["contentHash"] = contentHash
+        container["subject"] = subject
+        container["fromList"] = fromList
+        container["toList"] = toList
+        container["ccList"] = ccList
+        container["bccList"] = bccList
+        container["headers"] = headers
+        container["textBody"] = textBody
+        container["htmlBody"] = htmlBody
+        container["snippet"] = snippet
+    }
+}
+
+/// A row of `messageLabels`: which label a message carries (clear, with the message time for paging).
+struct MessageLabelRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "messageLabels"
+    var labelID: Int64
+    var time: Int64
+    var messageID: Int64
+
+    init(labelID: Int64, time: Int64, messageID: Int64) {
+        self.labelID = labelID
+        self.time = time
+        self.messageID = messageID
+    }
+
+    init(row: Row) throws {
+        labelID = row["labelID"]
+        time = row["time"]
+        messageID = row["messageID"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["labelID"] = labelID
+        container["time"] = time
+        container["messageID"] = messageID
+    }
+}
+
+/// A row of `attachments`: clear message id and position, sealed metadata and sealed content.
+struct AttachmentRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "attachments"
+    var id: Int64
+    var messageID: Int64
+    var position: Int64
+    var info: Data
+    var body: Data
+
+    init(id: Int64, messageID: Int64, position: Int64, info: Data, body: Data) {
+        self.id = id
+        self.messageID = messageID
+        self.position = position
+        self.info = info
+        self.body = body
+    }
+
+    init(row: Row) throws {
+        id = row["id"]
+        messageID = row["messageID"]
+        position = row["position"]
+        info = row["info"]
+        body = row["body"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["messageID"] = messageID
+        container["position"] = position
+        container["info"] = info
+        container["body"] = body
+    }
+}
+
+/// A row of `searchTokens`: one blind-index entry (a truncated keyed hash of a token, and the message).
+struct SearchTokenRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "searchTokens"
+    var token: Int64
+    var messageID: Int64
+
+    init(token: Int64, messageID: Int64) {
+        self.token = token
+        self.messageID = messageID
+    }
+
+    init(row: Row) throws {
+        token = row["token"]
+        messageID = row["messageID"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["token"] = token
+        container["messageID"] = messageID
+    }
+}
+
+/// A row of `settings`: the setting's name (clear) and its sealed value.
+struct SettingRecord: FetchableRecord, PersistableRecord, Sendable {
+    static let databaseTableName = "settings"
+    var name: String
+    var value: Data
+
+    init(name: String, value: Data) {
+        self.name = name
+        self.value = value
+    }
+
+    init(row: Row) throws {
+        name = row["name"]
+        value = row["value"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["name"] = name
+        container["value"] = value
+    }
+}

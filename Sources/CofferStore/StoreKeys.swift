@@ -1,0 +1,149 @@
+import CofferCrypto
+import CofferKeymaker
+import Crypto
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A keyed hash (HMAC-SHA256) under a key derived from the MainKey, prepared once so each hash only runs the
+/// inner and outer compressions of the message.
+struct KeyedHasher: Sendable {
+    private let prepared: HMAC<SHA256>
+
+    /// The key `HKDF-SHA256(MainKey, salt: "coffer.mainkey.v1", info: "coffer.mainkey.hmac.v1." + label)`: a
+    /// separate derivation from ``MainKey/subkey(_:)`` (whose info starts `coffer.mainkey.subkey.v1.`), so no hash
+    /// key equals an envelope key. The MainKey bytes never leave the closure.
+    init(mainKey: MainKey, label: String) {
+        let key = mainKey.withUnsafeBytes { raw in
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: SymmetricKey(data: raw),
+                salt: Array("coffer.mainkey.v1".utf8),
+                info: Array("coffer.mainkey.hmac.v1.\(label)".utf8),
+                outputByteCount: 32
+            )
+        }
+        prepared = HMAC<SHA256>(key: key)
+    }
+
+    /// The full 32-byte keyed hash of `bytes` with a one-byte domain `tag`.
+    func hash(tag: UInt8, _ bytes: some DataProtocol) -> [UInt8] {
+        var hmac = prepared
+        hmac.update(data: [tag])
+        hmac.update(data: bytes)
+        return Array(hmac.finalize())
+    }
+
+    /// The first 8 bytes of ``hash(tag:_:)`` as a signed big-endian integer (the blind-index token format).
+    func hash64(tag: UInt8, _ bytes: some DataProtocol) -> Int64 {
+        var hmac = prepared
+        hmac.update(data: [tag])
+        hmac.update(data: bytes)
+        return hmac.finalize().withUnsafeBytes { raw in
+            var value: UInt64 = 0
+            for index in 0..<8 { value = value << 8 | UInt64(raw[index]) }
+            return Int64(bitPattern: value)
+        }
+    }
+}
+
+/// The column of a sealed cell: its table and column name, which are also its subkey label and part of its
+/// context.
+enum SealedColumn: String, CaseIterable, Sendable {
+    case messageSubject = "messages.subject"
+    case messageFrom = "messages.fromList"
+    case messageTo = "messages.toList"
+    case messageCc = "messages.ccList"
+    case messageBcc = "messages.bccList"
+    case messageHeaders = "messages.headers"
+    case messageText = "messages.textBody"
+    case messageHTML = "messages.htmlBody"
+    case messageSnippet = "messages.snippet"
+    case attachmentInfo = "attachments.info"
+    case attachmentBody = "attachments.body"
+    case accountDetails = "accounts.details"
+    case addressDetails = "addresses.details"
+    case contactDetails = "contacts.details"
+    case labelName = "labels.name"
+    case settingValue = "settings.value"
+
+    var table: Substring { rawValue.split(separator: ".")[0] }
+    var column: Substring { rawValue.split(separator: ".")[1] }
+}
+
+/// Domain tags of the keyed hashes, so one hash key serves several purposes without collisions between them.
+enum HashTag {
+    static let searchToken: UInt8 = 0x01
+    static let messageID: UInt8 = 0x02
+    static let content: UInt8 = 0x03
+    static let labelName: UInt8 = 0x04
+    static let contactAddress: UInt8 = 0x05
+    static let ownAddress: UInt8 = 0x06
+}
+
+/// Every key the store uses, derived once per MainKey (per unlock), never per cell.
+final class StoreKeys: Sendable {
+    /// The MainKey the keys came from: a new unlock hands out a new object, so the keys are derived again.
+    let source: ObjectIdentifier
+    private let columns: [SealedColumn: EnvelopeKey]
+    /// The blind-index key (`store.search`).
+    let search: KeyedHasher
+    /// The keyed hashes that find duplicates and look records up (`store.lookup`).
+    let lookup: KeyedHasher
+
+    init(mainKey: MainKey) throws(StoreError) {
+        source = ObjectIdentifier(mainKey)
+        var columns: [SealedColumn: EnvelopeKey] = [:]
+        do {
+            for column in SealedColumn.allCases { columns[column] = try mainKey.subkey("store.\(column.rawValue)") }
+        } catch {
+            throw error == .locked ? .locked : .keymaker(error)
+        }
+        guard !mainKey.isWiped else { throw .locked }
+        self.columns = columns
+        search = KeyedHasher(mainKey: mainKey, label: "store.search")
+        lookup = KeyedHasher(mainKey: mainKey, label: "store.lookup")
+    }
+
+    /// The context of one cell: `["store", table, column, row id]` plus any `extra` parts (an attachment's message
+    /// id, a setting's name).
+    static func context(_ column: SealedColumn, row: Int64, extra: String? = nil) -> EnvelopeContext {
+        var parts = ["store", String(column.table), String(column.column), String(row)]
+        if let extra { parts.append(extra) }
+        return EnvelopeContext(parts)
+    }
+
+    /// Seals a cell's plaintext for its column and row.
+    func seal(
+        _ plaintext: [UInt8],
+        _ column: SealedColumn,
+        row: Int64,
+        extra: String? = nil
+    ) throws(StoreError)
+        -> Data
+    {
+        do {
+            return Data(
+                try Envelope.seal(
+                    plaintext,
+                    with: columns[column]!,
+                    context: Self.context(column, row: row, extra: extra)
+                )
+            )
+        } catch {
+            throw .crypto(error)
+        }
+    }
+
+    /// Opens a cell; `nil` when it fails for any reason (changed, moved, wrong key, damaged).
+    func open(_ sealed: Data?, _ column: SealedColumn, row: Int64, extra: String? = nil) -> [UInt8]? {
+        guard let sealed else { return nil }
+        return try? Envelope.open(
+            Array(sealed),
+            with: columns[column]!,
+            context: Self.context(column, row: row, extra: extra)
+        )
+    }
+}
