@@ -34,7 +34,8 @@ public enum CofferCryptoError: Error, Sendable, Equatable, CustomStringConvertib
         switch self {
         case .truncated: "The encrypted data is too short; it was cut off or is not Coffer data."
         case .notCofferFormat: "The data is not in a Coffer encrypted format."
-        case .unsupportedVersion(let version): "The encrypted data uses format version \(version), which this build cannot read."
+        case .unsupportedVersion(let version):
+            "The encrypted data uses format version \(version), which this build cannot read."
         case .unsupportedAlgorithm(let id): "The encrypted data names an unknown algorithm (\(id))."
         case .wrongKey: "The encrypted data was sealed with a different key."
         case .wrongContext: "The encrypted data belongs to a different place and was not opened."

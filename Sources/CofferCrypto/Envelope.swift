@@ -50,14 +50,27 @@ public enum Envelope {
     ///   - algorithm: The AEAD; AES-256-GCM by default.
     /// - Returns: The envelope bytes.
     public static func seal(
-        _ plaintext: some DataProtocol,
+        _ plaintext: [UInt8],
         with key: EnvelopeKey,
         context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm = .aes256GCM
     ) throws(CofferCryptoError) -> [UInt8] {
-        var nonce = [UInt8](repeating: 0, count: 12)
+        let result = plaintext.withUnsafeBytes { raw in
+            Result { () throws(CofferCryptoError) in try seal(raw, with: key, context: context, algorithm: algorithm) }
+        }
+        return try result.get()
+    }
+
+    /// Seals bytes in place in memory (for example a ``SecretBytes`` buffer) without copying them into an array.
+    public static func seal(
+        _ plaintext: UnsafeRawBufferPointer,
+        with key: EnvelopeKey,
+        context: EnvelopeContext,
+        algorithm: EnvelopeAlgorithm = .aes256GCM
+    ) throws(CofferCryptoError) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        for index in nonce.indices { nonce[index] = generator.next() }
+        let random = (generator.next() as UInt64, generator.next() as UInt32)
+        let nonce = withUnsafeBytes(of: random) { Array($0.prefix(12)) }
         return try seal(plaintext, with: key, context: context, algorithm: algorithm, nonce: nonce)
     }
 
@@ -66,7 +79,7 @@ public enum Envelope {
     ///
     /// - Warning: Never call this outside tests.
     public static func seal(
-        _ plaintext: some DataProtocol,
+        _ plaintext: UnsafeRawBufferPointer,
         with key: EnvelopeKey,
         context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm,
@@ -91,8 +104,8 @@ public enum Envelope {
                     nonce: AES.GCM.Nonce(data: nonce),
                     authenticating: aad
                 )
-                out += box.ciphertext
-                out += box.tag
+                box.ciphertext.withUnsafeBytes { out.append(contentsOf: $0) }
+                box.tag.withUnsafeBytes { out.append(contentsOf: $0) }
             case .chaCha20Poly1305:
                 let box = try ChaChaPoly.seal(
                     plaintext,
@@ -100,8 +113,8 @@ public enum Envelope {
                     nonce: ChaChaPoly.Nonce(data: nonce),
                     authenticating: aad
                 )
-                out += box.ciphertext
-                out += box.tag
+                box.ciphertext.withUnsafeBytes { out.append(contentsOf: $0) }
+                box.tag.withUnsafeBytes { out.append(contentsOf: $0) }
             }
         } catch {
             throw .primitiveFailure("seal")
@@ -121,9 +134,8 @@ public enum Envelope {
         with key: EnvelopeKey,
         context: EnvelopeContext
     ) throws(CofferCryptoError) -> [UInt8] {
-        var data = try openData(envelope, with: key, context: context)
-        defer { zero(&data) }
-        return Array(data)
+        // Not zeroed: the caller receives an ordinary copy anyway (use openSecret for key material).
+        try openData(envelope, with: key, context: context).withUnsafeBytes { Array($0) }
     }
 
     /// Opens an envelope whose plaintext is key material, straight into ``SecretBytes``; the intermediate buffer is
@@ -139,7 +151,9 @@ public enum Envelope {
     }
 
     /// Reads the header without opening: the algorithm and key id, after checking magic, version and length.
-    public static func inspect(_ envelope: [UInt8]) throws(CofferCryptoError) -> (
+    public static func inspect(
+        _ envelope: [UInt8]
+    ) throws(CofferCryptoError) -> (
         algorithm: EnvelopeAlgorithm, keyID: [UInt8]
     ) {
         var reader = ByteReader(envelope)

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -5,7 +7,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// Key material held in memory that is locked against swapping where the system allows, zeroed when released, and
 /// never printed.
@@ -45,7 +46,8 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// Creates storage of `count` bytes and lets `initializer` fill it in place, so a secret need never exist
     /// outside locked memory.
-    public init(uninitializedCount count: Int, initializer: (UnsafeMutableBufferPointer<UInt8>) throws -> Void) rethrows {
+    public init(uninitializedCount count: Int, initializer: (UnsafeMutableBufferPointer<UInt8>) throws -> Void) rethrows
+    {
         precondition(count >= 0, "SecretBytes count must not be negative")
         let page = Self.pageSize
         let size = max(page, (count + page - 1) / page * page)

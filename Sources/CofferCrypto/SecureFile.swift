@@ -68,8 +68,12 @@ public enum SecureFile {
             throw .io(operation: "open \(path)", errno: errno)
         }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .io(operation: "inspect \(path)", errno: errno) }
+        guard Int(info.st_size) <= maxBytes else { throw .io(operation: "read \(path) (too large)", errno: EFBIG) }
         var source = FileDescriptorSource(fd: fd)
-        let bytes = try StreamingAEAD.readFull(from: &source, count: maxBytes + 1)
+        // One byte more than the size, to notice a file that grew while being read.
+        let bytes = try StreamingAEAD.readFull(from: &source, count: min(Int(info.st_size), maxBytes) + 1)
         guard bytes.count <= maxBytes else { throw .io(operation: "read \(path) (too large)", errno: EFBIG) }
         return bytes
     }
@@ -129,6 +133,8 @@ public enum SecureFile {
 
     private static func crashPoint(_ step: String, _ path: String) throws(CofferCryptoError) {
         guard let hook = testCrashPoint else { return }
-        do { try hook(step, path) } catch { throw .io(operation: "continue after test crash point \(step)", errno: EINTR) }
+        do { try hook(step, path) } catch {
+            throw .io(operation: "continue after test crash point \(step)", errno: EINTR)
+        }
     }
 }

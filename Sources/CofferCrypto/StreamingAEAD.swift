@@ -91,7 +91,11 @@ public enum StreamingAEAD {
     }
 
     /// Opens a whole in-memory stream (for small data and tests).
-    public static func open(_ stream: [UInt8], key: EnvelopeKey, context: EnvelopeContext) throws(CofferCryptoError)
+    public static func open(
+        _ stream: [UInt8],
+        key: EnvelopeKey,
+        context: EnvelopeContext
+    ) throws(CofferCryptoError)
         -> [UInt8]
     {
         var source = BufferSource(stream)
@@ -221,7 +225,12 @@ enum StreamChunkCipher {
         return nonce
     }
 
-    static func seal(_ chunk: [UInt8], key: SymmetricKey, nonce: [UInt8], algorithm: EnvelopeAlgorithm)
+    static func seal(
+        _ chunk: [UInt8],
+        key: SymmetricKey,
+        nonce: [UInt8],
+        algorithm: EnvelopeAlgorithm
+    )
         throws(CofferCryptoError) -> [UInt8]
     {
         do {
@@ -238,7 +247,12 @@ enum StreamChunkCipher {
         }
     }
 
-    static func open(_ sealed: [UInt8], key: SymmetricKey, nonce: [UInt8], algorithm: EnvelopeAlgorithm)
+    static func open(
+        _ sealed: [UInt8],
+        key: SymmetricKey,
+        nonce: [UInt8],
+        algorithm: EnvelopeAlgorithm
+    )
         throws(CofferCryptoError) -> [UInt8]
     {
         let split = sealed.count - StreamingAEAD.tagCount

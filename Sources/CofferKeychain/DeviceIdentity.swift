@@ -67,7 +67,8 @@ public struct DeviceIdentity: Sendable {
 
     /// The key that seals keychain items of the given binding.
     func itemKey(thisDeviceOnly: Bool) -> EnvelopeKey {
-        let info = thisDeviceOnly ? Array("item-key.this-device-only".utf8) + machineID : Array("item-key.portable".utf8)
+        let info =
+            thisDeviceOnly ? Array("item-key.this-device-only".utf8) + machineID : Array("item-key.portable".utf8)
         return try! EnvelopeKey(derive(info: info))
     }
 

@@ -29,7 +29,11 @@ public final class FileKeychain: Keychain {
     ///   - folder: The keychain folder; created with mode 0700.
     ///   - device: The device identity whose secret seals the items; keep its file outside `folder`.
     ///   - state: The device state that gates accessibility classes.
-    public init(folder: String, device: DeviceIdentity, state: any DeviceState = SystemDeviceState())
+    public init(
+        folder: String,
+        device: DeviceIdentity,
+        state: any DeviceState = SystemDeviceState()
+    )
         throws(KeychainError)
     {
         self.folder = folder
@@ -45,7 +49,11 @@ public final class FileKeychain: Keychain {
     }
 
     /// See ``Keychain/add(_:at:accessibility:)``.
-    public func add(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+    public func add(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    )
         throws(KeychainError)
     {
         try accessibility.check(state)
@@ -127,7 +135,11 @@ public final class FileKeychain: Keychain {
         accessibility.isThisDeviceOnly ? deviceOnlyKey : portableKey
     }
 
-    private func write(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+    private func write(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    )
         throws(KeychainError)
     {
         let name = fileName(for: address)
@@ -144,7 +156,10 @@ public final class FileKeychain: Keychain {
                 with: key(for: accessibility),
                 context: context(fileName: name, accessibility: accessibility)
             )
-            try SecureFile.writeAtomically(Self.magic + [1, accessibility.rawValue] + envelope, to: "\(folder)/\(name)")
+            try SecureFile.writeAtomically(
+                Self.magic + [1, accessibility.rawValue] + envelope,
+                to: "\(folder)/\(name)"
+            )
         }
     }
 
@@ -161,7 +176,9 @@ public final class FileKeychain: Keychain {
         return (accessibility, value)
     }
 
-    private func decode(fileName name: String) throws(KeychainError) -> (
+    private func decode(
+        fileName name: String
+    ) throws(KeychainError) -> (
         KeychainAddress, KeychainAccessibility, SecretBytes
     ) {
         let path = "\(folder)/\(name)"

@@ -17,13 +17,20 @@ public final class InMemoryKeychain: Keychain {
     public init(state: any DeviceState = SystemDeviceState()) { self.state = state }
 
     /// See ``Keychain/add(_:at:accessibility:)``.
-    public func add(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+    public func add(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    )
         throws(KeychainError)
     {
         try accessibility.check(state)
         try items.withLock { (items) throws(KeychainError) in
             guard items[address] == nil else { throw .duplicateItem }
-            items[address] = Item(value: SecretBytes(copying: value.withUnsafeBytes { Array($0) }), accessibility: accessibility)
+            items[address] = Item(
+                value: SecretBytes(copying: value.withUnsafeBytes { Array($0) }),
+                accessibility: accessibility
+            )
         }
     }
 

@@ -25,7 +25,11 @@ public struct KeychainAddress: Hashable, Sendable, CustomStringConvertible {
 /// Implementations: ``FileKeychain`` (Linux, sealed files bound to the device) and ``InMemoryKeychain`` (tests).
 public protocol Keychain: Sendable {
     /// Adds an item; throws ``KeychainError/duplicateItem`` if one exists.
-    func add(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+    func add(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    )
         throws(KeychainError)
     /// Replaces an existing item's value, keeping its accessibility; throws ``KeychainError/itemNotFound`` if none.
     func update(_ value: SecretBytes, at address: KeychainAddress) throws(KeychainError)
@@ -41,7 +45,11 @@ public protocol Keychain: Sendable {
 
 extension Keychain {
     /// Adds the item, or replaces its value if it exists.
-    public func set(_ value: SecretBytes, at address: KeychainAddress, accessibility: KeychainAccessibility)
+    public func set(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    )
         throws(KeychainError)
     {
         do {

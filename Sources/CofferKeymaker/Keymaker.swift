@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import Crypto
+import Dispatch
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -86,6 +87,9 @@ public actor Keymaker {
     private var timer: Task<Void, Never>?
     private var recovered = false
     private var stepHook: (@Sendable (String) throws -> Void)?
+    private let attemptWrites = DispatchQueue(label: "coffer.keymaker.attempts")
+    private var pinAttemptRunning = false
+    private var pinAttemptQueue: [CheckedContinuation<Void, Never>] = []
 
     /// Creates the Keymaker for `account`.
     ///
@@ -115,6 +119,7 @@ public actor Keymaker {
     }
 
     deinit {
+        attemptWrites.sync {}
         timer?.cancel()
         mainKey?.wipe()
         eventSink.finish()
@@ -180,6 +185,7 @@ public actor Keymaker {
     /// Destroys the MainKey and every wrap and record of the account (logout). Every byte sealed under the key
     /// becomes unreadable.
     public func destroy(reason: LockReason = .logout) throws(KeymakerError) {
+        flush()
         removeKey(reason: reason)
         // Wraps go first: once they are gone the key cannot be recovered, whatever happens next.
         for strategy in ProtectionStrategy.allCases { try deleteItem(address(strategy)) }
@@ -210,7 +216,9 @@ public actor Keymaker {
             install(MainKey(secret: secret))
         case .pin(let pin):
             guard strategies.contains(.pin) else { throw .strategyNotActive(.pin) }
-            try unlockWithPIN(pin)
+            await beginPINAttempt()
+            defer { endPINAttempt() }
+            try await unlockWithPIN(pin)
         case .secureElement(let reason):
             guard strategies.contains(.secureElement) else { throw .strategyNotActive(.secureElement) }
             guard let secureElement else { throw .secureElementUnavailable }
@@ -393,6 +401,7 @@ public actor Keymaker {
 
     /// Deletes wraps (and their attempt record or element key) of strategies not in `strategies`.
     private func removeLeftovers(keeping strategies: Set<ProtectionStrategy>) throws(KeymakerError) {
+        flush()
         for strategy in ProtectionStrategy.allCases where !strategies.contains(strategy) {
             try deleteItem(address(strategy))
         }
@@ -408,7 +417,23 @@ public actor Keymaker {
         try step("leftovers-removed")
     }
 
-    private func unlockWithPIN(_ pin: SecretBytes) throws(KeymakerError) {
+    /// Serialises PIN attempts: two concurrent attempts must not both read the same failure count.
+    private func beginPINAttempt() async {
+        if pinAttemptRunning {
+            await withCheckedContinuation { pinAttemptQueue.append($0) }
+        }
+        pinAttemptRunning = true
+    }
+
+    private func endPINAttempt() {
+        if pinAttemptQueue.isEmpty {
+            pinAttemptRunning = false
+        } else {
+            pinAttemptQueue.removeFirst().resume()
+        }
+    }
+
+    private func unlockWithPIN(_ pin: SecretBytes) async throws(KeymakerError) {
         let wrapBytes = try keychainCall { () throws(KeychainError) in try keychain.read(address(.pin)) }
         let wrap = try ProtectionRecords.PINWrap(decoding: wrapBytes.withUnsafeBytes { Array($0) })
         guard let attempts = try readAttemptsOrExhausted(),
@@ -431,8 +456,29 @@ public actor Keymaker {
         }
         // Count the attempt before trying it, so killing the process mid-check cannot win a free guess.
         let counted = ProtectionRecords.Attempts(failures: attempts.failures + 1, lastFailure: now)
-        try writeAttempts(counted)
-        let kek = try derivePINKey(pin, salt: wrap.salt, parameters: wrap.parameters)
+        // The KDF runs on another thread while the count is made durable; the result is used only after both.
+        let pepper = pinPepper
+        let allowInsecure = configuration.allowInsecureKDF
+        let derivation = Task.detached { () throws(CofferCryptoError) -> SymmetricKey in
+            try PINKeyDerivation.deriveKey(
+                pin: pin,
+                salt: wrap.salt,
+                parameters: wrap.parameters,
+                devicePepper: pepper,
+                allowInsecureParameters: allowInsecure
+            )
+        }
+        do {
+            try writeAttempts(counted)
+        } catch {
+            _ = await derivation.result
+            throw error
+        }
+        let kek: SymmetricKey
+        switch await derivation.result {
+        case .success(let derived): kek = derived
+        case .failure(let error): throw .crypto(error as? CofferCryptoError ?? .primitiveFailure("scrypt"))
+        }
         let secret: SecretBytes
         do {
             secret = try Envelope.openSecret(wrap.envelope, with: EnvelopeKey(kek), context: pinContext)
@@ -449,11 +495,18 @@ public actor Keymaker {
             throw .corrupt("PIN wrap")
         }
         guard secret.count == MainKey.byteCount else { throw .corrupt("PIN wrap") }
-        try writeAttempts(.init(failures: 0, lastFailure: 0))
+        // The reset after a success is written in the background (off the unlock's critical path) on the serial
+        // attempts queue; every later read of the record waits for it, and `flush()` waits before the process ends.
+        // Losing it to a crash leaves a higher count, never a lower one.
+        resetAttemptsInBackground()
         install(MainKey(secret: secret))
     }
 
-    private func derivePINKey(_ pin: SecretBytes, salt: [UInt8], parameters: ScryptParameters)
+    private func derivePINKey(
+        _ pin: SecretBytes,
+        salt: [UInt8],
+        parameters: ScryptParameters
+    )
         throws(KeymakerError) -> SymmetricKey
     {
         do {
@@ -542,7 +595,20 @@ public actor Keymaker {
         )
     }
 
+    /// Waits until background writes of the attempt record are durable. Call before a short-lived process exits.
+    public func flush() { attemptWrites.sync {} }
+
+    private func resetAttemptsInBackground() {
+        let keychain = self.keychain
+        let address = KeychainAddress(service: Services.attempts, account: account)
+        let bytes = ProtectionRecords.Attempts(failures: 0, lastFailure: 0).encoded()
+        attemptWrites.async {
+            try? keychain.set(SecretBytes(copying: bytes), at: address, accessibility: .afterFirstUnlockThisDeviceOnly)
+        }
+    }
+
     private func readAttempts() throws(KeymakerError) -> ProtectionRecords.Attempts? {
+        flush()
         guard let bytes = try readItem(KeychainAddress(service: Services.attempts, account: account)) else {
             return nil
         }
@@ -560,6 +626,7 @@ public actor Keymaker {
     }
 
     private func writeAttempts(_ attempts: ProtectionRecords.Attempts) throws(KeymakerError) {
+        flush()
         try setItem(attempts.encoded(), at: KeychainAddress(service: Services.attempts, account: account))
     }
 

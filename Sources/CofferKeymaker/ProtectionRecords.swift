@@ -110,7 +110,9 @@ enum ProtectionRecords {
 
 extension Array where Element == UInt8 {
     mutating func appendBigEndianUInt32(_ value: UInt32) {
-        append(contentsOf: [UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff)])
+        append(contentsOf: [
+            UInt8(value >> 24), UInt8(value >> 16 & 0xff), UInt8(value >> 8 & 0xff), UInt8(value & 0xff),
+        ])
     }
 }
 

@@ -26,7 +26,13 @@ public protocol SecureElement: Sendable {
     /// Opens `box` with the private key `label` after confirming user presence with `reason`.
     ///
     /// - Throws: ``KeymakerError/presenceNotConfirmed`` if presence is not confirmed.
-    func open(_ box: SecureElementSealedBox, label: String, info: [UInt8], authenticating aad: [UInt8], reason: String)
+    func open(
+        _ box: SecureElementSealedBox,
+        label: String,
+        info: [UInt8],
+        authenticating aad: [UInt8],
+        reason: String
+    )
         async throws(KeymakerError) -> SecretBytes
     /// Deletes the key named `label`; succeeds if it does not exist.
     func deleteKey(label: String) throws(KeymakerError)

@@ -1,7 +1,8 @@
+import CofferCrypto
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CofferCrypto
 
 /// A private temporary folder removed when the value is released.
 public final class TemporaryDirectory: Sendable {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferCrypto
 
 /// The `coffer` command: the MainKey protection system and, as later modules land, the mail store around it.
 @main
@@ -17,4 +18,19 @@ struct Coffer: AsyncParsableCommand {
         ],
         defaultSubcommand: Tour.self
     )
+
+    /// Applies Coffer's process settings, then parses and runs the command.
+    static func main() async {
+        ProcessSettings.tuneAllocator()
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -85,7 +85,9 @@ struct Device: Sendable {
         let known = try accounts()
         if let requested {
             guard known.contains(requested) else {
-                throw CLIError("There is no account named \(requested) on this device; run `coffer init --account NAME`.")
+                throw CLIError(
+                    "There is no account named \(requested) on this device; run `coffer init --account NAME`."
+                )
             }
             return requested
         }

@@ -180,9 +180,14 @@ struct Logout: AsyncParsableCommand {
             let account = try device.chooseAccount(home.account)
             if !yes {
                 guard Terminal.isInteractiveOutput else {
-                    throw CLIError("Logging out erases the account's key; pass --yes to confirm when not at a terminal.")
+                    throw CLIError(
+                        "Logging out erases the account's key; pass --yes to confirm when not at a terminal."
+                    )
                 }
-                print("Erase the key of \(account)? Everything sealed under it becomes unreadable. Type yes: ", terminator: "")
+                print(
+                    "Erase the key of \(account)? Everything sealed under it becomes unreadable. Type yes: ",
+                    terminator: ""
+                )
                 guard Terminal.readLine(fd: 0).map({ String(decoding: $0, as: UTF8.self) }) == "yes" else {
                     throw CLIError("Not confirmed; nothing was erased.")
                 }

@@ -26,7 +26,9 @@ enum Terminal {
         } else {
             let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
             guard tty >= 0 else {
-                throw CLIError("There is no terminal to read the PIN from; pass --pin-stdin to read it from standard input.")
+                throw CLIError(
+                    "There is no terminal to read the PIN from; pass --pin-stdin to read it from standard input."
+                )
             }
             defer { close(tty) }
             writeString(prompt, to: tty)

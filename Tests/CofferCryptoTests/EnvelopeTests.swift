@@ -71,7 +71,9 @@ import Testing
         let sealed = try Envelope.seal([9], with: key, context: context)
         var version = sealed
         version[4] = 2
-        #expect(throws: CofferCryptoError.unsupportedVersion(2)) { try Envelope.open(version, with: key, context: context) }
+        #expect(throws: CofferCryptoError.unsupportedVersion(2)) {
+            try Envelope.open(version, with: key, context: context)
+        }
         var algorithm = sealed
         algorithm[5] = 9
         #expect(throws: CofferCryptoError.unsupportedAlgorithm(9)) {
@@ -109,13 +111,15 @@ import Testing
             let context = EnvelopeContext(vector.context)
             let plaintext = KnownAnswers.pattern(vector.plaintextLength, small: vector.plaintextLength < 100)
             let algorithm = try #require(EnvelopeAlgorithm(rawValue: vector.algorithm))
-            let sealed = try Envelope.seal(
-                plaintext,
-                with: key,
-                context: context,
-                algorithm: algorithm,
-                nonce: [UInt8](hexString: vector.nonce)!
-            )
+            let sealed = try plaintext.withUnsafeBytes { raw in
+                try Envelope.seal(
+                    raw,
+                    with: key,
+                    context: context,
+                    algorithm: algorithm,
+                    nonce: [UInt8](hexString: vector.nonce)!
+                )
+            }
             #expect(sealed.hexString == vector.envelope)
             #expect(try Envelope.open([UInt8](hexString: vector.envelope)!, with: key, context: context) == plaintext)
         }

@@ -49,7 +49,12 @@ import Testing
         let sealed = try StreamingAEAD.seal(data(3 * chunk), key: key, context: context)
         let header = Array(sealed.prefix(StreamingAEAD.headerCount))
         let parts = (0..<3).map { index in
-            Array(sealed[(StreamingAEAD.headerCount + index * sealedChunk)..<(StreamingAEAD.headerCount + (index + 1) * sealedChunk)])
+            Array(
+                sealed[
+                    (StreamingAEAD.headerCount + index * sealedChunk)..<(StreamingAEAD.headerCount + (index + 1)
+                        * sealedChunk)
+                ]
+            )
         }
         let swapped = header + parts[1] + parts[0] + parts[2]
         #expect(throws: CofferCryptoError.authenticationFailed) {
@@ -67,7 +72,8 @@ import Testing
     @Test func chunksFromAnotherFileDoNotOpen() throws {
         let first = try StreamingAEAD.seal(data(2 * chunk), key: key, context: context)
         let second = try StreamingAEAD.seal(data(2 * chunk), key: key, context: context)
-        let mixed = Array(first.prefix(StreamingAEAD.headerCount + sealedChunk))
+        let mixed =
+            Array(first.prefix(StreamingAEAD.headerCount + sealedChunk))
             + Array(second.suffix(from: StreamingAEAD.headerCount + sealedChunk))
         #expect(throws: CofferCryptoError.authenticationFailed) {
             try StreamingAEAD.open(mixed, key: key, context: context)

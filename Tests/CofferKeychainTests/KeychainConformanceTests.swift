@@ -16,7 +16,9 @@ import Testing
         Subject(name: "InMemoryKeychain") { state in (InMemoryKeychain(state: state), nil) },
         Subject(name: "FileKeychain") { state in
             let folder = TemporaryDirectory()
-            return (try FileKeychain(folder: "\(folder.path)/keychain", device: Fixtures.device(), state: state), folder)
+            return (
+                try FileKeychain(folder: "\(folder.path)/keychain", device: Fixtures.device(), state: state), folder
+            )
         },
     ]
 

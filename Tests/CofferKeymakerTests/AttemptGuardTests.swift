@@ -86,7 +86,10 @@ import Testing
         case .garbageValue: try world.keychain.update(SecretBytes(copying: [1, 2, 3]), at: address)
         case .truncatedValue: try world.keychain.update(SecretBytes(copying: Array("CFAT".utf8) + [1, 0]), at: address)
         case .unknownVersion:
-            try world.keychain.update(SecretBytes(copying: Array("CFAT".utf8) + [2] + Array(repeating: 0, count: 9)), at: address)
+            try world.keychain.update(
+                SecretBytes(copying: Array("CFAT".utf8) + [2] + Array(repeating: 0, count: 9)),
+                at: address
+            )
         case .flippedByteOnDisk:
             // Find the attempt record's file by damaging each file in turn until that item stops opening.
             var found = false

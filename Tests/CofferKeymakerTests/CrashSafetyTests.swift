@@ -106,7 +106,10 @@ import Testing
             let items = TemporaryDirectory.files(below: "\(world.root.path)/keychain").filter { $0.hasSuffix(".item") }
             let wraps = strategies.count
             let records = 1 + 1 + (strategies.contains(.pin) ? 1 : 0)  // protection + autolock (+ attempts)
-            #expect(items.count == wraps + records, "stopped after step \(stop): \(items.count) items for \(strategies)")
+            #expect(
+                items.count == wraps + records,
+                "stopped after step \(stop): \(items.count) items for \(strategies)"
+            )
         }
     }
 

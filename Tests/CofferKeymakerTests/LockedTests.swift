@@ -22,7 +22,9 @@ import Testing
         #expect(throws: KeymakerError.self) { try moved.unlock(with: key) }
         var bytes = locked.encrypted
         bytes[bytes.count / 2] ^= 1
-        #expect(throws: KeymakerError.self) { try Locked<Account>(encrypted: bytes, label: "account").unlock(with: key) }
+        #expect(throws: KeymakerError.self) {
+            try Locked<Account>(encrypted: bytes, label: "account").unlock(with: key)
+        }
         await keymaker.lock()
         #expect(throws: KeymakerError.locked) { try locked.unlock(with: key) }
     }

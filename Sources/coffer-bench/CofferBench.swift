@@ -1,0 +1,101 @@
+import CofferCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
+///
+/// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `unlock`
+/// (default: all). Every figure is a median of several runs on this machine at this moment; machines are noisy,
+/// which is why no test asserts a timing.
+@main
+struct CofferBench {
+    static func main() async throws {
+        ProcessSettings.tuneAllocator()
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let sections = arguments.isEmpty ? ["crypto", "stream", "unlock"] : arguments
+        print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
+        for section in sections {
+            switch section {
+            case "crypto": try CryptoBench.envelopes()
+            case "stream": try CryptoBench.stream()
+            case "unlock": try await UnlockBench.run()
+            default:
+                print("unknown section \(section); known: crypto, stream, unlock")
+                exit(2)
+            }
+        }
+    }
+
+    private static func nproc() -> Int { sysconf(Int32(_SC_NPROCESSORS_ONLN)) }
+}
+
+/// Wall-clock measurement helpers.
+enum Timer {
+    /// Nanoseconds on the monotonic clock.
+    static func now() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+    }
+
+    /// Runs `body` repeatedly for about `seconds` and returns operations per second (median of three rounds).
+    static func rate(seconds: Double = 0.6, _ body: () throws -> Void) rethrows -> Double {
+        var rates: [Double] = []
+        for _ in 0..<3 {
+            let start = now()
+            var operations = 0
+            let budget = UInt64(seconds / 3 * 1e9)
+            while now() - start < budget {
+                try body()
+                operations += 1
+            }
+            rates.append(Double(operations) / (Double(now() - start) / 1e9))
+        }
+        return rates.sorted()[1]
+    }
+
+    /// The median duration of `runs` calls, in seconds.
+    static func median(runs: Int, _ body: () async throws -> Void) async rethrows -> Double {
+        var times: [Double] = []
+        for _ in 0..<runs {
+            let start = now()
+            try await body()
+            times.append(Double(now() - start) / 1e9)
+        }
+        return times.sorted()[runs / 2]
+    }
+}
+
+/// A Markdown table printed to standard output.
+struct Table {
+    let title: String
+    let header: [String]
+    var rows: [[String]] = []
+
+    init(_ title: String, _ header: [String]) {
+        self.title = title
+        self.header = header
+    }
+
+    mutating func add(_ row: [String]) { rows.append(row) }
+
+    func print() {
+        Swift.print("\n### \(title)\n")
+        Swift.print("| " + header.joined(separator: " | ") + " |")
+        Swift.print("|" + header.map { _ in "---" }.joined(separator: "|") + "|")
+        for row in rows { Swift.print("| " + row.joined(separator: " | ") + " |") }
+    }
+}
+
+/// Formats a number with `digits` decimals.
+func format(_ value: Double, _ digits: Int = 1) -> String {
+    guard value.isFinite else { return "n/a" }
+    var scale = 1.0
+    for _ in 0..<digits { scale *= 10 }
+    let rounded = (value * scale).rounded() / scale
+    var text = String(rounded)
+    if digits == 0, text.hasSuffix(".0") { text.removeLast(2) }
+    return text
+}

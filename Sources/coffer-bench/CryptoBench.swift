@@ -1,0 +1,122 @@
+import CofferCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Envelope and stream throughput beside `openssl speed -evp aes-256-gcm`.
+enum CryptoBench {
+    static let sizes = [1024, 65_536, 1_048_576]
+
+    static func envelopes() throws {
+        let key = try EnvelopeKey(SecretBytes(randomCount: 32))
+        let context: EnvelopeContext = ["bench", "envelope"]
+        var table = Table(
+            "Envelope v1 (AES-256-GCM) vs openssl speed -evp aes-256-gcm",
+            ["operation", "size", "Coffer MB/s", "OpenSSL MB/s", "ratio"]
+        )
+        for size in sizes {
+            let plaintext = [UInt8](repeating: 0x5A, count: size)
+            let sealed = try Envelope.seal(plaintext, with: key, context: context)
+            let sealRate = try Timer.rate { _ = try Envelope.seal(plaintext, with: key, context: context) }
+            let openRate = try Timer.rate { _ = try Envelope.open(sealed, with: key, context: context) }
+            for (name, rate, decrypt) in [("seal", sealRate, false), ("open", openRate, true)] {
+                let coffer = rate * Double(size) / 1e6
+                let openssl = OpenSSLSpeed.megabytesPerSecond(bytes: size, decrypt: decrypt)
+                table.add([
+                    name, label(size), format(coffer, 0), openssl.map { format($0, 0) } ?? "n/a",
+                    openssl.map { format(coffer / $0, 2) } ?? "n/a",
+                ])
+            }
+        }
+        table.print()
+    }
+
+    static func stream() throws {
+        let key = try EnvelopeKey(SecretBytes(randomCount: 32))
+        let context: EnvelopeContext = ["bench", "stream"]
+        let total = 256 << 20
+        var table = Table(
+            "Streaming AEAD v1, 256 MiB in 64 KiB chunks, constant memory",
+            ["operation", "Coffer MB/s", "OpenSSL 64 KiB MB/s", "ratio"]
+        )
+        // Encrypt a generated 256 MiB into a sink that keeps only the last chunk, then decrypt a recorded stream.
+        var source = PatternSource(total: total)
+        var sink = CountingSink(keepAll: false)
+        var start = Timer.now()
+        try StreamingAEAD.encrypt(from: &source, to: &sink, key: key, context: context)
+        let encrypt = Double(total) / 1e6 / (Double(Timer.now() - start) / 1e9)
+        var recordSource = PatternSource(total: 32 << 20)
+        var recorded = CountingSink(keepAll: true)
+        try StreamingAEAD.encrypt(from: &recordSource, to: &recorded, key: key, context: context)
+        start = Timer.now()
+        var decryptedBytes = 0
+        for _ in 0..<8 {
+            var sealedSource = BufferSource(recorded.bytes)
+            var out = CountingSink(keepAll: false)
+            try StreamingAEAD.decrypt(from: &sealedSource, to: &out, key: key, context: context)
+            decryptedBytes += out.count
+        }
+        let decrypt = Double(decryptedBytes) / 1e6 / (Double(Timer.now() - start) / 1e9)
+        for (name, coffer, isDecrypt) in [("encrypt", encrypt, false), ("decrypt", decrypt, true)] {
+            let openssl = OpenSSLSpeed.megabytesPerSecond(bytes: 65_536, decrypt: isDecrypt)
+            table.add([
+                name, format(coffer, 0), openssl.map { format($0, 0) } ?? "n/a",
+                openssl.map { format(coffer / $0, 2) } ?? "n/a",
+            ])
+        }
+        table.print()
+        print("(sink sizes: encrypted \(sink.count) bytes for \(total) plaintext bytes; peak memory is two chunks)")
+    }
+
+    static func label(_ size: Int) -> String {
+        size >= 1 << 20 ? "\(size >> 20) MiB" : size >= 1024 ? "\(size >> 10) KiB" : "\(size) B"
+    }
+}
+
+/// Yields `total` bytes of a pattern without holding them.
+struct PatternSource: ByteSource {
+    var remaining: Int
+    init(total: Int) { remaining = total }
+
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffer.count, remaining)
+        for index in 0..<count { buffer[index] = UInt8(truncatingIfNeeded: index) }
+        remaining -= count
+        return count
+    }
+}
+
+/// Counts what is written; keeps it only when asked.
+struct CountingSink: ByteSink {
+    var count = 0
+    var bytes: [UInt8] = []
+    let keepAll: Bool
+
+    mutating func write(_ chunk: [UInt8]) {
+        count += chunk.count
+        if keepAll { bytes += chunk }
+    }
+}
+
+/// Runs `openssl speed` for one buffer size.
+enum OpenSSLSpeed {
+    /// MB/s (10^6 bytes per second) from `openssl speed -evp aes-256-gcm -bytes N`, or `nil` without openssl.
+    static func megabytesPerSecond(bytes: Int, decrypt: Bool) -> Double? {
+        let command =
+            "openssl speed -evp aes-256-gcm -seconds 1 -bytes \(bytes)\(decrypt ? " -decrypt" : "") 2>/dev/null"
+        guard let pipe = popen(command, "r") else { return nil }
+        var output = ""
+        var buffer = [CChar](repeating: 0, count: 4096)
+        while fgets(&buffer, Int32(buffer.count), pipe) != nil {
+            output += String(cString: buffer)
+        }
+        pclose(pipe)
+        // The last line reads e.g. "AES-256-GCM    4157451.87k": thousands of bytes per second.
+        guard let last = output.split(separator: "\n").last(where: { $0.uppercased().hasPrefix("AES-256-GCM") }),
+            let field = last.split(separator: " ").last, field.hasSuffix("k"),
+            let thousands = Double(field.dropLast())
+        else { return nil }
+        return thousands * 1000 / 1e6
+    }
+}
