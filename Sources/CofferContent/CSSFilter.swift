@@ -110,8 +110,9 @@ struct CSSFilter {
     /// Filters a `style` attribute; `nil` when nothing is left.
     func filterStyleAttribute(_ text: String, element: String, looksHidden: Bool = false) -> String? {
         let declarations = CSSParser.parseDeclarations(text)
-        let output = filterDeclarations(declarations, element: element, fontFace: false, looksHidden: looksHidden)
+        var output = filterDeclarations(declarations, element: element, fontFace: false, looksHidden: looksHidden)
         if output.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == ";" }) { return nil }
+        while let first = output.first, first == " " || first == "\t" || first == "\n" { output.removeFirst() }
         return output
     }
 
@@ -312,6 +313,7 @@ struct CSSFilter {
                 case "media":
                     guard let query = Self.mediaQuery(prelude) else { continue }
                     let inner = filterRules(CSSParser.rules(in: block), element: element, depth: depth + 1)
+                    if inner.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) { continue }
                     output += rule.leading + "@media" + query + "{" + inner + "}"
                 case "font-face":
                     guard prelude.allSatisfy(\.isWhitespace) else { continue }

@@ -113,7 +113,25 @@ struct CSSWriter {
         }
     }
 
+    /// The first character of a numeric token's source, if it is a sign or a dot.
+    private static func numericLead(_ token: CSSToken) -> Unicode.Scalar? {
+        switch token {
+        case .number(let repr), .percentage(let repr), .dimension(let repr, _):
+            guard let first = repr.unicodeScalars.first, first == "+" || first == "." else { return nil }
+            return first
+        default:
+            return nil
+        }
+    }
+
     static func needsSeparator(_ previous: CSSToken, _ next: CSSToken) -> Bool {
+        if let lead = numericLead(next) {
+            // `+` cannot continue a name or number; `.` continues only a number.
+            if lead == "+" { return false }
+            if case .number = previous { return true }
+            if case .delim(let scalar) = previous { return scalar == "." || scalar == "+" }
+            return false
+        }
         if isWordLike(previous) && startsWord(next) { return true }
         if case .ident = previous, next == .openParen { return true }
         if case .delim(let scalar) = previous {

@@ -4,7 +4,7 @@
 /// the four combinators; anything else (at-keywords, URLs, blocks, `&`, stray tokens) drops the
 /// whole rule. Leading `html`, `body` and `:root` compounds become the container itself;
 /// every other selector gets `.coffer-message ` in front, unless it already starts with that
-/// exact compound followed by a descendant combinator (so scoping is idempotent). Id
+/// exact compound followed by a descendant or child combinator (so scoping is idempotent). Id
 /// selectors get the same prefix as clobbering-prone `id` attributes.
 enum SelectorScoper {
     private enum Part {
@@ -47,8 +47,9 @@ enum SelectorScoper {
                     return false
                 default: return false
                 }
-            case .function(_, let arguments):
-                if !isValid(arguments, nested: true) { return false }
+            case .function(let name, let arguments):
+                let folded = CSSParser.fold(name)
+                if folded == "url" || folded == "src" || !isValid(arguments, nested: true) { return false }
             case .block(.openSquare, let inner):
                 if !isValid(inner, nested: true) { return false }
             default:
@@ -144,7 +145,7 @@ enum SelectorScoper {
         if case .combinator(let combinator) = parts[0] {
             writer.writeRaw(scope + " " + combinator + " ", as: .whitespace(" "))
             startIndex = 1
-        } else if case .compound(let first) = parts[0], isScope(first), parts.count == 1 || isDescendant(parts[1]) {
+        } else if case .compound(let first) = parts[0], isScope(first), parts.count == 1 || staysInside(parts[1]) {
             startIndex = 0
         } else {
             writer.writeRaw(scope + " ", as: .whitespace(" "))
@@ -160,8 +161,9 @@ enum SelectorScoper {
         return writer.text
     }
 
-    private static func isDescendant(_ part: Part) -> Bool {
-        if case .combinator(" ") = part { return true }
+    /// A descendant or child combinator: what follows stays inside the container.
+    private static func staysInside(_ part: Part) -> Bool {
+        if case .combinator(let combinator) = part { return combinator == " " || combinator == ">" }
         return false
     }
 }
