@@ -167,7 +167,14 @@ struct SanitizerPass {
             output.appendChild(wrapper)
             container = wrapper
         }
-        walk(body, into: container)
+        let preformatted = walk(body, into: container)
+        // The parser drops a newline right after `<pre>`, and the serializer does not write one
+        // back, so a text that starts with a newline needs one more to survive a reparse.
+        for element in preformatted {
+            if let text = element.firstChild, text.kind == .text, text.data.hasPrefix("\n") {
+                text.data = "\n" + text.data
+            }
+        }
         trimLeadingWhitespace(output)
         return output
     }
@@ -227,7 +234,9 @@ struct SanitizerPass {
             }
     }
 
-    private func walk(_ root: HTMLNode, into container: HTMLNode) {
+    /// Copies what the profile keeps; returns the kept `pre` elements.
+    private func walk(_ root: HTMLNode, into container: HTMLNode) -> [HTMLNode] {
+        var preformatted: [HTMLNode] = []
         var stack: [(HTMLNode, HTMLNode)] = root.children.reversed().map { ($0, container) }
         while let (node, parent) = stack.popLast() {
             switch node.kind {
@@ -249,6 +258,7 @@ struct SanitizerPass {
                     for child in node.children.reversed() { stack.append((child, parent)) }
                 case .keep:
                     let element = HTMLNode.element(node.name, attributes: filterAttributes(of: node))
+                    if node.name == "pre" { preformatted.append(element) }
                     parent.appendChild(element)
                     for child in node.children.reversed() { stack.append((child, element)) }
                 }
@@ -256,6 +266,7 @@ struct SanitizerPass {
                 continue
             }
         }
+        return preformatted
     }
 
     // MARK: Attributes
@@ -325,6 +336,7 @@ struct SanitizerPass {
                 guard URLPolicy.isAllowedLink(classification) else { continue }
                 var value = cleaned
                 if classification == .fragment { value = "#" + Clobbering.safeID(String(cleaned.dropFirst())) }
+                if case .remote = classification { value = URLPolicy.absolute(cleaned) }
                 if classification != .fragment { linkTarget = value }
                 result.append(HTMLAttribute(name: key, value: value))
             case "usemap":

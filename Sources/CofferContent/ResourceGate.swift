@@ -97,7 +97,7 @@ final class ResourceGate {
                 || (options.remoteContent == .allow && !(isTracker && options.blockTrackers))
             if allowed {
                 loaded.append(resource)
-                return .keep(url)
+                return .keep(URLPolicy.absolute(url))
             }
             blocked.append(resource)
             return .blocked(blocked.count - 1)

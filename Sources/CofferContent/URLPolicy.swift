@@ -175,14 +175,24 @@ enum URLPolicy {
         return CSSParser.fold(result)
     }
 
-    /// Whether a link target (`a`/`area` `href`) may stay: `http`, `https`, `mailto`, `tel`,
-    /// fragments and relative references.
+    /// Whether a link target (`a`/`area` `href`) may stay: `http`, `https`, `mailto`, `tel` and
+    /// fragments. Relative references are not kept: a message has no base URL, and in a page
+    /// opened from a file they would point at local files.
     static func isAllowedLink(_ classification: Classification) -> Bool {
         switch classification {
-        case .fragment, .relative, .remote: return true
+        case .fragment, .remote: return true
         case .other(let scheme): return scheme == "mailto" || scheme == "tel"
-        case .empty, .cid, .data, .inert: return false
+        case .empty, .relative, .cid, .data, .inert: return false
         }
+    }
+
+    /// A remote URL made absolute: a protocol-relative `//host` (or `\\host`) gets `https:`, so
+    /// that a page opened from a file never turns it into a `file://host` (SMB) reference.
+    static func absolute(_ remote: String) -> String {
+        let scalars = Array(remote.unicodeScalars)
+        guard scalars.count >= 2, scalars[0] == "/" || scalars[0] == "\\", scalars[1] == "/" || scalars[1] == "\\"
+        else { return remote }
+        return "https://" + String(String.UnicodeScalarView(scalars.dropFirst(2)))
     }
 
     /// Standard base64 with padding.

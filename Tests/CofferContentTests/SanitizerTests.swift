@@ -79,6 +79,9 @@ struct AttackTests {
         "cid:part@x",
         "about:blank",
         "x-unknown:foo",
+        "relative/page.html",
+        "/etc/passwd",
+        "?q=1",
     ]
 
     @Test(arguments: hostileLinks)
@@ -98,6 +101,8 @@ struct AttackTests {
         ("mailto:a@example.com", #"<a href="mailto:a@example.com" target="_blank" rel="noopener noreferrer">x</a>"#),
         ("tel:+15551234", #"<a href="tel:+15551234" target="_blank" rel="noopener noreferrer">x</a>"#),
         ("#section", ##"<a href="#section">x</a>"##),
+        ("//example.com/x", #"<a href="https://example.com/x" target="_blank" rel="noopener noreferrer">x</a>"#),
+        ("\\\\example.com\\x", #"<a href="https://example.com\x" target="_blank" rel="noopener noreferrer">x</a>"#),
     ]
 
     @Test(arguments: allowedLinks)
@@ -216,6 +221,13 @@ struct ProfileTests {
     @Test func outputNeverStartsWithWhitespaceAndIsStable() {
         #expect(clean("  \n <p>x</p>") == "<p>x</p>")
         #expect(clean("<style>p{color:red}</style>\n  text") == "<style>.coffer-message p{color:red}</style>text")
+    }
+
+    @Test func unwrappingSettlesIntoAStableTree() {
+        #expect(clean("<pre>\n\nx</pre>") == "<pre>\n\nx</pre>")
+        #expect(clean("<p><form><div>x</div></form></p>") == "<p></p><div>x</div><p></p>")
+        #expect(clean("<p><button><p>x</p></button></p>") == "<p></p><p>x</p><p></p>")
+        #expect(clean("<ul><li>a<custom><li>b</custom></ul>") == "<ul><li>a</li><li>b</li></ul>")
     }
 
     @Test func deeplyNestedInputIsSafe() {
