@@ -85,9 +85,15 @@ enum HashTag {
 
 /// Every key the store uses, derived once per MainKey (per unlock), never per cell.
 final class StoreKeys: Sendable {
+    /// One column's key and the encoded start of its cells' contexts.
+    private struct Slot: Sendable {
+        let key: EnvelopeKey
+        let prefix: EnvelopeContext
+    }
+
     /// The MainKey the keys came from: a new unlock hands out a new object, so the keys are derived again.
     let source: ObjectIdentifier
-    private let columns: [SealedColumn: EnvelopeKey]
+    private let slots: [SealedColumn: Slot]
     /// The blind-index key (`store.search`).
     let search: KeyedHasher
     /// The keyed hashes that find duplicates and look records up (`store.lookup`).
@@ -95,24 +101,34 @@ final class StoreKeys: Sendable {
 
     init(mainKey: MainKey) throws(StoreError) {
         source = ObjectIdentifier(mainKey)
-        var columns: [SealedColumn: EnvelopeKey] = [:]
+        var slots: [SealedColumn: Slot] = [:]
         do {
-            for column in SealedColumn.allCases { columns[column] = try mainKey.subkey("store.\(column.rawValue)") }
+            for column in SealedColumn.allCases {
+                slots[column] = Slot(
+                    key: try mainKey.subkey("store.\(column.rawValue)"),
+                    prefix: EnvelopeContext(["store", String(column.table), String(column.column)])
+                )
+            }
         } catch {
             throw error == .locked ? .locked : .keymaker(error)
         }
         guard !mainKey.isWiped else { throw .locked }
-        self.columns = columns
+        self.slots = slots
         search = KeyedHasher(mainKey: mainKey, label: "store.search")
         lookup = KeyedHasher(mainKey: mainKey, label: "store.lookup")
     }
 
-    /// The context of one cell: `["store", table, column, row id]` plus any `extra` parts (an attachment's message
-    /// id, a setting's name).
+    /// The context of one cell: `["store", table, column, row id]` plus any `extra` part (an attachment's message
+    /// id, an address's account id, a setting's name).
     static func context(_ column: SealedColumn, row: Int64, extra: String? = nil) -> EnvelopeContext {
         var parts = ["store", String(column.table), String(column.column), String(row)]
         if let extra { parts.append(extra) }
         return EnvelopeContext(parts)
+    }
+
+    private func context(_ slot: Slot, row: Int64, extra: String?) -> EnvelopeContext {
+        if let extra { return slot.prefix.appending(String(row), extra) }
+        return slot.prefix.appending(String(row))
     }
 
     /// Seals a cell's plaintext for its column and row.
@@ -124,14 +140,9 @@ final class StoreKeys: Sendable {
     ) throws(StoreError)
         -> Data
     {
+        let slot = slots[column]!
         do {
-            return Data(
-                try Envelope.seal(
-                    plaintext,
-                    with: columns[column]!,
-                    context: Self.context(column, row: row, extra: extra)
-                )
-            )
+            return Data(try Envelope.seal(plaintext, with: slot.key, context: context(slot, row: row, extra: extra)))
         } catch {
             throw .crypto(error)
         }
@@ -140,10 +151,7 @@ final class StoreKeys: Sendable {
     /// Opens a cell; `nil` when it fails for any reason (changed, moved, wrong key, damaged).
     func open(_ sealed: Data?, _ column: SealedColumn, row: Int64, extra: String? = nil) -> [UInt8]? {
         guard let sealed else { return nil }
-        return try? Envelope.open(
-            Array(sealed),
-            with: columns[column]!,
-            context: Self.context(column, row: row, extra: extra)
-        )
+        let slot = slots[column]!
+        return try? Envelope.open(Array(sealed), with: slot.key, context: context(slot, row: row, extra: extra))
     }
 }

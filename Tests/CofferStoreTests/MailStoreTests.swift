@@ -195,6 +195,24 @@ struct MailStoreTests {
         #expect(try await store.message(id).summary.subject == "s")
     }
 
+    @Test("cells are sealed under the documented context and open only there")
+    func cellContext() async throws {
+        let world = try await StoreWorld()
+        let id = try #require(try await world.store.importMessage(rawMessage(id: "c@x", subject: "ctx", body: "b")).id)
+        let cell = try await world.rawQueue().read { db in
+            try Data.fetchOne(db, sql: "SELECT subject FROM messages WHERE id = ?", arguments: [id])
+        }
+        let sealed = Array(try #require(cell))
+        let key = try await world.keymaker.subkey("store.messages.subject")
+        let context = EnvelopeContext(["store", "messages", "subject", String(id)])
+        #expect(StoreKeys.context(.messageSubject, row: id) == context)
+        #expect(try CellReader.text(Envelope.open(sealed, with: key, context: context)) == "ctx")
+        #expect(throws: CofferCryptoError.wrongContext) {
+            try Envelope.open(sealed, with: key, context: ["store", "messages", "subject", String(id + 1)])
+        }
+        #expect(sealed.count == Envelope.overhead + 1 + 1 + 4 + 3)
+    }
+
     @Test("store errors describe themselves without message data")
     func errorDescriptions() {
         let errors: [StoreError] = [
