@@ -48,7 +48,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker",
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

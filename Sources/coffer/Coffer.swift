@@ -14,7 +14,8 @@ struct Coffer: AsyncParsableCommand {
             """,
         subcommands: [
             Tour.self, Init.self, Protect.self, Unlock.self, Lock.self, Status.self, AutolockCommand.self,
-            Logout.self,
+            Logout.self, ImportCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
+            AttachmentsCommand.self, AttachmentCommand.self,
         ],
         defaultSubcommand: Tour.self
     )
