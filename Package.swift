@@ -67,7 +67,7 @@ let package = Package(
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
         .testTarget(name: "CofferStoreTests", dependencies: ["CofferStore", "CofferAttachments", "CofferTesting"]),
-        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting"]),
+        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting"], exclude: ["tty_driver.py"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,89 @@
+import CofferTesting
+import Foundation
+import Testing
+
+@Suite(.serialized) struct CLITests {
+    @Test func theTourRunsAndFindsNothingOnDisk() throws {
+        let cli = CLIRunner()
+        let result = try cli.run([], withHome: false)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("0 containing the token or the key"))
+        #expect(result.stdout.contains("Wrong PIN. 9 attempts left."))
+        #expect(result.stdout.contains("(0 keychain items left)"))
+    }
+
+    @Test func theLifecycleWithAPINFromStandardInput() throws {
+        let cli = CLIRunner()
+        #expect(try cli.run(["init", "--account", "alice@example.com"]).status == 0)
+        let status = try cli.run(["status"])
+        #expect(status.stdout.contains("protection: none"))
+        let protect = try cli.run(["protect", "pin", "--pin-stdin"], input: "7391\n")
+        #expect(protect.status == 0, "\(protect.stderr)")
+        #expect(protect.stdout.contains("protected by: pin"))
+
+        let wrong = try cli.run(["unlock", "--pin-stdin"], input: "0000\n")
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr == "coffer: Wrong PIN. 9 attempts left.\n")
+        #expect(try cli.run(["status"]).stdout.contains("failed PIN attempts: 1 of 10"))
+
+        let right = try cli.run(["unlock", "--pin-stdin"], input: "7391\n")
+        #expect(right.status == 0, "\(right.stderr)")
+        #expect(try cli.run(["status"]).stdout.contains("failed PIN attempts: 0 of 10"))
+
+        let autolock = try cli.run(["autolock", "5m", "--pin-stdin"], input: "7391\n")
+        #expect(autolock.stdout.contains("Autolock for alice@example.com: 5m"))
+
+        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "7391\n")
+        #expect(none.stdout.contains("protected by: none"))
+        #expect(try cli.run(["logout", "--yes"]).status == 0)
+        #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
+        let all = [status, protect, wrong, right, autolock, none].map { $0.stdout + $0.stderr }.joined()
+        #expect(!all.contains("7391"), "the PIN must never be echoed")
+    }
+
+    @Test(arguments: [
+        (["unlock"], "There is no account on this device yet; run `coffer init --account NAME`."),
+        (["init"], "init needs --account NAME."),
+        (["autolock", "sometimes"], "The autolock policy must be never, background, or a duration such as 30s, 5m or 1h."),
+    ])
+    func badInputIsOneSentenceAndExitsNonZero(arguments: [String], message: String) throws {
+        let result = try CLIRunner().run(arguments)
+        #expect(result.status != 0)
+        #expect(result.stderr.contains(message))
+        #expect(result.stderr.split(separator: "\n").count <= 3)
+    }
+
+    @Test func aPINIsNeverTakenFromArguments() throws {
+        let result = try CLIRunner().run(["unlock", "--pin", "1234"])
+        #expect(result.status != 0)
+    }
+
+    @Test func logoutRefusesWithoutConfirmationWhenNotAtATerminal() throws {
+        let cli = CLIRunner()
+        _ = try cli.run(["init", "--account", "bob"])
+        let result = try cli.run(["logout"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("pass --yes"))
+        #expect(try cli.run(["status"]).stdout.contains("account: bob"))
+    }
+
+    @Test func theSecureElementNeedsPresenceOnTheTerminal() throws {
+        let cli = CLIRunner()
+        _ = try cli.run(["init", "--account", "carol"])
+        let protect = try cli.run(["protect", "secure-element"])
+        #expect(protect.status == 0, "\(protect.stderr)")
+
+        // Without a terminal (a pipe, setsid): refused.
+        let piped = try cli.run(["unlock"], input: "0000\n")
+        #expect(piped.status == 1)
+        #expect(piped.stderr.contains("Presence cannot be confirmed: there is no terminal"))
+
+        // On a terminal, the wrong code is refused and the right one unlocks.
+        let refused = try cli.runOnTerminal(["unlock"], answerPresence: false)
+        #expect(refused.status == 1)
+        #expect(refused.stdout.contains("presence, not identity"))
+        let answered = try cli.runOnTerminal(["unlock"], answerPresence: true)
+        #expect(answered.status == 0, "\(answered.stdout)")
+        #expect(answered.stdout.contains("Unlocked carol"))
+    }
+}

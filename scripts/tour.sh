@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's run command: builds coffer and runs its tour on a throwaway home folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+swift build --product coffer
+exec .build/debug/coffer "$@"
