@@ -41,7 +41,9 @@ let package = Package(
         // The GRDB mail store with sealed columns and a blind search index.
         .target(
             name: "CofferStore",
-            dependencies: ["CofferCrypto", "CofferKeymaker", "CofferMIME", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "CofferCrypto", "CofferKeymaker", "CofferMIME", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
         .target(name: "CofferAttachments", dependencies: ["CofferCrypto", "CofferKeymaker"]),
@@ -49,7 +51,7 @@ let package = Package(
             name: "coffer",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferContent", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(

@@ -11,12 +11,23 @@ struct ShowCommand: AsyncParsableCommand {
     @OptionGroup var home: HomeOptions
     @OptionGroup var pinOptions: PINOptions
     @Flag(name: .long, help: "Print every header field.") var headers = false
+    @Flag(name: .long, help: "Show the HTML body as a sanitized page in a viewer instead of printing the text.")
+    var html = false
+    @Flag(name: .long, help: "With --html: load remote content for this message (tracking pixels stay blocked).")
+    var allowRemote = false
+    @Option(name: .long, help: "With --html: the viewer command (run through /bin/sh with the file as its argument).")
+    var viewer: String?
     @Argument(help: "The message id (from list or search).") var id: Int64
 
     func run() async throws {
         try await runReportingErrors {
             let mail = try await MailSession.open(home, pinOptions)
             let message = try await mail.store.message(id)
+            if html {
+                try await showPage(mail, message)
+                try mail.close()
+                return
+            }
             func addresses(_ list: [MailAddress]) -> String { list.map(\.description).joined(separator: ", ") }
             if headers {
                 for field in message.headers { print("\(field.name): \(field.value)") }
@@ -40,5 +51,25 @@ struct ShowCommand: AsyncParsableCommand {
             }
             try mail.close()
         }
+    }
+
+    /// Sanitizes the body into a page in the attachment preview folder, with the message's `cid:` parts inlined.
+    private func showPage(_ mail: MailSession, _ message: MessageDetail) async throws {
+        var parts: [(contentID: String, mediaType: String, data: [UInt8])] = []
+        for attachment in message.attachments where attachment.contentType.lowercased().hasPrefix("image/") {
+            guard let contentID = attachment.contentID else { continue }
+            let content = try await mail.store.attachmentContent(attachment.id).content
+            parts.append((contentID, attachment.contentType, content))
+        }
+        let rendered = MessagePage.render(
+            html: message.htmlBody.map { Array($0.utf8) },
+            text: message.textBody,
+            title: message.summary.subject ?? "",
+            allowRemote: allowRemote,
+            resolver: MessagePage.resolver(parts)
+        )
+        MessagePage.printReport(rendered.sanitized, allowRemote: allowRemote)
+        let previews = try MailSession.cache(mail.session).previewFolder
+        try await MessagePage.show(rendered.page, viewer: viewer, under: previews)
     }
 }

@@ -1,0 +1,229 @@
+import ArgumentParser
+import CofferContent
+import CofferCrypto
+import CofferMIME
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sanitizes an HTML body into a self-contained page and shows it: shared by `coffer show --html` and `coffer render`.
+enum MessagePage {
+    /// A page and what the sanitizer reported about it.
+    struct Rendered {
+        var page: String
+        var sanitized: SanitizedMessage
+    }
+
+    /// Sanitizes `html` (or, when there is none, the plain `text` in a `<pre>`) and wraps it in a page whose first
+    /// `<meta>` is the Content Security Policy the result needs. `cid:` images are inlined through `resolver`.
+    static func render(
+        html: [UInt8]?,
+        text: String?,
+        title: String,
+        allowRemote: Bool,
+        resolver: CIDResolver?
+    ) -> Rendered {
+        var sanitizer = MailSanitizer()
+        if allowRemote { sanitizer = sanitizer.allowingRemoteContent() }
+        let body = html ?? Array(("<pre>" + escape(text ?? "") + "</pre>").utf8)
+        let sanitized = sanitizer.sanitize(html: body, cidResolver: resolver)
+        return Rendered(page: MailPage.render(sanitized, title: title), sanitized: sanitized)
+    }
+
+    /// A resolver over a message's parts: exact Content-ID first, then ignoring case.
+    static func resolver(_ parts: [(contentID: String, mediaType: String, data: [UInt8])]) -> CIDResolver {
+        var exact: [String: EmbeddedAttachment] = [:]
+        var folded: [String: EmbeddedAttachment] = [:]
+        for part in parts {
+            let attachment = EmbeddedAttachment(mediaType: part.mediaType, data: part.data)
+            if exact[part.contentID] == nil { exact[part.contentID] = attachment }
+            if folded[part.contentID.lowercased()] == nil { folded[part.contentID.lowercased()] = attachment }
+        }
+        return { id in exact[id] ?? folded[id.lowercased()] }
+    }
+
+    /// The lines a viewer would show about blocked content, for standard error.
+    static func report(_ sanitized: SanitizedMessage, allowRemote: Bool) -> [String] {
+        var lines: [String] = []
+        let blocked = sanitized.blockedRemoteContentCount
+        let trackers = sanitized.trackersBlocked.count
+        if allowRemote {
+            lines.append(
+                "\(sanitized.loadedRemoteContent.count) remote \(plural(sanitized.loadedRemoteContent.count, "resource")) allowed"
+            )
+            lines.append("\(trackers) \(plural(trackers, "tracker")) blocked")
+        } else {
+            var line = "\(blocked) remote \(plural(blocked, "resource")) blocked"
+            if trackers > 0 { line += " (\(trackers) \(plural(trackers, "tracker")))" }
+            lines.append(line)
+        }
+        if sanitized.embeddedImageCount > 0 {
+            lines.append("\(sanitized.embeddedImageCount) embedded \(plural(sanitized.embeddedImageCount, "image"))")
+        }
+        if !sanitized.missingContentIDs.isEmpty {
+            lines.append("missing embedded parts: \(sanitized.missingContentIDs.joined(separator: ", "))")
+        }
+        return lines
+    }
+
+    static func printReport(_ sanitized: SanitizedMessage, allowRemote: Bool) {
+        for line in report(sanitized, allowRemote: allowRemote) { printStandardError(line) }
+    }
+
+    /// Writes the page to a fresh private folder (0700, random name) as a 0600 file, shows it, and deletes both.
+    ///
+    /// The viewer rules are those of attachment preview: `--viewer CMD` runs `CMD "<file>"` through `/bin/sh` and
+    /// the page is deleted when it exits; otherwise `xdg-open` when it is on the path (it hands the file to a browser
+    /// and returns at once, so coffer waits for Enter before deleting); otherwise coffer prints the path and waits
+    /// for Enter.
+    static func show(_ page: String, viewer: String?, under parent: String) async throws {
+        try SecureFile.makePrivateDirectory(parent)
+        var random = SystemRandomNumberGenerator()
+        let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
+        let folder = "\(parent)/\(getpid())-\(nonce)"
+        guard mkdir(folder, 0o700) == 0 else { throw CLIError("Cannot create the folder \(folder).") }
+        defer { removeTree(folder) }
+        let file = "\(folder)/message.html"
+        try writeNew(Array(page.utf8), to: file)
+        if let viewer {
+            let status = try await run(["/bin/sh", "-c", "\(viewer) \"$1\"", "coffer-viewer", file])
+            print("The viewer exited with status \(status); the page was deleted.")
+        } else if let opener = findOnPath("xdg-open") {
+            let status = try await run([opener, file])
+            print("Opened \(file) (xdg-open exited with status \(status)). Press Enter to delete it.")
+            _ = Terminal.readLine(fd: 0)
+            print("The page was deleted.")
+        } else {
+            print("The page is at \(file). Press Enter to delete it.")
+            _ = Terminal.readLine(fd: 0)
+            print("The page was deleted.")
+        }
+    }
+
+    /// Where pages are written: `$XDG_RUNTIME_DIR/coffer-previews` (memory on most systems), else `$TMPDIR` or
+    /// `/tmp` under a per-user folder.
+    static var defaultParent: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return "\(runtime)/coffer-previews" }
+        let temporary = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return "\(temporary)/coffer-pages-\(getuid())"
+    }
+
+    /// Creates `path` with mode 0600; it must not exist (no symlink is followed).
+    static func writeNew(_ bytes: [UInt8], to path: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw CLIError("Cannot create \(path): \(String(cString: strerror(errno))).") }
+        defer { close(fd) }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw CLIError("Cannot write \(path): \(String(cString: strerror(errno))).") }
+            offset += written
+        }
+    }
+
+    static func printStandardError(_ line: String) {
+        var text = line + "\n"
+        text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
+    private static func plural(_ count: Int, _ word: String) -> String { count == 1 ? word : word + "s" }
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+    }
+
+    private static func findOnPath(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for folder in path.split(separator: ":") where !folder.isEmpty {
+            let candidate = "\(folder)/\(name)"
+            if access(candidate, X_OK) == 0 { return candidate }
+        }
+        return nil
+    }
+
+    private static func run(_ arguments: [String]) async throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: arguments[0])
+        process.arguments = Array(arguments.dropFirst())
+        return try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: CLIError("Cannot run the viewer \(arguments[0])."))
+            }
+        }
+    }
+
+    private static func removeTree(_ folder: String) {
+        for name in (try? SecureFile.list(folder)) ?? [] { unlink("\(folder)/\(name)") }
+        rmdir(folder)
+    }
+}
+
+struct RenderCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "render",
+        abstract: "Sanitize an .eml or .html file from disk and show it as a safe page, without the store.",
+        discussion: """
+            The page carries its Content Security Policy as its first <meta>; remote content is blocked (and counted \
+            on standard error) unless --allow-remote, which still blocks tracking pixels. Embedded cid: images of an \
+            .eml are inlined as data: URLs. Files ending in .html or .htm are read as HTML, others as a message.
+            """
+    )
+
+    @Argument(help: "The .eml or .html file.") var file: String
+    @Flag(name: .long, help: "Load remote images, fonts and media (tracking pixels stay blocked).")
+    var allowRemote = false
+    @Option(name: .long, help: "The viewer command (run through /bin/sh with the file as its argument).")
+    var viewer: String?
+    @Option(name: .long, help: "Write the page here (mode 0600, or - for standard output) instead of showing it.")
+    var output: String?
+
+    func run() async throws {
+        try await runReportingErrors {
+            guard let bytes = FileManager.default.contents(atPath: file).map(Array.init) else {
+                throw CLIError("Cannot read \(file).")
+            }
+            let lower = file.lowercased()
+            let rendered: MessagePage.Rendered
+            if lower.hasSuffix(".html") || lower.hasSuffix(".htm") {
+                rendered = MessagePage.render(
+                    html: bytes,
+                    text: nil,
+                    title: (file as NSString).lastPathComponent,
+                    allowRemote: allowRemote,
+                    resolver: nil
+                )
+            } else {
+                let message = try MIMEParser.parse(bytes)
+                let parts = message.root.allParts.compactMap { part in
+                    part.contentID.map { (contentID: $0, mediaType: part.contentType.mimeType, data: part.body) }
+                }
+                rendered = MessagePage.render(
+                    html: message.htmlBody.map { Array($0.utf8) },
+                    text: message.textBody,
+                    title: message.subject ?? "",
+                    allowRemote: allowRemote,
+                    resolver: MessagePage.resolver(parts)
+                )
+            }
+            MessagePage.printReport(rendered.sanitized, allowRemote: allowRemote)
+            if let output {
+                if output == "-" {
+                    FileHandle.standardOutput.write(Data(rendered.page.utf8))
+                } else {
+                    try MessagePage.writeNew(Array(rendered.page.utf8), to: output)
+                }
+            } else {
+                try await MessagePage.show(rendered.page, viewer: viewer, under: MessagePage.defaultParent)
+            }
+        }
+    }
+}
