@@ -22,9 +22,12 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
     ],
     targets: [
+        // Two Linux calls Swift cannot import directly (prctl is variadic; <malloc.h> is not in Glibc's module map).
+        .target(name: "CCofferSystem"),
         .target(
             name: "CofferCrypto",
             dependencies: [
+                "CCofferSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
@@ -56,7 +59,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "coffer-bench",
-            dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferTesting"]
+            dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting"]
         ),
         .testTarget(
             name: "CofferCryptoTests",

@@ -16,7 +16,8 @@ public struct EnvelopeKey: Sendable {
     public static let byteCount = 32
 
     let aeadKey: SymmetricKey
-    let contextKey: SymmetricKey
+    /// HMAC-SHA256 keyed with the context-tag key, prepared once; each tag copies it.
+    let contextHMAC: HMAC<SHA256>
     let streamKey: SymmetricKey
     /// Eight bytes that identify the key without revealing it; written into every envelope and stream header.
     public let id: [UInt8]
@@ -51,14 +52,16 @@ public struct EnvelopeKey: Sendable {
             )
         }
         aeadKey = derive("aead", 32)
-        contextKey = derive("context-tag", 32)
+        contextHMAC = HMAC<SHA256>(key: derive("context-tag", 32))
         streamKey = derive("stream", 32)
         id = derive("key-id", 8).withUnsafeBytes { Array($0) }
     }
 
     /// The 8-byte tag that binds `context` under this key (truncated HMAC-SHA256).
     func contextTag(_ context: EnvelopeContext) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: context.encoded, using: contextKey).prefix(8))
+        var hmac = contextHMAC
+        hmac.update(data: context.encoded)
+        return Array(hmac.finalize().prefix(8))
     }
 }
 

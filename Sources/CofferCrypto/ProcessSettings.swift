@@ -1,24 +1,23 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import CCofferSystem
 
 /// Process-wide settings that Coffer's own executables apply at start. A library user decides for their process.
 public enum ProcessSettings {
+    /// Makes the process's memory harder to reach for other processes of the same user: no core dumps
+    /// (`RLIMIT_CORE` 0) and not dumpable (`PR_SET_DUMPABLE` 0), which also stops same-user `ptrace` and reading
+    /// `/proc/<pid>/mem` without `CAP_SYS_PTRACE`.
+    ///
+    /// - Returns: Whether it took effect.
+    @discardableResult
+    public static func hardenMemory() -> Bool { coffer_set_not_dumpable() == 0 }
+
+    /// Whether the process can be dumped or traced by its user (`PR_GET_DUMPABLE`).
+    public static var isDumpable: Bool { coffer_is_dumpable() == 1 }
+
     /// Keeps freed heap memory for reuse instead of returning it to the kernel after every large buffer.
     ///
     /// swift-crypto returns each ciphertext in a fresh buffer; with glibc's defaults, sealing 64 KiB–1 MiB
     /// repeatedly grows and trims the heap on every call, and the page faults cost more than AES-GCM itself
     /// (the bench measured about 6× on 64 KiB envelopes). Raising the trim and mmap thresholds removes that.
-    public static func tuneAllocator() {
-        #if os(Linux)
-        // <malloc.h> is not in Glibc's module map; M_TRIM_THRESHOLD is -1 and M_MMAP_THRESHOLD is -3 in glibc's ABI.
-        _ = glibcMallopt(-1, 256 << 20)
-        _ = glibcMallopt(-3, 32 << 20)
-        #endif
-    }
+    @discardableResult
+    public static func tuneAllocator() -> Bool { coffer_tune_allocator(256 << 20, 32 << 20) == 1 }
 }
-
-#if os(Linux)
-@_silgen_name("mallopt")
-private func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
-#endif

@@ -85,6 +85,7 @@ public actor Keymaker {
     private var mainKey: MainKey?
     private var autolock: Autolock
     private var timer: Task<Void, Never>?
+    private var timerWake: UInt64?
     private var recovered = false
     private var stepHook: (@Sendable (String) throws -> Void)?
     private let attemptWrites = DispatchQueue(label: "coffer.keymaker.attempts")
@@ -538,8 +539,7 @@ public actor Keymaker {
     }
 
     private func removeKey(reason: LockReason) {
-        timer?.cancel()
-        timer = nil
+        cancelTimer()
         autolock.locked()
         guard let key = mainKey else { return }
         key.wipe()
@@ -550,18 +550,33 @@ public actor Keymaker {
     private func perform(_ action: Autolock.Action) {
         switch action {
         case .none:
-            timer?.cancel()
-            timer = nil
+            cancelTimer()
         case .lockNow(let reason):
             removeKey(reason: reason)
         case .wake(let deadline):
-            timer?.cancel()
+            // A timer that wakes no later is kept: on waking it asks the state machine again, which then moves the
+            // wake-up to the current deadline. So frequent key use does not start a task per use.
+            if timer != nil, let timerWake, timerWake <= deadline { return }
+            cancelTimer()
+            timerWake = deadline
             let clock = self.clock
             timer = Task { [weak self] in
                 do { try await clock.sleep(untilBoot: deadline) } catch { return }
-                await self?.checkAutolock()
+                await self?.timerFired()
             }
         }
+    }
+
+    private func timerFired() {
+        timer = nil
+        timerWake = nil
+        checkAutolock()
+    }
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+        timerWake = nil
     }
 
     private func storeAutolock(_ policy: AutolockPolicy, with key: MainKey) throws(KeymakerError) {

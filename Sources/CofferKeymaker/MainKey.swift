@@ -33,6 +33,22 @@ public final class MainKey: Sendable {
         do { return try EnvelopeKey(derived) } catch { throw .crypto(error) }
     }
 
+    /// A key for keyed hashes (HMAC) for one purpose,
+    /// `HKDF-SHA256(MainKey, salt: "coffer.mainkey.v1", info: "coffer.mainkey.hmac.v1." + label)`: a separate
+    /// derivation from ``subkey(_:)``, so no hash key equals an envelope key. Used by the store's blind index and
+    /// duplicate detection.
+    public func hashKey(_ label: String) throws(KeymakerError) -> SymmetricKey {
+        guard !secret.isWiped else { throw .locked }
+        return secret.withUnsafeBytes { raw in
+            HKDF<SHA256>.deriveKey(
+                inputKeyMaterial: SymmetricKey(data: raw),
+                salt: Array("coffer.mainkey.v1".utf8),
+                info: Array("coffer.mainkey.hmac.v1.\(label)".utf8),
+                outputByteCount: 32
+            )
+        }
+    }
+
     /// Raw access to the key bytes, for tests that scan storage for them.
     ///
     /// - Warning: Never copy these bytes out of the closure in production code.

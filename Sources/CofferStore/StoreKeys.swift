@@ -13,19 +13,9 @@ import Foundation
 struct KeyedHasher: Sendable {
     private let prepared: HMAC<SHA256>
 
-    /// The key `HKDF-SHA256(MainKey, salt: "coffer.mainkey.v1", info: "coffer.mainkey.hmac.v1." + label)`: a
-    /// separate derivation from ``MainKey/subkey(_:)`` (whose info starts `coffer.mainkey.subkey.v1.`), so no hash
-    /// key equals an envelope key. The MainKey bytes never leave the closure.
-    init(mainKey: MainKey, label: String) {
-        let key = mainKey.withUnsafeBytes { raw in
-            HKDF<SHA256>.deriveKey(
-                inputKeyMaterial: SymmetricKey(data: raw),
-                salt: Array("coffer.mainkey.v1".utf8),
-                info: Array("coffer.mainkey.hmac.v1.\(label)".utf8),
-                outputByteCount: 32
-            )
-        }
-        prepared = HMAC<SHA256>(key: key)
+    /// Prepares the hash key ``MainKey/hashKey(_:)`` for `label`.
+    init(mainKey: MainKey, label: String) throws(KeymakerError) {
+        prepared = HMAC<SHA256>(key: try mainKey.hashKey(label))
     }
 
     /// The full 32-byte keyed hash of `bytes` with a one-byte domain `tag`.
@@ -109,13 +99,13 @@ final class StoreKeys: Sendable {
                     prefix: EnvelopeContext(["store", String(column.table), String(column.column)])
                 )
             }
+            search = try KeyedHasher(mainKey: mainKey, label: "store.search")
+            lookup = try KeyedHasher(mainKey: mainKey, label: "store.lookup")
         } catch {
             throw error == .locked ? .locked : .keymaker(error)
         }
         guard !mainKey.isWiped else { throw .locked }
         self.slots = slots
-        search = KeyedHasher(mainKey: mainKey, label: "store.search")
-        lookup = KeyedHasher(mainKey: mainKey, label: "store.lookup")
     }
 
     /// The context of one cell: `["store", table, column, row id]` plus any `extra` part (an attachment's message

@@ -23,6 +23,7 @@ struct Coffer: AsyncParsableCommand {
     /// Applies Coffer's process settings, then parses and runs the command.
     static func main() async {
         ProcessSettings.tuneAllocator()
+        ProcessSettings.hardenMemory()
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

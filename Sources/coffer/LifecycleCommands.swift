@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferAttachments
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
@@ -192,8 +193,15 @@ struct Logout: AsyncParsableCommand {
                     throw CLIError("Not confirmed; nothing was erased.")
                 }
             }
-            try await device.keymaker(for: account).destroy()
-            print("Logged out \(account): its MainKey, wraps and records are gone from this device.")
+            let keymaker = device.keymaker(for: account)
+            let mail = "\(device.home.data)/mail/\(account)"
+            if SecureFile.exists("\(mail)/cache") {
+                try AttachmentCache(folder: "\(mail)/cache", keymaker: keymaker).purgeAll()
+            }
+            try await keymaker.destroy()
+            // Without the key the sealed store is noise; it is deleted all the same.
+            FileTree.remove(mail)
+            print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
         }
     }
 }

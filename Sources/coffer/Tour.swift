@@ -20,7 +20,7 @@ struct Tour: AsyncParsableCommand {
                 throw CLIError("Could not create a temporary folder for the tour.")
             }
             let root = String(cString: made)
-            defer { removeTree(root) }
+            defer { FileTree.remove(root) }
             try await tour(root: root)
         }
     }
@@ -84,7 +84,7 @@ struct Tour: AsyncParsableCommand {
 
         print("\nWhat is on disk? Scanning every file under the home for the token and the MainKey bytes...")
         let needles = [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
-        let files = filesBelow(root)
+        let files = FileTree.files(below: root)
         let hits = files.filter { file in
             guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 26) else { return false }
             return needles.contains { contains(bytes, $0) }
@@ -98,30 +98,9 @@ struct Tour: AsyncParsableCommand {
 
         step("logout --yes")
         try await keymaker.destroy()
-        let remaining = filesBelow(home.keychain).filter { $0.hasSuffix(".item") }.count
+        let remaining = FileTree.files(below: home.keychain).filter { $0.hasSuffix(".item") }.count
         print("The MainKey and every wrap are gone (\(remaining) keychain items left); the sealed token is now noise.")
         print("\nNext: `coffer --help`, and the README's CLI reference.")
-    }
-
-    private func filesBelow(_ root: String) -> [String] {
-        var found: [String] = []
-        for name in (try? SecureFile.list(root)) ?? [] {
-            let path = "\(root)/\(name)"
-            var info = stat()
-            guard lstat(path, &info) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR { found += filesBelow(path) } else { found.append(path) }
-        }
-        return found
-    }
-
-    private func removeTree(_ root: String) {
-        for name in (try? SecureFile.list(root)) ?? [] {
-            let path = "\(root)/\(name)"
-            var info = stat()
-            guard lstat(path, &info) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR { removeTree(path) } else { unlink(path) }
-        }
-        rmdir(root)
     }
 
     private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

@@ -38,7 +38,10 @@ enum CrashEnvironment {
 /// The child side: only runs inside the process that the crash test starts (and kills).
 @Suite("Store crash child")
 struct StoreCrashChild {
-    @Test("import the source given by the parent", .enabled(if: CrashEnvironment.isChild))
+    @Test(
+        "import the source given by the parent",
+        .enabled(if: CrashEnvironment.isChild, "runs only inside the child process that the SIGKILL crash test starts")
+    )
     func importForParent() async throws {
         let environment = ProcessInfo.processInfo.environment
         let key = try #require(environment[CrashEnvironment.key].flatMap { [UInt8](hexString: $0) })

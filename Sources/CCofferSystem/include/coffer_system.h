@@ -1,0 +1,14 @@
+#ifndef COFFER_SYSTEM_H
+#define COFFER_SYSTEM_H
+
+/// Marks the process not dumpable (prctl PR_SET_DUMPABLE 0): no core dumps, no same-user ptrace or
+/// /proc/<pid>/mem access without CAP_SYS_PTRACE. Returns 0 on success, -1 with errno set otherwise.
+int coffer_set_not_dumpable(void);
+
+/// Returns 1 if the process is dumpable, 0 if not, -1 on error.
+int coffer_is_dumpable(void);
+
+/// Sets mallopt's trim and mmap thresholds (glibc). Returns 1 when both were accepted.
+int coffer_tune_allocator(int trim_threshold, int mmap_threshold);
+
+#endif
