@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-swift build --product coffer
-exec .build/debug/coffer "$@"
+swift build -c release --product coffer
+exec .build/release/coffer "$@"

@@ -2,6 +2,8 @@ import ArgumentParser
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferMIME
+import CofferStore
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +27,11 @@ struct Tour: AsyncParsableCommand {
         }
     }
 
-    private func step(_ command: String) { print("\n$ coffer \(command)") }
+    private func step(_ command: String) {
+        print("\n$ coffer \(command)")
+        // Viewers and other child processes write straight to the terminal: keep the order on screen.
+        fflush(nil)
+    }
 
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
@@ -37,6 +43,8 @@ struct Tour: AsyncParsableCommand {
         step("init --account \(account)")
         try await keymaker.createMainKey()
         print("Created a 256-bit MainKey; it rests in the device-bound keychain (strategy: none).")
+
+        let mailMarkers = try await mailTour(root: root, account: account, keymaker: keymaker)
 
         let marker = "ACCESS-TOKEN-\(UInt32.random(in: 100_000...999_999))"
         let token = try Locked(clearValue: marker, with: await keymaker.key(), label: "account.token")
@@ -82,14 +90,17 @@ struct Tour: AsyncParsableCommand {
         try await keymaker.setAutolock(.after(seconds: 300))
         print("Autolock after 5 minutes without use, stored sealed; the agent's timer enforces it.")
 
-        print("\nWhat is on disk? Scanning every file under the home for the token and the MainKey bytes...")
-        let needles = [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
-        let files = FileTree.files(below: root)
+        print("\nWhat is on disk? Scanning every file under the home (except the sample mbox itself) for the token,")
+        print("the MainKey bytes, and the subjects and addresses of the imported mail...")
+        let needles =
+            [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
+            + mailMarkers.map { Array($0.utf8) }
+        let files = FileTree.files(below: root).filter { !$0.hasSuffix("/sample.mbox") }
         let hits = files.filter { file in
             guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 26) else { return false }
             return needles.contains { contains(bytes, $0) }
         }
-        print("\(files.count) files, \(hits.count) containing the token or the key.")
+        print("\(files.count) files, \(hits.count) containing the token, the key or the mail.")
 
         step("status")
         print("account: \(account)")
@@ -101,6 +112,61 @@ struct Tour: AsyncParsableCommand {
         let remaining = FileTree.files(below: home.keychain).filter { $0.hasSuffix(".item") }.count
         print("The MainKey and every wrap are gone (\(remaining) keychain items left); the sealed token is now noise.")
         print("\nNext: `coffer --help`, and the README's CLI reference.")
+    }
+
+    /// Imports a generated sample mailbox and runs the mail commands on it, exactly as a user would type them.
+    /// Returns strings of that mail (a subject, a sender address) for the final disk scan.
+    private func mailTour(root: String, account: String, keymaker: Keymaker) async throws -> [String] {
+        let generator = SyntheticMail(seed: 7)
+        var mbox: [UInt8] = []
+        for index in 0..<240 {
+            mbox += Array("From tour-sample@example.org Sat Nov 21 09:00:00 2026\n".utf8)
+            let message = String(decoding: generator.message(index, attachment: index % 12 == 5), as: UTF8.self)
+            for line in message.replacingOccurrences(of: "\r\n", with: "\n").split(
+                separator: "\n",
+                omittingEmptySubsequences: false
+            ) {
+                // mboxrd: a line that would read as a separator is quoted with ">".
+                let unquoted = line.drop { $0 == ">" }
+                mbox += Array(((unquoted.hasPrefix("From ") ? ">" : "") + line + "\n").utf8)
+            }
+        }
+        let sample = "\(root)/sample.mbox"
+        try SecureFile.writeAtomically(mbox, to: sample)
+
+        let home = ["--home", root]
+        try await command(["import", sample] + home, note: "240 generated messages, some with attachments")
+        try await command(["list", "--limit", "5"] + home)
+
+        let store = try MailStore(folder: "\(root)/data/mail/\(account)/store", keymaker: keymaker)
+        let newest = try await store.list(limit: 50)
+        guard let first = newest.first else { throw CLIError("The tour's sample import stored no messages.") }
+        let word = (first.subject ?? "").split(separator: " ").map(String.init).first { $0.count > 4 } ?? "meeting"
+        try await command(["search", word, "--limit", "3"] + home)
+        try await command(["show", String(first.id)] + home)
+        if let withAttachment = newest.first(where: { $0.flags.contains(.hasAttachments) }) {
+            let attachments = try await store.attachments(of: withAttachment.id)
+            try await command(["attachments", String(withAttachment.id)] + home)
+            if let attachment = attachments.first {
+                try await command(
+                    ["attachment", "open", String(attachment.id), "--viewer", "wc -c"] + home,
+                    note: "the viewer sees a decrypted copy in a private folder; it is deleted when the viewer returns"
+                )
+            }
+        }
+        try store.close()
+        return [first.subject, first.from.first?.address].compactMap { $0 }.filter { $0.count > 8 }
+    }
+
+    /// Runs one `coffer` command line in this process, printing it first.
+    private func command(_ arguments: [String], note: String? = nil) async throws {
+        let shown = arguments.map { $0.hasSuffix("/sample.mbox") ? "sample.mbox" : $0 }
+            .filter { !$0.hasPrefix("/tmp/coffer-tour") && $0 != "--home" }
+        step(shown.joined(separator: " ") + (note.map { "    # \($0)" } ?? ""))
+        guard var parsed = try Coffer.parseAsRoot(arguments) as? AsyncParsableCommand else {
+            throw CLIError("The tour could not run `\(shown.joined(separator: " "))`.")
+        }
+        try await parsed.run()
     }
 
     private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
