@@ -5,3 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 swift build --build-tests
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build "$@"
+# The sanitized DOMPurify and HTTP-leak vectors in headless Chromium under the CSP: no request, no script.
+.venv/bin/python Tests/browser/render_vectors.py --coffer "$(swift build --show-bin-path)/coffer"
