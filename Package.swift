@@ -59,7 +59,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "coffer-bench",
-            dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting"]
+            dependencies: [
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferContent",
+                "CofferHTML",
+            ]
         ),
         .testTarget(
             name: "CofferCryptoTests",

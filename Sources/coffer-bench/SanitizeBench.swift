@@ -1,0 +1,255 @@
+import CofferContent
+import CofferHTML
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Parse and sanitize throughput on generated marketing and newsletter HTML, beside nh3 (ammonia, from PyPI) on the
+/// same files in the same run (`scripts/bench_nh3.py` in the repository's `.venv`, which `scripts/setup.sh` makes).
+enum SanitizeBench {
+    static let messageCount = 48
+
+    static func run() throws {
+        let corpus = NewsletterCorpus.generate(count: messageCount)
+        let total = corpus.reduce(0) { $0 + $1.count }
+        let folder = try writeCorpus(corpus)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sizes = corpus.map(\.count).sorted()
+        print(
+            "\nsanitize corpus: \(corpus.count) newsletters, \(format(Double(total) / 1e6, 2)) MB, "
+                + "\(sizes.first! / 1024)–\(sizes.last! / 1024) KiB each (median \(sizes[sizes.count / 2] / 1024) KiB)"
+        )
+
+        let parse = throughput(total) { for html in corpus { _ = HTMLParser.parseDocument(html) } }
+        let sanitizer = MailSanitizer()
+        var blocked = 0
+        let sanitize = throughput(total) {
+            blocked = 0
+            for html in corpus { blocked += sanitizer.sanitize(html: html).blockedRemoteContentCount }
+        }
+        let allowing = sanitizer.allowingRemoteContent()
+        let sanitizeAllowing = throughput(total) { for html in corpus { _ = allowing.sanitize(html: html) } }
+        let nh3 = nh3Rates(folder)
+
+        var table = Table(
+            "HTML parse and sanitize, \(corpus.count) newsletters (\(format(Double(total) / 1e6, 1)) MB), one core",
+            ["operation", "MB/s", "nh3 default MB/s", "ratio", "nh3 mail profile MB/s", "ratio"]
+        )
+        func row(_ name: String, _ rate: Double) {
+            let base = nh3?["default"]
+            let mail = nh3?["mail"]
+            table.add([
+                name, format(rate, 1), base.map { format($0, 1) } ?? "n/a", base.map { format(rate / $0, 2) } ?? "n/a",
+                mail.map { format($0, 1) } ?? "n/a", mail.map { format(rate / $0, 2) } ?? "n/a",
+            ])
+        }
+        row("CofferHTML parse (document)", parse)
+        row("parse + sanitize, remote blocked", sanitize)
+        row("parse + sanitize, remote allowed", sanitizeAllowing)
+        table.print()
+        print(
+            "(sanitize includes the fixed-point check: the output is parsed and sanitized again; "
+                + "\(blocked) remote resources blocked in the corpus; nh3 runs ammonia, which keeps no <style> "
+                + "and checks no CSS property values)"
+        )
+        if nh3 == nil { print("(nh3 not measured: run scripts/setup.sh to create .venv with nh3)") }
+    }
+
+    /// MB/s of `body` over `bytes`: the median of five rounds after one warm-up.
+    static func throughput(_ bytes: Int, _ body: () -> Void) -> Double {
+        body()
+        var rates: [Double] = []
+        for _ in 0..<5 {
+            let start = Timer.now()
+            body()
+            rates.append(Double(bytes) / 1e6 / (Double(Timer.now() - start) / 1e9))
+        }
+        return rates.sorted()[2]
+    }
+
+    static func writeCorpus(_ corpus: [[UInt8]]) throws -> String {
+        var template = Array("\(NSTemporaryDirectory())/coffer-bench-html-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw CocoaError(.fileWriteUnknown) }
+        let folder = String(cString: made)
+        for (index, html) in corpus.enumerated() {
+            try Data(html).write(to: URL(fileURLWithPath: "\(folder)/\(index).html"))
+        }
+        return folder
+    }
+
+    /// Runs `scripts/bench_nh3.py` on the folder; nil when the venv or nh3 is missing.
+    static func nh3Rates(_ folder: String) -> [String: Double]? {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let python = root.appendingPathComponent(".venv/bin/python").path
+        let script = root.appendingPathComponent("scripts/bench_nh3.py").path
+        guard FileManager.default.isExecutableFile(atPath: python) else { return nil }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script, folder]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        do { try process.run() } catch { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0,
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Double]
+        else { return nil }
+        return object
+    }
+}
+
+/// Deterministic marketing and newsletter HTML as senders' tools produce it: table layouts with presentational
+/// attributes, a `<style>` block with media queries, inline styles everywhere, MSO conditional comments, entities,
+/// many images and tracked links, social icons, a footer, and a tracking pixel.
+enum NewsletterCorpus {
+    static func generate(count: Int) -> [[UInt8]] {
+        var random = SplitMix(seed: 0xC0FF_EE00)
+        return (0..<count).map { index in
+            let target = 50_000 + Int(random.next() % 150_000)
+            return Array(message(index, target: target, random: &random).utf8)
+        }
+    }
+
+    static let words = """
+        lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore \
+        magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip ex ea commodo \
+        consequat duis aute irure in reprehenderit voluptate velit esse cillum fugiat nulla pariatur excepteur sint \
+        occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum sale offer new \
+        spring collection free shipping members only limited time discover shop now exclusive
+        """.split(separator: " ").map(String.init)
+    static let colors = ["#ffffff", "#f4f4f4", "#222222", "#e94e1b", "#0a66c2", "#333333", "#fafafa", "#1a1a1a"]
+    static let fonts = ["Arial, Helvetica, sans-serif", "'Helvetica Neue', Helvetica, Arial", "Georgia, serif"]
+
+    static func text(_ count: Int, _ random: inout SplitMix) -> String {
+        (0..<count).map { _ in words[Int(random.next() % UInt64(words.count))] }.joined(separator: " ")
+    }
+
+    static func pick<T>(_ list: [T], _ random: inout SplitMix) -> T { list[Int(random.next() % UInt64(list.count))] }
+
+    static func link(_ path: String, _ random: inout SplitMix) -> String {
+        "https://click.news.example.com/ls/click?upn=\(random.next() % 1_000_000_000)-\(path)"
+            + "&amp;utm_source=newsletter&amp;utm_medium=email&amp;utm_campaign=spring\(random.next() % 100)"
+    }
+
+    static func message(_ index: Int, target: Int, random: inout SplitMix) -> String {
+        let font = pick(fonts, &random)
+        var html = """
+            <!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" \
+            "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">
+            <html xmlns="http://www.w3.org/1999/xhtml" xmlns:v="urn:schemas-microsoft-com:vml" \
+            xmlns:o="urn:schemas-microsoft-com:office:office"><head>
+            <meta http-equiv="Content-Type" content="text/html; charset=UTF-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1.0">
+            <title>Newsletter \(index): \(text(6, &random))</title>
+            <!--[if mso]><xml><o:OfficeDocumentSettings><o:PixelsPerInch>96</o:PixelsPerInch>\
+            </o:OfficeDocumentSettings></xml><![endif]-->
+            <style type="text/css">
+            body{margin:0;padding:0;-webkit-text-size-adjust:100%;-ms-text-size-adjust:100%;background-color:#f4f4f4}
+            table,td{border-collapse:collapse;mso-table-lspace:0pt;mso-table-rspace:0pt}
+            img{border:0;height:auto;line-height:100%;outline:none;text-decoration:none;-ms-interpolation-mode:bicubic}
+            a[x-apple-data-detectors]{color:inherit!important;text-decoration:none!important}
+            .button a{display:inline-block;padding:12px 24px;border-radius:4px;font-weight:bold}
+            .hero{background-image:url(https://cdn.news.example.com/img/hero-bg-\(index).jpg);background-size:cover}
+            @font-face{font-family:'Brand';src:url(https://fonts.news.example.com/brand.woff2) format('woff2')}
+
+            """
+        for rule in 0..<(30 + Int(random.next() % 40)) {
+            html += ".c\(rule) td.col-\(rule % 7), .c\(rule) > p{color:\(pick(colors, &random));"
+            html += "font-family:\(font);font-size:\(12 + rule % 8)px;line-height:\(18 + rule % 6)px;"
+            html += "padding:\(rule % 5 * 4)px \(rule % 3 * 8)px}\n"
+        }
+        html += """
+            @media only screen and (max-width:600px){.wrapper{width:100%!important}.col{display:block!important;\
+            width:100%!important}.hide-mobile{display:none!important;max-height:0;overflow:hidden}}
+            </style></head>
+            <body style="margin:0;padding:0;background-color:#f4f4f4;" bgcolor="#f4f4f4">
+            <div style="display:none;font-size:1px;color:#f4f4f4;line-height:1px;max-height:0px;max-width:0px;\
+            opacity:0;overflow:hidden;">\(text(20, &random))&nbsp;&zwnj;&nbsp;&zwnj;&nbsp;&zwnj;</div>
+            <center><table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0" \
+            bgcolor="#f4f4f4"><tr><td align="center" valign="top">
+            <!--[if (gte mso 9)|(IE)]><table width="600" align="center" cellpadding="0" cellspacing="0" border="0">\
+            <tr><td><![endif]-->
+            <table class="wrapper" width="600" cellpadding="0" cellspacing="0" border="0" \
+            style="width:600px;max-width:600px;background:#ffffff;">
+            <tr><td class="hero" align="center" style="padding:20px 0;" \
+            background="https://cdn.news.example.com/img/header-\(index).png">\
+            <a href="\(link("logo", &random))" target="_blank"><img src="https://cdn.news.example.com/logo.png" \
+            width="180" height="48" alt="Brand" style="display:block;border:0;"></a></td></tr>
+
+            """
+        var block = 0
+        while html.utf8.count < target - 4000 {
+            block += 1
+            let color = pick(colors, &random)
+            html += """
+                <tr><td class="c\(block % 50)" style="padding:24px 32px;background-color:\(color);" \
+                bgcolor="\(color)">
+                <table role="presentation" width="100%" cellpadding="0" cellspacing="0" border="0"><tr>
+                <td class="col col-\(block % 7)" width="260" valign="top" style="padding:0 10px 0 0;">\
+                <a href="\(link("img\(block)", &random))"><img src="https://cdn.news.example.com/products/\
+                \(index)-\(block).jpg" width="260" height="\(160 + block % 80)" alt="\(text(3, &random))" \
+                style="display:block;width:100%;max-width:260px;height:auto;border-radius:6px;"></a></td>
+                <td class="col" valign="top" style="padding:0 0 0 10px;font-family:\(font);">
+                <h2 style="margin:0 0 8px;font-size:22px;line-height:28px;color:#1a1a1a;font-weight:700;">\
+                \(text(5, &random))</h2>
+                <p style="margin:0 0 12px;font-size:15px;line-height:22px;color:#333333;">\(text(45, &random)) \
+                <a href="\(link("text\(block)", &random))" style="color:#0a66c2;text-decoration:underline;">\
+                \(text(3, &random))</a> &amp; \(text(25, &random)) &copy; &mdash; &#8211; &#x2019;</p>
+                <font face="Arial" size="2" color="#666666"><b>\(text(4, &random))</b> <i>\(text(6, &random))</i>\
+                </font>
+                <table role="presentation" cellpadding="0" cellspacing="0" border="0" class="button"><tr>\
+                <td align="center" bgcolor="#e94e1b" style="border-radius:4px;background:#e94e1b;">\
+                <a href="\(link("cta\(block)", &random))" target="_blank" style="font-size:16px;\
+                font-family:\(font);color:#ffffff;text-decoration:none;padding:12px 24px;display:inline-block;">\
+                Shop now &rarr;</a></td></tr></table>
+                </td></tr></table></td></tr>
+
+                """
+            if block % 4 == 0 {
+                html += """
+                    <tr><td align="center" style="padding:16px;"><table role="presentation"><tr>
+                    <td><a href="\(link("fb", &random))"><img src="https://cdn.news.example.com/social/fb.png" \
+                    width="32" height="32" alt="Facebook"></a></td>
+                    <td><a href="\(link("tw", &random))"><img src="https://cdn.news.example.com/social/x.png" \
+                    width="32" height="32" alt="X"></a></td>
+                    <td><a href="\(link("ig", &random))"><img src="https://cdn.news.example.com/social/ig.png" \
+                    width="32" height="32" alt="Instagram"></a></td></tr></table></td></tr>
+
+                    """
+            }
+        }
+        html += """
+            <tr><td align="center" style="padding:24px;font-size:12px;line-height:18px;color:#999999;\
+            font-family:\(font);">\(text(40, &random))<br>
+            <a href="\(link("unsubscribe", &random))" style="color:#999999;">Unsubscribe</a> | \
+            <a href="\(link("prefs", &random))" style="color:#999999;">Preferences</a> | \
+            <a href="mailto:help@news.example.com">Contact</a><br>Brand Inc., 1 Market Street, Springfield</td></tr>
+            </table>
+            <!--[if (gte mso 9)|(IE)]></td></tr></table><![endif]-->
+            </td></tr></table></center>
+            <img src="https://open.news.example.com/o/\(random.next())/pixel.gif" width="1" height="1" border="0" \
+            alt="" style="height:1px!important;width:1px!important;border-width:0!important;">
+            </body></html>
+
+            """
+        return html
+    }
+}
+
+/// A small deterministic generator (SplitMix64), so every run benches the same corpus.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
