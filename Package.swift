@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "CofferContent", targets: ["CofferContent"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
+        .library(name: "CofferApp", targets: ["CofferApp"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -20,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // Two Linux calls Swift cannot import directly (prctl is variadic; <malloc.h> is not in Glibc's module map).
@@ -50,18 +53,30 @@ let package = Package(
         ),
         // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
         .target(name: "CofferAttachments", dependencies: ["CofferCrypto", "CofferKeymaker"]),
+        // Dependency injection (Has-protocols, containers, Factory) and the agent: its service, protocol and client.
+        .target(
+            name: "CofferApp",
+            dependencies: [
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "coffer",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
+                "CofferApp", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "CofferContent", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "coffer-bench",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferContent",
-                "CofferHTML",
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferApp",
+                "CofferContent", "CofferHTML",
             ]
         ),
         .testTarget(
@@ -75,7 +90,14 @@ let package = Package(
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
         .testTarget(name: "CofferStoreTests", dependencies: ["CofferStore", "CofferAttachments", "CofferTesting"]),
-        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting"], exclude: ["tty_driver.py"]),
+        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting", "CofferApp"], exclude: ["tty_driver.py"]),
+        .testTarget(
+            name: "CofferAppTests",
+            dependencies: [
+                "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

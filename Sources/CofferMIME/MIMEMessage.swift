@@ -1,7 +1,7 @@
 import Foundation
 
 /// One header field as it appeared in the message.
-public struct HeaderField: Sendable, Hashable {
+public struct HeaderField: Sendable, Hashable, Codable {
     /// The field name with its original capitalisation.
     public var name: String
     /// The value exactly as written after the colon (folding line breaks kept, raw bytes read as UTF-8).

@@ -1,5 +1,5 @@
 /// One mailbox from an address header such as From, To or Cc.
-public struct MailAddress: Sendable, Hashable, CustomStringConvertible {
+public struct MailAddress: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The display name, decoded (RFC 2047) and unquoted; `nil` when the address has none.
     public var name: String?
     /// The address itself (`local@domain`); a bare local part when the header has no domain.

@@ -7,7 +7,7 @@ import Foundation
 #endif
 
 /// A message's flags, stored in the clear `flags` column.
-public struct MessageFlags: OptionSet, Sendable, Hashable {
+public struct MessageFlags: OptionSet, Sendable, Hashable, Codable {
     /// The bits.
     public let rawValue: Int64
     /// Creates flags from bits.
@@ -28,7 +28,7 @@ public struct MessageFlags: OptionSet, Sendable, Hashable {
 }
 
 /// One row of a message list: clear metadata and the decrypted subject and senders.
-public struct MessageSummary: Sendable, Hashable, Identifiable {
+public struct MessageSummary: Sendable, Hashable, Identifiable, Codable {
     /// The message id (clear).
     public var id: Int64
     /// The conversation (thread) id (clear).
@@ -49,7 +49,7 @@ public struct MessageSummary: Sendable, Hashable, Identifiable {
 }
 
 /// A whole message as ``MailStore/message(_:)`` returns it.
-public struct MessageDetail: Sendable, Hashable {
+public struct MessageDetail: Sendable, Hashable, Codable {
     /// The list fields.
     public var summary: MessageSummary
     /// The label ids (clear).
@@ -73,7 +73,7 @@ public struct MessageDetail: Sendable, Hashable {
 }
 
 /// An attachment's metadata (sealed in the store; the content is fetched with ``MailStore/attachmentContent(_:)``).
-public struct AttachmentInfo: Sendable, Hashable, Identifiable {
+public struct AttachmentInfo: Sendable, Hashable, Identifiable, Codable {
     /// The attachment id.
     public var id: Int64
     /// The message it belongs to.
@@ -158,7 +158,7 @@ public enum ImportOutcome: Sendable, Equatable {
 }
 
 /// Counters of a running or finished import.
-public struct ImportProgress: Sendable, Equatable {
+public struct ImportProgress: Sendable, Equatable, Codable {
     /// Messages stored.
     public var imported = 0
     /// Messages skipped as duplicates.

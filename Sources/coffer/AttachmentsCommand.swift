@@ -58,6 +58,10 @@ struct AttachmentCommand: AsyncParsableCommand {
         func run() async throws {
             try await runReportingErrors {
                 let mail = try await MailSession.open(home, pinOptions)
+                if let agent = mail.agent {
+                    defer { agent.close() }
+                    return try await AgentLink.openAttachment(mail, agent: agent, id: id, viewer: viewer)
+                }
                 let (cache, key, filename) = try await AttachmentCommand.cached(mail, id: id)
                 let status = try await cache.preview(
                     key,
@@ -83,6 +87,10 @@ struct AttachmentCommand: AsyncParsableCommand {
         func run() async throws {
             try await runReportingErrors {
                 let mail = try await MailSession.open(home, pinOptions)
+                if let agent = mail.agent {
+                    defer { agent.close() }
+                    return try await AgentLink.saveAttachment(mail, agent: agent, id: id, to: to)
+                }
                 let (cache, key, _) = try await AttachmentCommand.cached(mail, id: id)
                 try await cache.save(key, to: to)
                 print("Saved attachment \(id) to \(to).")

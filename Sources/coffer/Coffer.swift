@@ -14,7 +14,8 @@ struct Coffer: AsyncParsableCommand {
             """,
         subcommands: [
             Tour.self, Init.self, Protect.self, Unlock.self, Lock.self, Status.self, AutolockCommand.self,
-            Logout.self, ImportCommand.self, ListCommand.self, ShowCommand.self, SearchCommand.self,
+            Logout.self, AgentCommand.self, BackgroundCommand.self, ImportCommand.self, ListCommand.self,
+            ShowCommand.self, SearchCommand.self,
             AttachmentsCommand.self, AttachmentCommand.self, RenderCommand.self,
         ],
         defaultSubcommand: Tour.self

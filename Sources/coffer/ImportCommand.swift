@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferAttachments
 import CofferKeymaker
 import CofferStore
@@ -10,7 +11,10 @@ import Glibc
 /// The mail store and attachment cache of one account, opened by a one-shot command after it unlocked.
 struct MailSession {
     let session: AccountSession
-    let store: MailStore
+    /// The store itself (one-shot) or the agent's.
+    let store: any MailReading
+    /// The agent serving this session, when one runs.
+    var agent: AgentClient?
 
     /// `<data>/mail/<account>/store` and `<data>/mail/<account>/cache`.
     static func folders(_ session: AccountSession) -> (store: String, cache: String) {
@@ -21,6 +25,9 @@ struct MailSession {
     /// Opens the account, unlocks it, opens the store, and purges expired attachments (the cache's unlock duty).
     static func open(_ home: HomeOptions, _ pin: PINOptions) async throws -> MailSession {
         let session = try AccountSession.open(home)
+        if let agent = try AgentLink.connect(home) {
+            return MailSession(session: session, store: AgentMail(agent: agent, account: session.account), agent: agent)
+        }
         try await session.unlock(pinFromStdin: pin.pinStdin)
         let store = try MailStore(folder: folders(session).store, keymaker: session.keymaker)
         try cache(session).purgeExpired()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferAttachments
 import CofferCrypto
 import CofferKeychain
@@ -55,6 +56,17 @@ struct Protect: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
+            if let agent = try AgentLink.connect(home) {
+                defer { agent.close() }
+                return try await AgentLifecycle.protect(
+                    agent,
+                    home,
+                    strategy: strategy.rawValue,
+                    remove: remove,
+                    pinFromStdin: pinOptions.pinStdin,
+                    preference: preference
+                )
+            }
             let session = try AccountSession.open(home)
             try await session.unlock(pinFromStdin: pinOptions.pinStdin, preference: preference)
             let keymaker = session.keymaker
@@ -93,6 +105,15 @@ struct Unlock: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
+            if let agent = try AgentLink.connect(home) {
+                defer { agent.close() }
+                return try await AgentLifecycle.unlock(
+                    agent,
+                    home,
+                    pinFromStdin: pinOptions.pinStdin,
+                    preference: preference
+                )
+            }
             let session = try AccountSession.open(home)
             try await session.unlock(pinFromStdin: pinOptions.pinStdin, preference: preference)
             print("Unlocked \(session.account). No agent holds the key, so it was dropped again as this command ended.")
@@ -107,6 +128,10 @@ struct Lock: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
+            if let agent = try AgentLink.connect(home) {
+                defer { agent.close() }
+                return try await AgentLifecycle.lock(agent, home)
+            }
             let session = try AccountSession.open(home)
             await session.keymaker.lock()
             print("Locked \(session.account). No agent is running, so no process held the key.")
@@ -121,6 +146,10 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
+            if let agent = try AgentLink.connect(home) {
+                defer { agent.close() }
+                return try await AgentLifecycle.status(agent, home)
+            }
             let device = try home.resolve().open()
             let accounts = try home.account.map { [try device.chooseAccount($0)] } ?? device.accounts()
             print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
@@ -135,6 +164,7 @@ struct Status: AsyncParsableCommand {
                     print("  failed PIN attempts: \(failures) of 10")
                 }
                 print("  state: locked (the key is in memory only while a command or the agent holds it)")
+                print("  autolock: nothing pending (one-shot: each command drops the key as it ends)")
             }
         }
     }
@@ -158,6 +188,10 @@ struct AutolockCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
+            if let agent = try AgentLink.connect(home) {
+                defer { agent.close() }
+                return try await AgentLifecycle.autolock(agent, home, policy: policy, pinFromStdin: pinOptions.pinStdin)
+            }
             let session = try AccountSession.open(home)
             try await session.unlock(pinFromStdin: pinOptions.pinStdin)
             let parsed = AutolockPolicy(parsing: policy) ?? .mostPrivate
@@ -192,6 +226,10 @@ struct Logout: AsyncParsableCommand {
                 guard Terminal.readLine(fd: 0).map({ String(decoding: $0, as: UTF8.self) }) == "yes" else {
                     throw CLIError("Not confirmed; nothing was erased.")
                 }
+            }
+            if let agent = try AgentLink.connect(home) {
+                defer { agent.close() }
+                return try await AgentLifecycle.logout(agent, account: account)
             }
             let keymaker = device.keymaker(for: account)
             let mail = "\(device.home.data)/mail/\(account)"

@@ -10,6 +10,8 @@ struct CLIRunner {
     }
 
     let home = TemporaryDirectory(prefix: "coffer-cli")
+    /// Variables added to every command's environment (an agent test's own `XDG_RUNTIME_DIR`).
+    var extraEnvironment: [String: String] = [:]
 
     /// The `coffer` binary: `$COFFER_BIN` (set by scripts/test.sh), else `.build/debug/coffer` in the repository.
     static var binary: String {
@@ -32,6 +34,7 @@ struct CLIRunner {
         process.arguments = ["--wait"] + full
         var environment = ProcessInfo.processInfo.environment
         environment["COFFER_HOME"] = nil
+        environment.merge(extraEnvironment) { $1 }
         process.environment = environment
         let stdin = Pipe()
         let stdout = Pipe()
@@ -61,6 +64,7 @@ struct CLIRunner {
         let command = arguments.first.map { [$0, "--home", home.path] + arguments.dropFirst() } ?? []
         process.arguments =
             ["python3", driver.path, answerPresence ? "answer" : "refuse", Self.binary] + command
+        process.environment = ProcessInfo.processInfo.environment.merging(extraEnvironment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = stdout

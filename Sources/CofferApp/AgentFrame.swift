@@ -1,0 +1,142 @@
+/// One frame of the agent protocol v1 (see docs/FORMAT.md, "Agent protocol v1").
+///
+/// Layout: `"CF"` (0x43 0x46), the version byte (1), the kind byte, the payload length as a big-endian `UInt32`,
+/// then the payload.
+public struct AgentFrame: Sendable, Equatable {
+    /// What a frame carries.
+    public enum Kind: UInt8, Sendable, CaseIterable {
+        /// Client → agent: one JSON ``AgentRequest``.
+        case request = 1
+        /// Agent → client: the JSON ``AgentReply`` that ends a request.
+        case reply = 2
+        /// Agent → client: a JSON ``AgentEvent`` during a request (progress, a presence question).
+        case event = 3
+        /// Client → agent: the JSON ``AgentAnswer`` to a presence question.
+        case answer = 4
+        /// Client → agent: raw secret bytes (a PIN) right after the request that announced them; never JSON.
+        case secret = 5
+    }
+
+    /// The protocol version this code speaks.
+    public static let version: UInt8 = 1
+    /// The header's size in bytes.
+    public static let headerSize = 8
+    /// The largest payload the agent accepts from a client (requests, answers and secrets are small).
+    public static let maximumRequestPayload = 64 << 10
+    /// The largest payload a client accepts from the agent (a reply may carry an attachment).
+    public static let maximumReplyPayload = 48 << 20
+
+    /// The kind.
+    public var kind: Kind
+    /// The payload.
+    public var payload: [UInt8]
+
+    /// A frame.
+    public init(kind: Kind, payload: [UInt8]) {
+        self.kind = kind
+        self.payload = payload
+    }
+
+    /// The bytes on the wire.
+    public var encoded: [UInt8] {
+        let count = UInt32(payload.count)
+        var bytes: [UInt8] = [0x43, 0x46, Self.version, kind.rawValue]
+        bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
+        return bytes + payload
+    }
+}
+
+/// Why bytes are not a valid frame.
+public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The first two bytes are not `"CF"`.
+    case badMagic
+    /// Another protocol version.
+    case unsupportedVersion(UInt8)
+    /// An unknown kind byte.
+    case unknownKind(UInt8)
+    /// The announced payload is larger than allowed.
+    case tooLarge(announced: Int, maximum: Int)
+    /// The stream ended (or stalled past its timeout) inside a frame.
+    case incomplete
+
+    /// A sentence for people.
+    public var description: String {
+        switch self {
+        case .badMagic: "The bytes received are not an agent protocol frame."
+        case .unsupportedVersion(let version): "Agent protocol version \(version) is not supported; this is version 1."
+        case .unknownKind(let kind): "Agent protocol frame kind \(kind) is unknown."
+        case .tooLarge(let announced, let maximum):
+            "An agent protocol frame of \(announced) bytes is larger than the limit of \(maximum) bytes."
+        case .incomplete: "An agent protocol frame was cut off before its end."
+        }
+    }
+}
+
+/// Reassembles frames from a byte stream. It checks each header as soon as its 8 bytes are in, so an oversized or
+/// garbage frame is refused before its payload is read; after an error the stream is unusable (close it).
+public struct FrameDecoder: Sendable {
+    /// The largest payload accepted.
+    public let maximumPayload: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var failed: FrameError?
+
+    /// A decoder accepting payloads up to `maximumPayload` bytes.
+    public init(maximumPayload: Int) { self.maximumPayload = maximumPayload }
+
+    /// Whether bytes of an unfinished frame are buffered.
+    public var hasPartialFrame: Bool { buffer.count > start }
+
+    /// Appends received bytes.
+    public mutating func feed<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete frame, or `nil` until more bytes arrive.
+    ///
+    /// - Throws: ``FrameError`` for a bad header; every later call throws the same error.
+    public mutating func next() throws(FrameError) -> AgentFrame? {
+        if let failed { throw failed }
+        let available = buffer.count - start
+        // Check what is there of the header at once: garbage is refused on its first bytes.
+        if available >= 1, buffer[start] != 0x43 { return try fail(.badMagic) }
+        if available >= 2, buffer[start + 1] != 0x46 { return try fail(.badMagic) }
+        if available >= 3, buffer[start + 2] != AgentFrame.version {
+            return try fail(.unsupportedVersion(buffer[start + 2]))
+        }
+        guard available >= AgentFrame.headerSize else { return nil }
+        guard let kind = AgentFrame.Kind(rawValue: buffer[start + 3]) else {
+            return try fail(.unknownKind(buffer[start + 3]))
+        }
+        var length = 0
+        for index in 4..<8 { length = length << 8 | Int(buffer[start + index]) }
+        guard length <= maximumPayload else { return try fail(.tooLarge(announced: length, maximum: maximumPayload)) }
+        guard available >= AgentFrame.headerSize + length else { return nil }
+        let payloadStart = start + AgentFrame.headerSize
+        let frame = AgentFrame(kind: kind, payload: Array(buffer[payloadStart..<payloadStart + length]))
+        // Secret payloads must not linger in the buffer.
+        for index in payloadStart..<payloadStart + length { buffer[index] = 0 }
+        start = payloadStart + length
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        }
+        return frame
+    }
+
+    /// Zeroes and drops everything buffered.
+    public mutating func wipe() {
+        for index in buffer.indices { buffer[index] = 0 }
+        buffer.removeAll()
+        start = 0
+    }
+
+    private mutating func fail(_ error: FrameError) throws(FrameError) -> AgentFrame? {
+        failed = error
+        throw error
+    }
+}

@@ -1,0 +1,298 @@
+import CofferAttachments
+import CofferCrypto
+import CofferKeymaker
+import CofferStore
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a request handler may ask of the client while it runs.
+public protocol AgentConversation: Sendable {
+    /// Asks the person at the client's terminal to confirm presence; `false` if they do not, or the client is gone.
+    func confirmPresence(reason: String) async -> Bool
+    /// Tells the client how an import is going (best effort).
+    func progress(_ progress: ImportProgress)
+    /// Hands a preview folder to the connection, which deletes it at `preview-end` or when it closes.
+    func ownPreview(_ folder: String)
+    /// Deletes the connection's preview now.
+    func endPreview()
+}
+
+/// A conversation with nobody: presence is refused, progress dropped, previews deleted at once (in-process calls).
+public struct SilentConversation: AgentConversation {
+    /// A silent conversation.
+    public init() {}
+    /// Refuses.
+    public func confirmPresence(reason: String) async -> Bool { false }
+    /// Drops it.
+    public func progress(_ progress: ImportProgress) {}
+    /// Deletes it at once.
+    public func ownPreview(_ folder: String) { FolderTree.remove(folder) }
+    /// Nothing to do.
+    public func endPreview() {}
+}
+
+/// `status`: every account's protection, lock state and autolock deadline.
+public final class StatusHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasKeymakerRegistry
+
+    private let dependencies: any Dependencies
+
+    /// A handler.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// The status of `account`, or of every account when `nil`.
+    public func status(account: String?) async throws -> [AccountStatus] {
+        let registry = try dependencies.keymakerRegistry
+        let accounts = try account.map { [try registry.chooseAccount($0)] } ?? registry.accounts()
+        var result: [AccountStatus] = []
+        for name in accounts {
+            let keymaker = try registry.user(name).keymaker
+            let strategies = try await keymaker.strategies()
+            let unlocked = await !keymaker.isLocked
+            result.append(
+                AccountStatus(
+                    account: name,
+                    protection: strategies.map(\.description).sorted(),
+                    failedAttempts: strategies.contains(.pin) ? try await keymaker.failedAttempts() : nil,
+                    unlocked: unlocked,
+                    autolock: unlocked ? await keymaker.autolockPolicy.description : nil,
+                    secondsUntilAutolock: unlocked ? await keymaker.secondsUntilAutolock() : nil
+                )
+            )
+        }
+        return result
+    }
+}
+
+/// `unlock`, `lock`, `autolock` and `protect` for one account.
+public final class SessionHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasLogger
+
+    private let dependencies: any Dependencies
+
+    /// A handler.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// Unlocks with `method` (`none`, `pin` with `pin`, or `secure-element` with presence asked of `conversation`),
+    /// then purges expired attachments (the cache's unlock duty).
+    ///
+    /// - Returns: Whether the key was already in memory (nothing was asked).
+    public func unlock(method: String, pin: SecretBytes?, conversation: any AgentConversation) async throws -> Bool {
+        let keymaker = try dependencies.keymaker
+        if await !keymaker.isLocked { return true }
+        switch method {
+        case "none":
+            try await keymaker.unlock(.none)
+        case "pin":
+            guard let pin else {
+                throw AgentFailure(.badRequest, "An unlock with a PIN needs the PIN in a secret frame.")
+            }
+            try await keymaker.unlock(.pin(pin))
+        case "secure-element":
+            let reason = "Unlock Coffer account \(dependencies.account) in the agent."
+            try await PresenceRelay.$current.withValue(ConversationPresence(conversation)) {
+                try await keymaker.unlock(.secureElement(reason: reason))
+            }
+        default:
+            throw AgentFailure(.badRequest, "The unlock method must be none, pin or secure-element.")
+        }
+        try? dependencies.attachmentCache.purgeExpired()
+        try dependencies.logger.info(
+            "unlocked",
+            metadata: ["account": "\(dependencies.account)", "method": "\(method)"]
+        )
+        return false
+    }
+
+    /// Removes the key from memory (zeroed).
+    public func lock() async throws {
+        try await dependencies.keymaker.lock(reason: .user)
+    }
+
+    /// Sets the autolock policy (needs the key).
+    public func setAutolock(_ text: String) async throws -> String {
+        guard let policy = AutolockPolicy(parsing: text) else {
+            throw AgentFailure(.badRequest, "The autolock policy must be never, background, or a duration like 5m.")
+        }
+        try await dependencies.keymaker.setAutolock(policy)
+        return policy.description
+    }
+
+    /// Adds or removes a strategy (needs the key); `pin` is the new PIN when adding `pin`.
+    public func protect(strategy: String, remove: Bool, pin: SecretBytes?) async throws -> [String] {
+        let keymaker = try dependencies.keymaker
+        switch (strategy, remove) {
+        case ("pin", false):
+            guard let pin else { throw AgentFailure(.badRequest, "A new PIN must come in a secret frame.") }
+            try await keymaker.activatePIN(pin)
+        case ("secure-element", false): try await keymaker.activateSecureElement()
+        case ("pin", true): try await keymaker.deactivate(.pin)
+        case ("secure-element", true): try await keymaker.deactivate(.secureElement)
+        case ("none", _):
+            for active in try await keymaker.strategies() where active != .none {
+                try await keymaker.deactivate(active)
+            }
+        default: throw AgentFailure(.badRequest, "The strategy must be pin, secure-element or none.")
+        }
+        return try await keymaker.strategies().map(\.description).sorted()
+    }
+}
+
+/// Reading and importing mail, and attachments, for one account.
+public final class MailHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasMailStore & HasAttachmentCache
+
+    private let dependencies: any Dependencies
+
+    /// A handler.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// A page of messages.
+    public func list(label: String?, limit: Int, offset: Int) async throws -> [MessageSummary] {
+        try await dependencies.mailStore.list(label: label, limit: limit, offset: offset)
+    }
+
+    /// Messages matching `words`.
+    public func search(_ words: String, limit: Int, offset: Int) async throws -> [MessageSummary] {
+        try await dependencies.mailStore.search(words, limit: limit, offset: offset)
+    }
+
+    /// One message.
+    public func message(_ id: Int64) async throws -> MessageDetail { try await dependencies.mailStore.message(id) }
+
+    /// A message's attachments.
+    public func attachments(of id: Int64) async throws -> [AttachmentInfo] {
+        try await dependencies.mailStore.attachments(of: id)
+    }
+
+    /// One attachment's metadata and bytes.
+    public func content(_ id: Int64) async throws -> (info: AttachmentInfo, content: [UInt8]) {
+        try await dependencies.mailStore.attachmentContent(id)
+    }
+
+    /// Decrypts attachment `id` into a fresh private folder under the cache's preview folder, named after this
+    /// process so a later start deletes it if the agent is killed.
+    ///
+    /// - Returns: The file, its folder and the attachment.
+    public func preview(_ id: Int64) async throws -> (file: String, folder: String, info: AttachmentInfo) {
+        let cache = try dependencies.attachmentCache
+        var (info, content) = try await content(id)
+        defer { for index in content.indices { content[index] = 0 } }
+        var random = SystemRandomNumberGenerator()
+        let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
+        let folder = "\(cache.previewFolder)/\(getpid())-\(nonce)"
+        try SecureFile.makePrivateDirectory(folder)
+        let file = "\(folder)/attachment\(Self.safeExtension(info.filename))"
+        do {
+            try Self.writeNew(content, to: file)
+        } catch {
+            FolderTree.remove(folder)
+            throw error
+        }
+        return (file, folder, info)
+    }
+
+    /// Writes a cleartext copy of attachment `id` to `path`, which must not exist (mode 0600).
+    public func save(_ id: Int64, to path: String) async throws -> AttachmentInfo {
+        var (info, content) = try await content(id)
+        defer { for index in content.indices { content[index] = 0 } }
+        try Self.writeNew(content, to: path)
+        return info
+    }
+
+    /// Imports a file or folder.
+    public func importSource(
+        at path: String,
+        label: String,
+        batchSize: Int,
+        progress: @Sendable (ImportProgress) -> Void
+    ) async throws -> ImportProgress {
+        try await dependencies.mailStore.importSource(at: path, label: label, batchSize: batchSize, progress: progress)
+    }
+
+    static func safeExtension(_ name: String?) -> String {
+        guard let name, let dot = name.lastIndex(of: ".") else { return "" }
+        let suffix = name[name.index(after: dot)...]
+        guard (1...10).contains(suffix.count), suffix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            return ""
+        }
+        return "." + suffix.lowercased()
+    }
+
+    static func writeNew(_ bytes: [UInt8], to path: String) throws(AppError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .socket(operation: "create \(path)", errno: errno) }
+        defer { close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { throw .socket(operation: "write \(path)", errno: errno) }
+            written += result
+        }
+    }
+}
+
+/// `background`: the app went to the background, for every account.
+public final class BackgroundHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasKeymakerRegistry
+
+    private let dependencies: any Dependencies
+
+    /// A handler.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// Applies every account's background policy.
+    public func enteredBackground() async throws { try await dependencies.keymakerRegistry.enteredBackground() }
+}
+
+/// `logout`: destroys an account's key, purges its cache and deletes its store.
+public final class LogoutHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasKeymakerRegistry & HasPaths
+
+    private let dependencies: any Dependencies
+
+    /// A handler.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// Logs `account` out.
+    public func logout(_ account: String) async throws {
+        let registry = try dependencies.keymakerRegistry
+        let user = registry.user(account)
+        let keymaker = try user.keymaker
+        if SecureFile.exists(dependencies.paths.cache(account)) { try user.attachmentCache.purgeAll() }
+        if user.hasOpenedMailStore { try? user.mailStore.close() }
+        try await keymaker.destroy()
+        registry.remove(account)
+        FolderTree.remove(dependencies.paths.mail(account))
+    }
+}
+
+/// Presence asked of a conversation.
+struct ConversationPresence: PresenceAuthenticator {
+    let conversation: any AgentConversation
+    init(_ conversation: any AgentConversation) { self.conversation = conversation }
+    func confirmPresence(reason: String) async -> Bool { await conversation.confirmPresence(reason: reason) }
+}
+
+/// Deleting folders without following symbolic links.
+enum FolderTree {
+    static func remove(_ root: String) {
+        for name in (try? SecureFile.list(root)) ?? [] {
+            let path = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR { remove(path) } else { unlink(path) }
+        }
+        rmdir(root)
+    }
+}

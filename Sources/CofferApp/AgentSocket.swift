@@ -1,0 +1,224 @@
+import CofferCrypto
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The POSIX calls behind the agent socket: bind, connect, peer credentials, reads and writes with deadlines.
+public enum AgentSocket {
+    /// The peer's process, user and group ids, as `SO_PEERCRED` reports them.
+    public struct PeerCredentials: Sendable, Equatable {
+        /// Process id.
+        public var pid: Int32
+        /// User id.
+        public var uid: UInt32
+        /// Group id.
+        public var gid: UInt32
+    }
+
+    /// The credentials of the process at the other end of `fd` (the kernel's word, not the peer's).
+    public static func peer(_ fd: Int32) throws(AppError) -> PeerCredentials {
+        // struct ucred: pid_t pid; uid_t uid; gid_t gid.
+        var raw: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var size = socklen_t(MemoryLayout.size(ofValue: raw))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &raw, &size) == 0 else {
+            throw .socket(operation: "read the peer's credentials", errno: errno)
+        }
+        return PeerCredentials(pid: raw.0, uid: raw.1, gid: raw.2)
+    }
+
+    static func address(_ path: String) throws(AppError) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else { throw .socketPathTooLong(path) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+
+    static func makeSocket() throws(AppError) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .socket(operation: "create a socket", errno: errno) }
+        return fd
+    }
+
+    /// Connects to the agent at `path`; `nil` when no agent listens there (no file, or a stale one).
+    ///
+    /// - Throws: ``AppError/wrongPeer`` when the listener is another user's process.
+    public static func connect(_ path: String) throws(AppError) -> Int32? {
+        var address = try address(path)
+        let fd = try makeSocket()
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        if result != 0 {
+            let code = errno
+            close(fd)
+            if code == ENOENT || code == ECONNREFUSED || code == ENOTDIR { return nil }
+            throw .socket(operation: "connect to \(path)", errno: code)
+        }
+        let owner: PeerCredentials
+        do {
+            owner = try peer(fd)
+        } catch {
+            close(fd)
+            throw error
+        }
+        guard owner.uid == getuid() else {
+            close(fd)
+            throw .wrongPeer
+        }
+        return fd
+    }
+
+    /// A listening socket at `path` (mode 0600) in a 0700 folder, owned by this process while it holds the lock
+    /// file beside it. A stale socket of a killed agent is replaced; a live agent's is not.
+    ///
+    /// - Returns: The listening descriptor and the lock file's descriptor (keep it open while serving).
+    public static func listen(_ path: String) throws(AppError) -> (socket: Int32, lock: Int32) {
+        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        do { try SecureFile.makePrivateDirectory(folder) } catch {
+            throw .socket(operation: "create the folder \(folder)", errno: EACCES)
+        }
+        let lockPath = path.hasSuffix(".sock") ? String(path.dropLast(5)) + ".lock" : path + ".lock"
+        let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard lock >= 0 else { throw .socket(operation: "open \(lockPath)", errno: errno) }
+        guard flock(lock, LOCK_EX | LOCK_NB) == 0 else {
+            close(lock)
+            throw .agentRunning(socket: path)
+        }
+        // Holding the lock, any socket file left is a killed agent's.
+        unlink(path)
+        var address: sockaddr_un
+        let fd: Int32
+        do {
+            address = try self.address(path)
+            fd = try makeSocket()
+        } catch {
+            close(lock)
+            throw error
+        }
+        let previous = umask(0o177)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        umask(previous)
+        guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 64) == 0 else {
+            let code = errno
+            close(fd)
+            close(lock)
+            throw .socket(operation: "listen on \(path)", errno: code)
+        }
+        return (fd, lock)
+    }
+
+    /// Milliseconds on the monotonic clock.
+    static func nowMilliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    /// Waits until `fd` is readable, up to `milliseconds` (negative: forever). `false` on timeout.
+    static func waitReadable(_ fd: Int32, milliseconds: Int64) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let start = nowMilliseconds()
+        while true {
+            let left = milliseconds < 0 ? -1 : max(0, milliseconds - (nowMilliseconds() - start))
+            let result = poll(&entry, 1, Int32(clamping: left))
+            if result > 0 { return true }
+            if result == 0 { return false }
+            if errno != EINTR { return true }
+        }
+    }
+}
+
+/// One framed connection, used by the agent for each client and by the client for the agent.
+///
+/// Reads happen on one thread at a time (the connection's reader); writes may come from the request's task too
+/// (events), so they are serialised by a lock.
+public final class AgentConnection: @unchecked Sendable {
+    /// The descriptor.
+    public let fd: Int32
+    private var decoder: FrameDecoder
+    private let writeLock = Mutex(())
+    private let closed = Atomic<Bool>(false)
+
+    /// Wraps a connected descriptor; frames larger than `maximumIncoming` bytes are refused.
+    public init(fd: Int32, maximumIncoming: Int) {
+        self.fd = fd
+        decoder = FrameDecoder(maximumPayload: maximumIncoming)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close() }
+
+    /// Closes the descriptor (once) and zeroes buffered bytes.
+    public func close() {
+        if closed.exchange(true, ordering: .acquiringAndReleasing) { return }
+        decoder.wipe()
+        Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        Glibc.close(fd)
+    }
+
+    /// Writes one frame.
+    public func send(_ kind: AgentFrame.Kind, _ payload: [UInt8]) throws(AppError) {
+        var bytes = AgentFrame(kind: kind, payload: payload).encoded
+        defer { for index in bytes.indices { bytes[index] = 0 } }
+        let failure: Int32? = writeLock.withLock { _ in
+            var sent = 0
+            while sent < bytes.count {
+                let result = bytes[sent...].withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                sent += result
+            }
+            return nil
+        }
+        if let failure { throw .socket(operation: "send", errno: failure) }
+    }
+
+    /// Reads the next frame. Waits up to `idle` ms for its first byte (`nil` result on a clean end or idle
+    /// timeout between frames) and then up to `frame` ms for the rest.
+    ///
+    /// - Throws: ``AppError/frame(_:)`` for a bad, oversized or cut-off frame.
+    public func receive(idle: Int64, frame: Int64) throws(AppError) -> AgentFrame? {
+        var deadline: Int64? = decoder.hasPartialFrame ? AgentSocket.nowMilliseconds() + frame : nil
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        defer { for index in chunk.indices { chunk[index] = 0 } }
+        while true {
+            do {
+                if let next = try decoder.next() { return next }
+            } catch {
+                throw .frame(error)
+            }
+            let wait = deadline.map { max(0, $0 - AgentSocket.nowMilliseconds()) } ?? idle
+            guard AgentSocket.waitReadable(fd, milliseconds: wait) else {
+                if deadline != nil { throw .frame(.incomplete) }
+                return nil
+            }
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 {
+                if decoder.hasPartialFrame { throw .frame(.incomplete) }
+                return nil
+            }
+            decoder.feed(chunk[0..<count])
+            if deadline == nil { deadline = AgentSocket.nowMilliseconds() + frame }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+/// What can go wrong in CofferApp and the agent, written for the person who reads it. No case carries a PIN, a key
+/// or message text.
+public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `--account` names no account of this device.
+    case unknownAccount(String)
+    /// The device has no account yet.
+    case noAccount
+    /// Several accounts and none chosen.
+    case chooseAccount(count: Int)
+    /// A socket call failed.
+    case socket(operation: String, errno: Int32)
+    /// Another agent already serves this home.
+    case agentRunning(socket: String)
+    /// The socket path does not fit in a `sockaddr_un`.
+    case socketPathTooLong(String)
+    /// The peer is not the agent's user.
+    case wrongPeer
+    /// A frame broke the protocol.
+    case frame(FrameError)
+    /// A message could not be read or written.
+    case malformedMessage
+    /// The agent closed the connection before answering.
+    case agentClosed
+    /// The agent (or client) did not answer in time.
+    case timedOut
+    /// The agent answered with an error; `message` is its sentence.
+    case remote(code: AgentFailure.Code, message: String)
+
+    /// A sentence for people.
+    public var description: String {
+        switch self {
+        case .unknownAccount(let name):
+            "There is no account named \(name) on this device; run `coffer init --account NAME`."
+        case .noAccount: "There is no account on this device yet; run `coffer init --account NAME`."
+        case .chooseAccount(let count): "There are \(count) accounts on this device; choose one with --account."
+        case .socket(let operation, let code): "The agent socket failed to \(operation) (errno \(code))."
+        case .agentRunning(let socket): "An agent already serves this home (socket \(socket))."
+        case .socketPathTooLong(let path): "The agent socket path \(path) is too long for a Unix socket."
+        case .wrongPeer: "The process at the other end of the agent socket belongs to another user; refused."
+        case .frame(let error): error.description
+        case .malformedMessage: "The agent sent a message that could not be read."
+        case .agentClosed: "The agent closed the connection without answering."
+        case .timedOut: "The agent did not answer in time."
+        case .remote(_, let message): message
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Synchronization
+
+/// How long a ``Factory`` keeps what it made.
+public enum FactoryScope: Sendable, Equatable {
+    /// A new instance on every resolution.
+    case unique
+    /// One instance for the container that declares the factory: on ``GlobalContainer``, one for the process.
+    case shared
+    /// One instance per account: declared on a ``UserContainer``, kept by it, and gone with it.
+    case perUser
+}
+
+/// The instances and test overrides of one container's factories.
+public final class FactoryStorage: Sendable {
+    /// Which kind of container owns the storage.
+    public enum Level: Sendable, Equatable {
+        /// A ``GlobalContainer``.
+        case global
+        /// A ``UserContainer``.
+        case user
+    }
+
+    /// The owner's kind.
+    public let level: Level
+    private let instances = Mutex<[String: any Sendable]>([:])
+    private let overrides = Mutex<[String: @Sendable () throws -> any Sendable]>([:])
+
+    /// Empty storage for a container of `level`.
+    public init(level: Level) { self.level = level }
+
+    func instance<T: Sendable>(_ key: String, make: () throws -> T) rethrows -> T {
+        if let boxed = instances.withLock({ $0[key] }), let existing = boxed as? T { return existing }
+        // Made outside the lock: a factory may resolve other factories of the same container.
+        let made = try make()
+        return instances.withLock { stored in
+            if let boxed = stored[key], let existing = boxed as? T { return existing }
+            stored[key] = made
+            return made
+        }
+    }
+
+    /// Whether a scoped factory named `key` has made its instance.
+    public func contains(_ key: String) -> Bool { instances.withLock { $0[key] != nil } }
+
+    func override(_ key: String) -> (@Sendable () throws -> any Sendable)? { overrides.withLock { $0[key] } }
+
+    func register(_ key: String, _ make: @escaping @Sendable () throws -> any Sendable) {
+        overrides.withLock { $0[key] = make }
+        instances.withLock { $0[key] = nil }
+    }
+
+    func reset(_ key: String) {
+        overrides.withLock { $0[key] = nil }
+        instances.withLock { $0[key] = nil }
+    }
+}
+
+/// Makes one dependency of a container, with a scope: the small stand-in for the seeds' Factory library.
+///
+/// Containers expose factories as computed properties named `<name>Factory`, and the `Has<Name>` property resolves
+/// it. Tests replace what a factory makes with ``register(_:)``.
+public struct Factory<T: Sendable>: Sendable {
+    /// The scope.
+    public let scope: FactoryScope
+    private let storage: FactoryStorage
+    private let key: String
+    private let make: @Sendable () throws -> T
+
+    /// A factory whose instances (for scoped factories) and overrides live in `storage` under `key`.
+    ///
+    /// - Parameters:
+    ///   - storage: The declaring container's storage.
+    ///   - key: A name unique in that container (the property's name by default).
+    ///   - scope: How long an instance is kept; ``FactoryScope/perUser`` only on a user container's storage.
+    ///   - make: Makes a new instance.
+    public init(
+        _ storage: FactoryStorage,
+        key: String = #function,
+        scope: FactoryScope,
+        make: @escaping @Sendable () throws -> T
+    ) {
+        precondition(
+            scope != .perUser || storage.level == .user,
+            "Factory \(key): a per-user factory belongs on a UserContainer"
+        )
+        self.storage = storage
+        self.key = key
+        self.scope = scope
+        self.make = make
+    }
+
+    /// The instance: a new one (``FactoryScope/unique``) or the one kept by the container.
+    public func callAsFunction() throws -> T {
+        let build: () throws -> T
+        if let override = storage.override(key) {
+            build = {
+                guard let made = try override() as? T else {
+                    preconditionFailure("Factory \(key): wrong override type")
+                }
+                return made
+            }
+        } else {
+            build = make
+        }
+        switch scope {
+        case .unique: return try build()
+        case .shared, .perUser: return try storage.instance(key, make: build)
+        }
+    }
+
+    /// Replaces what this factory makes (test doubles), dropping an instance already kept.
+    public func register(_ make: @escaping @Sendable () throws -> T) { storage.register(key) { try make() } }
+
+    /// Removes an override and the kept instance.
+    public func reset() { storage.reset(key) }
+}

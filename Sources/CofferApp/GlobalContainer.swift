@@ -1,0 +1,104 @@
+import CofferKeychain
+import CofferKeymaker
+import Logging
+
+/// What the whole process shares: keychain, clock, device state and identity, secure element, logger, and the
+/// registry of accounts' Keymakers. Classes receive the container and see it only through their `Dependencies`.
+public final class GlobalContainer: Sendable {
+    /// Where the files are.
+    public let paths: AppPaths
+    /// The factories' instances and overrides.
+    public let storage = FactoryStorage(level: .global)
+    /// The Keymaker tunables new Keymakers get.
+    public let keymakerConfiguration: Keymaker.Configuration
+    private let baseLogger: Logger
+
+    /// A container for the home at `paths`. Nothing is opened until a factory is resolved.
+    ///
+    /// - Parameters:
+    ///   - paths: The home.
+    ///   - logger: The process's logger (libraries accept one; they do not make one).
+    ///   - keymakerConfiguration: Tunables for every Keymaker.
+    public init(paths: AppPaths, logger: Logger, keymakerConfiguration: Keymaker.Configuration = .init()) {
+        self.paths = paths
+        self.baseLogger = logger
+        self.keymakerConfiguration = keymakerConfiguration
+    }
+
+    /// The device identity, loaded (or created) once.
+    public var deviceIdentityFactory: Factory<DeviceIdentity> {
+        Factory(storage, scope: .shared) { [paths] in try DeviceIdentity.load(secretPath: paths.deviceSecret) }
+    }
+
+    /// The file keychain, sealed to the device.
+    public var keychainFactory: Factory<any Keychain> {
+        Factory(storage, scope: .shared) { [self] in
+            try FileKeychain(folder: paths.keychain, device: deviceIdentity, state: deviceState)
+        }
+    }
+
+    /// The software secure element; presence is confirmed through ``PresenceRelay``.
+    public var secureElementFactory: Factory<any SecureElement> {
+        Factory(storage, scope: .shared) { [self] in
+            try SoftwareSecureElement(folder: paths.secureElement, device: deviceIdentity, presence: PresenceRelay())
+                as any SecureElement
+        }
+    }
+
+    /// The system clocks.
+    public var clockFactory: Factory<any KeymakerClock> { Factory(storage, scope: .shared) { SystemClock() } }
+
+    /// The device state.
+    public var deviceStateFactory: Factory<any DeviceState> {
+        Factory(storage, scope: .shared) { SystemDeviceState() }
+    }
+
+    /// The logger.
+    public var loggerFactory: Factory<Logger> { Factory(storage, scope: .shared) { [baseLogger] in baseLogger } }
+
+    /// The registry of accounts, one for the process.
+    public var keymakerRegistryFactory: Factory<KeymakerRegistry> {
+        Factory(storage, scope: .shared) { [self] in
+            KeymakerRegistry(dependencies: self) { [unowned self] account in
+                UserContainer(account: account, global: self)
+            }
+        }
+    }
+}
+
+extension GlobalContainer: HasPaths {}
+
+extension GlobalContainer: HasDeviceIdentity {
+    /// See ``deviceIdentityFactory``.
+    public var deviceIdentity: DeviceIdentity { get throws { try deviceIdentityFactory() } }
+}
+
+extension GlobalContainer: HasKeychain {
+    /// See ``keychainFactory``.
+    public var keychain: any Keychain { get throws { try keychainFactory() } }
+}
+
+extension GlobalContainer: HasSecureElement {
+    /// See ``secureElementFactory``.
+    public var secureElement: (any SecureElement)? { get throws { try secureElementFactory() } }
+}
+
+extension GlobalContainer: HasClock {
+    /// See ``clockFactory``.
+    public var clock: any KeymakerClock { get throws { try clockFactory() } }
+}
+
+extension GlobalContainer: HasDeviceState {
+    /// See ``deviceStateFactory``.
+    public var deviceState: any DeviceState { get throws { try deviceStateFactory() } }
+}
+
+extension GlobalContainer: HasLogger {
+    /// See ``loggerFactory``.
+    public var logger: Logger { get throws { try loggerFactory() } }
+}
+
+extension GlobalContainer: HasKeymakerRegistry {
+    /// See ``keymakerRegistryFactory``.
+    public var keymakerRegistry: KeymakerRegistry { get throws { try keymakerRegistryFactory() } }
+}

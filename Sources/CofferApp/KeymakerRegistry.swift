@@ -1,0 +1,101 @@
+import CofferAttachments
+import CofferKeychain
+import CofferKeymaker
+import CofferStore
+import Logging
+import Synchronization
+
+/// The accounts a process has opened, each with its ``UserContainer`` (and so its one Keymaker).
+public final class KeymakerRegistry: Sendable {
+    /// What the registry uses.
+    public typealias Dependencies = HasKeychain & HasLogger
+
+    private let dependencies: any Dependencies
+    private let makeUser: @Sendable (String) -> UserContainer
+    private let users = Mutex<[String: UserContainer]>([:])
+
+    /// A registry that makes user containers with `makeUser`.
+    public init(dependencies: any Dependencies, makeUser: @escaping @Sendable (String) -> UserContainer) {
+        self.dependencies = dependencies
+        self.makeUser = makeUser
+    }
+
+    /// The accounts that have a MainKey on this device, sorted.
+    public func accounts() throws -> [String] {
+        try dependencies.keychain.addresses(accessGroup: "coffer", service: "coffer.protection").map(\.account).sorted()
+    }
+
+    /// The account named `requested`, or the only one.
+    ///
+    /// - Throws: ``AppError/unknownAccount(_:)``, ``AppError/noAccount`` or ``AppError/chooseAccount(count:)``.
+    public func chooseAccount(_ requested: String?) throws -> String {
+        let known = try accounts()
+        if let requested {
+            guard known.contains(requested) else { throw AppError.unknownAccount(requested) }
+            return requested
+        }
+        switch known.count {
+        case 0: throw AppError.noAccount
+        case 1: return known[0]
+        default: throw AppError.chooseAccount(count: known.count)
+        }
+    }
+
+    /// The container of `account`, made on first use.
+    public func user(_ account: String) -> UserContainer {
+        if let existing = users.withLock({ $0[account] }) { return existing }
+        let made = makeUser(account)
+        let (user, isNew) = users.withLock { users in
+            if let existing = users[account] { return (existing, false) }
+            users[account] = made
+            return (made, true)
+        }
+        if isNew { watch(user) }
+        return user
+    }
+
+    /// Logs lock events and drops the store's and cache's derived keys whenever the MainKey leaves memory (a lock,
+    /// the autolock timer, the background policy).
+    private func watch(_ user: UserContainer) {
+        guard let keymaker = try? user.keymaker else { return }
+        let logger = try? dependencies.logger
+        let account = user.account
+        let events = keymaker.events
+        Task { [weak user] in
+            for await event in events {
+                guard case .mainKeyRemoved(let reason) = event else { continue }
+                logger?.info("locked", metadata: ["account": "\(account)", "reason": "\(reason)"])
+                guard let user else { continue }
+                if user.hasOpenedMailStore { try? user.mailStore.forgetKeys() }
+                if user.storage.contains("attachmentCacheFactory") { try? user.attachmentCache.forgetKeys() }
+            }
+        }
+    }
+
+    /// The containers made so far.
+    public var openUsers: [UserContainer] { users.withLock { Array($0.values) } }
+
+    /// Forgets `account`'s container (after logout).
+    public func remove(_ account: String) { _ = users.withLock { $0.removeValue(forKey: account) } }
+
+    /// "The app went to the background": every Keymaker applies its autolock policy (``AutolockPolicy/onBackground``
+    /// locks at once).
+    public func enteredBackground() async {
+        for user in openUsers {
+            guard let keymaker = try? user.keymaker else { continue }
+            await keymaker.enteredBackground()
+        }
+    }
+
+    /// Locks every Keymaker (their keys are zeroed), drops derived store and cache keys, and closes the stores.
+    public func shutdown() async {
+        for user in openUsers {
+            if let keymaker = try? user.keymaker { await keymaker.lock(reason: .shutdown) }
+            if user.hasOpenedMailStore, let store = try? user.mailStore { try? store.close() }
+            if user.storage.contains("attachmentCacheFactory"), let cache = try? user.attachmentCache {
+                cache.forgetKeys()
+            }
+        }
+        users.withLock { $0.removeAll() }
+    }
+}

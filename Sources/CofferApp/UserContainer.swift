@@ -1,0 +1,94 @@
+import CofferAttachments
+import CofferKeychain
+import CofferKeymaker
+import CofferStore
+import Logging
+
+/// What belongs to one logged-in account: its Keymaker, mail store and attachment cache (later its API client).
+/// It also passes on the global services, so a class that needs both takes one container.
+public final class UserContainer: Sendable {
+    /// The account.
+    public let account: String
+    /// The process's container.
+    public let global: GlobalContainer
+    /// The factories' instances and overrides.
+    public let storage = FactoryStorage(level: .user)
+
+    /// A container for `account`. Nothing is opened until a factory is resolved.
+    public init(account: String, global: GlobalContainer) {
+        self.account = account
+        self.global = global
+    }
+
+    /// The account's Keymaker: one per account, so every request sees the same lock state and autolock timer.
+    public var keymakerFactory: Factory<Keymaker> {
+        Factory(storage, scope: .perUser) { [account, global] in
+            Keymaker(
+                account: account,
+                keychain: try global.keychain,
+                device: try global.deviceIdentity,
+                secureElement: try global.secureElement,
+                clock: try global.clock,
+                configuration: global.keymakerConfiguration
+            )
+        }
+    }
+
+    /// The account's sealed mail store (opening needs no key).
+    public var mailStoreFactory: Factory<MailStore> {
+        Factory(storage, scope: .perUser) { [self] in
+            try MailStore(folder: global.paths.store(account), keymaker: keymaker)
+        }
+    }
+
+    /// The account's attachment cache; opening it deletes leftovers of killed processes.
+    public var attachmentCacheFactory: Factory<AttachmentCache> {
+        Factory(storage, scope: .perUser) { [self] in
+            try AttachmentCache(folder: global.paths.cache(account), keymaker: keymaker, clock: global.clock)
+        }
+    }
+
+    /// Whether the mail store was opened (so shutting down knows whether to close it).
+    public var hasOpenedMailStore: Bool { storage.contains("mailStoreFactory") }
+}
+
+extension UserContainer: HasAccount {}
+extension UserContainer: HasPaths {
+    /// The global paths.
+    public var paths: AppPaths { global.paths }
+}
+
+extension UserContainer: HasKeymaker {
+    /// See ``keymakerFactory``.
+    public var keymaker: Keymaker { get throws { try keymakerFactory() } }
+}
+
+extension UserContainer: HasMailStore {
+    /// See ``mailStoreFactory``.
+    public var mailStore: MailStore { get throws { try mailStoreFactory() } }
+}
+
+extension UserContainer: HasAttachmentCache {
+    /// See ``attachmentCacheFactory``.
+    public var attachmentCache: AttachmentCache { get throws { try attachmentCacheFactory() } }
+}
+
+extension UserContainer: HasLogger {
+    /// The global logger.
+    public var logger: Logger { get throws { try global.logger } }
+}
+
+extension UserContainer: HasClock {
+    /// The global clock.
+    public var clock: any KeymakerClock { get throws { try global.clock } }
+}
+
+extension UserContainer: HasKeychain {
+    /// The global keychain.
+    public var keychain: any Keychain { get throws { try global.keychain } }
+}
+
+extension UserContainer: HasKeymakerRegistry {
+    /// The global registry.
+    public var keymakerRegistry: KeymakerRegistry { get throws { try global.keymakerRegistry } }
+}

@@ -1,0 +1,206 @@
+import ArgumentParser
+import CofferApp
+import CofferCrypto
+import Foundation
+import Logging
+import ServiceLifecycle
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer agent`: the app process, as ssh-agent and gpg-agent are.
+struct AgentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "agent",
+        abstract: "Run the agent: it holds unlocked keys with a live autolock and serves the other commands.",
+        discussion: """
+            The agent runs in the foreground and logs to standard error (never PINs, keys or message text). While it \
+            runs, every command for this home goes to it over a Unix socket in $XDG_RUNTIME_DIR/coffer (folder 0700, \
+            socket 0600, peer uid checked): `coffer unlock` once, then list, show, search... until the autolock \
+            fires or `coffer lock`. SIGTERM or SIGINT stops it and zeroes every key; SIGUSR1 (or `coffer \
+            background`) means "the app went to the background".
+            """
+    )
+
+    @Option(name: .long, help: "Folder for all of Coffer's data (default: $COFFER_HOME, else the XDG folders).")
+    var home: String?
+
+    @Flag(name: .long, help: "Write a systemd user unit (~/.config/systemd/user/coffer-agent.service) and exit.")
+    var installUserService = false
+
+    func run() async throws {
+        try await runReportingErrors {
+            let resolved = try CofferHome.resolve(home: home)
+            if installUserService {
+                try installUnit()
+                return
+            }
+            let socket = resolved.appPaths.agentSocket
+            if let running = try AgentClient.connect(socketPath: socket) {
+                running.close()
+                throw CLIError("An agent already runs for this home (socket \(socket)).")
+            }
+            LoggingSystem.bootstrap(StreamLogHandler.standardError)
+            var logger = Logger(label: "coffer.agent")
+            logger.logLevel = .info
+            let global = GlobalContainer(paths: resolved.appPaths, logger: logger)
+            let server = AgentServer(dependencies: global, socketPath: socket)
+            let group = ServiceGroup(
+                services: [server],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+            try await group.run()
+        }
+    }
+
+    private func installUnit() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let userHome = environment["HOME"], !userHome.isEmpty else {
+            throw CLIError("$HOME is not set, so there is no place for a systemd user unit.")
+        }
+        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? "\(userHome)/.config"
+        let folder = "\(config)/systemd/user"
+        let unit = "\(folder)/coffer-agent.service"
+        let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "coffer"
+        var start = "\(binary) agent"
+        let chosenHome = home ?? environment["COFFER_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        if let chosenHome { start += " --home \(AgentLink.absolute(chosenHome))" }
+        let text = """
+            [Unit]
+            Description=Coffer agent: holds unlocked mail keys with autolock, serves the coffer CLI
+            Documentation=man:ssh-agent(1)
+
+            [Service]
+            Type=simple
+            ExecStart=\(start)
+            ExecReload=/bin/kill -USR1 $MAINPID
+            Restart=on-failure
+            # The agent holds keys: no core dumps, no new privileges, a private /tmp.
+            LimitCORE=0
+            NoNewPrivileges=yes
+            PrivateTmp=yes
+            LockPersonality=yes
+            RestrictSUIDSGID=yes
+
+            [Install]
+            WantedBy=default.target
+
+            """
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        guard FileManager.default.createFile(atPath: unit, contents: Data(text.utf8)) else {
+            throw CLIError("Could not write \(unit).")
+        }
+        print("Wrote \(unit).")
+        print("Enable and start it with:")
+        print("  systemctl --user daemon-reload")
+        print("  systemctl --user enable --now coffer-agent.service")
+        print("Then `coffer unlock` once; `coffer status` shows the agent and the autolock.")
+    }
+}
+
+/// `coffer background`: the app went to the background.
+struct BackgroundCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "background",
+        abstract: "Tell the agent the app went to the background (accounts with `autolock background` lock now)."
+    )
+
+    @OptionGroup var home: HomeOptions
+
+    func run() async throws {
+        try await runReportingErrors {
+            guard let agent = try AgentLink.connect(home) else {
+                throw CLIError("No agent runs for this home, so no process holds a key to lock.")
+            }
+            defer { agent.close() }
+            _ = try await agent.call(AgentRequest(.background))
+            print("The agent applied every account's background policy.")
+        }
+    }
+}
+
+/// The lifecycle commands' bodies when an agent runs.
+enum AgentLifecycle {
+    static func unlock(
+        _ agent: AgentClient,
+        _ home: HomeOptions,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    )
+        async throws
+    {
+        let account = try AgentLink.account(home)
+        let already = try await AgentLink.unlock(
+            agent,
+            account: account,
+            pinFromStdin: pinFromStdin,
+            preference: preference
+        )
+        let (pid, statuses) = try await AgentLink.status(agent, account: account)
+        print(
+            already
+                ? "\(account) was already unlocked in the agent (pid \(pid))."
+                : "Unlocked \(account) in the agent (pid \(pid))."
+        )
+        for line in statuses.flatMap(AgentLink.describe) where line.hasPrefix("  autolock") {
+            print(line.trimmingSpaces)
+        }
+    }
+
+    static func lock(_ agent: AgentClient, _ home: HomeOptions) async throws {
+        let account = try AgentLink.account(home)
+        _ = try await agent.call(AgentRequest(.lock, account: account))
+        print("Locked \(account): the agent dropped the key and zeroed it.")
+    }
+
+    static func status(_ agent: AgentClient, _ home: HomeOptions) async throws {
+        let (pid, statuses) = try await AgentLink.status(agent, account: home.account)
+        print(
+            "mode: agent (pid \(pid), socket \(agent.socketPath)): commands go to the agent, which holds unlocked keys"
+        )
+        if statuses.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
+        for status in statuses { for line in AgentLink.describe(status) { print(line) } }
+    }
+
+    static func autolock(_ agent: AgentClient, _ home: HomeOptions, policy: String, pinFromStdin: Bool) async throws {
+        let account = try AgentLink.account(home)
+        try await AgentLink.unlock(agent, account: account, pinFromStdin: pinFromStdin, preference: nil)
+        var request = AgentRequest(.autolock, account: account)
+        request.policy = policy
+        let reply = try await agent.call(request)
+        print("Autolock for \(account): \(reply.policy ?? policy) (stored sealed; the agent's timer enforces it).")
+    }
+
+    static func protect(
+        _ agent: AgentClient,
+        _ home: HomeOptions,
+        strategy: String,
+        remove: Bool,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws {
+        let account = try AgentLink.account(home)
+        try await AgentLink.unlock(agent, account: account, pinFromStdin: pinFromStdin, preference: preference)
+        var request = AgentRequest(.protect, account: account)
+        request.strategy = strategy
+        request.remove = remove
+        var secret: SecretBytes?
+        if strategy == "pin" && !remove {
+            let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinFromStdin)
+            if !pinFromStdin {
+                let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
+                guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
+            }
+            secret = pin
+        }
+        let reply = try await agent.call(request, secret: secret)
+        print("\(account) is now protected by: \((reply.strategies ?? []).joined(separator: " + ")).")
+    }
+
+    static func logout(_ agent: AgentClient, account: String) async throws {
+        _ = try await agent.call(AgentRequest(.logout, account: account))
+        print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
+    }
+}

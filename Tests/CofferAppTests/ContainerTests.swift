@@ -1,0 +1,157 @@
+import CofferApp
+import CofferKeymaker
+import CofferStore
+import CofferTesting
+import Synchronization
+import Testing
+
+@Suite struct ContainerTests {
+    @Test func theUnimplementedKeychainFailsTheTestWhenTouched() {
+        withKnownIssue {
+            _ = try? UnimplementedKeychain().read(.init(service: "s", account: "a"))
+        }
+    }
+
+    @Test func theUnimplementedPresenceFailsTheTestWhenTouched() async {
+        await withKnownIssue {
+            _ = await RecordingUnimplementedPresence().confirmPresence(reason: "test")
+        }
+    }
+
+    @Test func theUnimplementedClockFailsTheTestWhenTouched() {
+        withKnownIssue { _ = UnimplementedClock().now() }
+    }
+
+    @Test func lockingTouchesNeitherKeychainNorClockNorPresence() async throws {
+        let app = TestApp()
+        app.global.keychainFactory.register { UnimplementedKeychain() }
+        app.global.clockFactory.register { UnimplementedClock() }
+        let device = Fixtures.device()
+        let root = app.folder.path
+        app.global.secureElementFactory.register {
+            try SoftwareSecureElement(
+                folder: "\(root)/se",
+                device: device,
+                presence: RecordingUnimplementedPresence()
+            )
+        }
+        let user = try app.global.keymakerRegistry.user("alice")
+        try await SessionHandler(dependencies: user).lock()
+        #expect(try await user.keymaker.isLocked)
+    }
+
+    @Test func aPINUnlockNeverAsksForPresence() async throws {
+        let app = TestApp()
+        let user = try await app.account("alice")
+        try await user.keymaker.unlock(.none)
+        try await user.keymaker.activatePIN(Fixtures.pin("2468"))
+        try await user.keymaker.activateSecureElement()
+        try await user.keymaker.lock()
+        let already = try await SessionHandler(dependencies: user)
+            .unlock(method: "pin", pin: Fixtures.pin("2468"), conversation: UnimplementedConversation())
+        #expect(!already)
+        #expect(try await !user.keymaker.isLocked)
+        #expect(app.presence.askCount == 0)
+    }
+
+    @Test(arguments: [true, false])
+    func aSecureElementUnlockAsksTheClientThroughTheConversation(confirmed: Bool) async throws {
+        let app = TestApp()
+        let device = try app.global.deviceIdentity
+        let root = app.folder.path
+        // The live relay: presence is asked of whoever the request's task names, here the conversation.
+        app.global.secureElementFactory.register {
+            try SoftwareSecureElement(folder: "\(root)/relay-se", device: device, presence: PresenceRelay())
+        }
+        let user = try await app.account("bob")
+        try await user.keymaker.unlock(.none)
+        try await user.keymaker.activateSecureElement()
+        try await user.keymaker.lock()
+        let conversation = AnsweringConversation(answer: confirmed)
+        let handler = SessionHandler(dependencies: user)
+        if confirmed {
+            _ = try await handler.unlock(method: "secure-element", pin: nil, conversation: conversation)
+        } else {
+            await #expect(throws: KeymakerError.presenceNotConfirmed) {
+                try await handler.unlock(method: "secure-element", pin: nil, conversation: conversation)
+            }
+        }
+        #expect(try await user.keymaker.isLocked == !confirmed)
+        #expect(conversation.asked.withLock { $0 } == 1)
+    }
+
+    @Test func statusOfALockedAccountReportsNoDeadlineAndAsksNothing() async throws {
+        let app = TestApp()
+        _ = try await app.account("dave")
+        let statuses = try await StatusHandler(dependencies: app.global).status(account: nil)
+        #expect(statuses == [AccountStatus(account: "dave", protection: ["none"], unlocked: false)])
+        #expect(app.presence.askCount == 0)
+    }
+
+    @Test func lockedMailRequestsAnswerLocked() async throws {
+        let app = TestApp()
+        _ = try await app.account("erin")
+        let dispatcher = AgentDispatcher(dependencies: app.global, socketPath: "/nowhere")
+        let reply = await dispatcher.handle(AgentRequest(.list, account: "erin"))
+        #expect(!reply.ok)
+        #expect(reply.error?.code == .locked)
+    }
+
+    @Test func backgroundLocksOnlyUnderTheBackgroundPolicy() async throws {
+        let app = TestApp()
+        let kept = try await app.account("frank")
+        let dropped = try await app.account("gina")
+        for user in [kept, dropped] { try await user.keymaker.unlock(.none) }
+        try await dropped.keymaker.setAutolock(.onBackground)
+        let dispatcher = AgentDispatcher(dependencies: app.global, socketPath: "/nowhere")
+        #expect(await dispatcher.handle(AgentRequest(.background)).ok)
+        #expect(try await !kept.keymaker.isLocked)
+        #expect(try await dropped.keymaker.isLocked)
+    }
+
+    @Test func shutdownLocksEveryKeymaker() async throws {
+        let app = TestApp()
+        let user = try await app.account("hana")
+        try await user.keymaker.unlock(.none)
+        let keymaker = try user.keymaker
+        try await app.global.keymakerRegistry.shutdown()
+        #expect(await keymaker.isLocked)
+    }
+
+    @Test func theAutolockFiresOnTheClockInsideTheAgentsKeymaker() async throws {
+        let app = TestApp()
+        let user = try await app.account("ivan")
+        try await user.keymaker.unlock(.none)
+        try await user.keymaker.setAutolock(.after(seconds: 2))
+        let status = try await StatusHandler(dependencies: app.global).status(account: "ivan")
+        #expect(status.first?.secondsUntilAutolock == 2)
+        while app.clock.sleeperCount == 0 { await Task.yield() }
+        app.clock.advance(seconds: 3)
+        for _ in 0..<10_000 where try await !user.keymaker.isLocked { await Task.yield() }
+        #expect(try await user.keymaker.isLocked)
+    }
+}
+
+/// A conversation that fails the test if the handler talks to the client.
+private struct UnimplementedConversation: AgentConversation {
+    func confirmPresence(reason: String) async -> Bool {
+        Issue.record("the handler asked for presence on a path that must not")
+        return false
+    }
+    func progress(_ progress: ImportProgress) { Issue.record("the handler reported progress unexpectedly") }
+    func ownPreview(_ folder: String) { Issue.record("the handler made a preview unexpectedly") }
+    func endPreview() {}
+}
+
+private final class AnsweringConversation: AgentConversation {
+    let answer: Bool
+    let asked = Mutex(0)
+    init(answer: Bool) { self.answer = answer }
+    func confirmPresence(reason: String) async -> Bool {
+        asked.withLock { $0 += 1 }
+        return answer
+    }
+    func progress(_ progress: ImportProgress) {}
+    func ownPreview(_ folder: String) {}
+    func endPreview() {}
+}
