@@ -76,7 +76,8 @@ let package = Package(
             name: "coffer-bench",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferApp",
-                "CofferContent", "CofferHTML",
+                "CofferContent", "CofferHTML", .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(

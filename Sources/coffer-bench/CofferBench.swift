@@ -7,14 +7,14 @@ import Glibc
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `store`, `sanitize` (default: all). Every figure is a median of several runs on this machine at this
-/// moment; machines are noisy, which is why no test asserts a timing.
+/// `unlock`, `store`, `agent`, `sanitize` (default: all). Every figure is a median of several runs on this machine
+/// at this moment; machines are noisy, which is why no test asserts a timing.
 @main
 struct CofferBench {
     static func main() async throws {
         ProcessSettings.tuneAllocator()
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let sections = arguments.isEmpty ? ["crypto", "stream", "unlock", "store", "sanitize"] : arguments
+        let sections = arguments.isEmpty ? ["crypto", "stream", "unlock", "store", "agent", "sanitize"] : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
             switch section {
@@ -22,9 +22,10 @@ struct CofferBench {
             case "stream": try CryptoBench.stream()
             case "unlock": try await UnlockBench.run()
             case "store": try await StoreBench.run()
+            case "agent": try await AgentBench.run()
             case "sanitize": try SanitizeBench.run()
             default:
-                print("unknown section \(section); known: crypto, stream, unlock, store, sanitize")
+                print("unknown section \(section); known: crypto, stream, unlock, store, agent, sanitize")
                 exit(2)
             }
         }

@@ -1,0 +1,95 @@
+import CofferApp
+import CofferStore
+import CofferTesting
+import Logging
+import ServiceLifecycle
+
+/// `status` and `list` through a running agent (a new connection per request, as each CLI command makes) beside the
+/// same calls in-process, 1,000 of each.
+enum AgentBench {
+    static let requests = 1_000
+
+    static func run() async throws {
+        let folder = TemporaryDirectory(prefix: "coffer-bench-agent")
+        let root = folder.path
+        let paths = AppPaths(data: "\(root)/data", keychain: "\(root)/keychain", state: "\(root)/state")
+        let logger = Logger(label: "coffer.bench") { _ in SwiftLogNoOpLogHandler() }
+        let global = GlobalContainer(paths: paths, logger: logger)
+        let user = try global.keymakerRegistry.user("bench")
+        try await user.keymaker.createMainKey()
+        try await user.keymaker.setAutolock(.never)
+        _ = try await user.mailStore.importMessages((0..<500).map { RawMessage(bytes: Array(message($0).utf8)) })
+
+        let socket = "\(root)/agent.sock"
+        let server = AgentServer(dependencies: global, socketPath: socket)
+        let group = ServiceGroup(services: [server], logger: logger)
+        let serving = Task { try await group.run() }
+        await server.waitUntilListening()
+
+        let status = AgentRequest(.status, account: "bench")
+        var list = AgentRequest(.list, account: "bench")
+        list.limit = 50
+        let statusHandler = StatusHandler(dependencies: global)
+        let mailHandler = MailHandler(dependencies: user)
+
+        var table = Table(
+            "Agent: \(requests) requests each, 500 messages (µs; agent = new connection per request, as the CLI)",
+            ["request", "in-process p50", "in-process p99", "agent p50", "agent p99", "agent / in-process (p50)"]
+        )
+        for (name, request) in [("status", status), ("list 50", list)] {
+            let local = try await percentiles {
+                if request.op == .status {
+                    _ = try await statusHandler.status(account: "bench")
+                } else {
+                    _ = try await mailHandler.list(label: nil, limit: 50, offset: 0)
+                }
+            }
+            let remote = try await percentiles {
+                guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
+                defer { client.close() }
+                _ = try await client.call(request)
+            }
+            table.add([
+                name, format(local.p50, 1), format(local.p99, 1), format(remote.p50, 1), format(remote.p99, 1),
+                format(remote.p50 / local.p50, 1),
+            ])
+        }
+        // One kept connection shows what the protocol itself costs, without connect and peer check.
+        let kept = try await {
+            guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
+            defer { client.close() }
+            return try await percentiles { _ = try await client.call(status) }
+        }()
+        table.add(["status, one kept connection", "", "", format(kept.p50, 1), format(kept.p99, 1), ""])
+        table.print()
+
+        await group.triggerGracefulShutdown()
+        try await serving.value
+    }
+
+    private static func percentiles(_ body: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
+        for _ in 0..<20 { try await body() }
+        var times: [Double] = []
+        times.reserveCapacity(requests)
+        for _ in 0..<requests {
+            let start = Timer.now()
+            try await body()
+            times.append(Double(Timer.now() - start) / 1_000)
+        }
+        times.sort()
+        return (times[times.count / 2], times[min(times.count - 1, times.count * 99 / 100)])
+    }
+
+    private static func message(_ index: Int) -> String {
+        """
+        From: Sender \(index % 40) <sender\(index % 40)@example.org>\r
+        To: me@example.com\r
+        Subject: Report number \(index) for the weekly meeting\r
+        Date: Mon, 1 Jan 2024 \(10 + index % 10):\(10 + index % 50):00 +0000\r
+        Message-ID: <bench-\(index)@example.org>\r
+        \r
+        Body of message \(index): figures, notes and a few words to index.\r
+
+        """
+    }
+}
