@@ -156,17 +156,14 @@ public enum Envelope {
     ) throws(CofferCryptoError) -> (
         algorithm: EnvelopeAlgorithm, keyID: [UInt8]
     ) {
-        var reader = ByteReader(envelope)
-        guard envelope.count >= 4 else { throw .truncated }
-        guard Array(try reader.read(4)) == magic else { throw .notCofferFormat }
-        let version = try reader.readByte()
-        guard version == Self.version else { throw .unsupportedVersion(version) }
-        let algorithmByte = try reader.readByte()
-        guard let algorithm = EnvelopeAlgorithm(rawValue: algorithmByte) else {
-            throw .unsupportedAlgorithm(algorithmByte)
+        guard envelope.count >= 6 else { throw .truncated }
+        guard envelope[0] == magic[0], envelope[1] == magic[1], envelope[2] == magic[2], envelope[3] == magic[3] else {
+            throw .notCofferFormat
         }
+        guard envelope[4] == version else { throw .unsupportedVersion(envelope[4]) }
+        guard let algorithm = EnvelopeAlgorithm(rawValue: envelope[5]) else { throw .unsupportedAlgorithm(envelope[5]) }
         guard envelope.count >= overhead else { throw .truncated }
-        return (algorithm, Array(try reader.read(8)))
+        return (algorithm, Array(envelope[6..<14]))
     }
 
     private static func openData(
@@ -174,25 +171,33 @@ public enum Envelope {
         with key: EnvelopeKey,
         context: EnvelopeContext
     ) throws(CofferCryptoError) -> Data {
-        let (algorithm, keyID) = try inspect(envelope)
-        guard ConstantTime.equals(keyID, key.id) else { throw .wrongKey }
-        guard ConstantTime.equals(envelope[14..<22], key.contextTag(context)) else { throw .wrongContext }
-        let nonce = envelope[22..<34]
-        let ciphertext = envelope[34..<(envelope.count - 16)]
-        let tag = envelope[(envelope.count - 16)...]
-        let aad = Array(envelope[0..<headerCount]) + context.encoded
+        let (algorithm, _) = try inspect(envelope)
+        // Compared in place: this runs for every sealed cell a list page shows.
+        let idMatches = envelope.withUnsafeBytes { raw in
+            key.id.withUnsafeBytes { ConstantTime.equals(UnsafeRawBufferPointer(rebasing: raw[6..<14]), $0) }
+        }
+        guard idMatches else { throw .wrongKey }
+        let tag = key.contextTag(context)
+        let contextMatches = envelope.withUnsafeBytes { raw in
+            tag.withUnsafeBytes { ConstantTime.equals(UnsafeRawBufferPointer(rebasing: raw[14..<22]), $0) }
+        }
+        guard contextMatches else { throw .wrongContext }
+        var aad: [UInt8] = []
+        aad.reserveCapacity(headerCount + context.encoded.count)
+        aad += envelope[0..<headerCount]
+        aad += context.encoded
         do {
+            // nonce ‖ ciphertext ‖ tag is exactly the AEADs' combined representation.
+            let combined = envelope[22...]
             switch algorithm {
             case .aes256GCM:
-                let box = try AES.GCM.SealedBox(nonce: AES.GCM.Nonce(data: nonce), ciphertext: ciphertext, tag: tag)
-                return try AES.GCM.open(box, using: key.aeadKey, authenticating: aad)
+                return try AES.GCM.open(AES.GCM.SealedBox(combined: combined), using: key.aeadKey, authenticating: aad)
             case .chaCha20Poly1305:
-                let box = try ChaChaPoly.SealedBox(
-                    nonce: ChaChaPoly.Nonce(data: nonce),
-                    ciphertext: ciphertext,
-                    tag: tag
+                return try ChaChaPoly.open(
+                    ChaChaPoly.SealedBox(combined: combined),
+                    using: key.aeadKey,
+                    authenticating: aad
                 )
-                return try ChaChaPoly.open(box, using: key.aeadKey, authenticating: aad)
             }
         } catch {
             throw .authenticationFailed

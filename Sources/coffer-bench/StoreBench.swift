@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferStore
@@ -11,6 +12,7 @@ enum StoreBench {
         let keychain = try FileKeychain(folder: "\(folder.path)/keychain", device: device)
         let keymaker = Keymaker(account: "bench", keychain: keychain, device: device)
         try await keymaker.createMainKey()
+        try SecureFile.makePrivateDirectory("\(folder.path)/stores")
         let report = try await StoreBenchmark.run(messages: 10_000, folder: "\(folder.path)/stores", keymaker: keymaker)
         var table = Table(
             "Mail store, \(report.messages) generated messages: sealed vs plaintext GRDB (same schema)",
