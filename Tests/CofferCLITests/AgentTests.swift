@@ -309,6 +309,65 @@ func messageWithAttachment(canary: String) -> String {
         return data
     }
 
+    @Test func theSecureElementAsksForPresenceAtTheClientsTerminal() throws {
+        let (cli, runtime) = AgentProcess.runner()
+        _ = try cli.run(["init", "--account", "carol"])
+        #expect(try cli.run(["protect", "secure-element"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime)
+        // A client without a terminal cannot confirm presence for the agent either.
+        let piped = try cli.run(["unlock"])
+        #expect(piped.status == 1)
+        #expect(piped.stderr.contains("presence"), "\(piped.stderr)")
+        let refused = try cli.runOnTerminal(["unlock"], answerPresence: false)
+        #expect(refused.status == 1, "\(refused.stdout)")
+        #expect(try cli.run(["status"]).stdout.contains("state: locked"))
+        let answered = try cli.runOnTerminal(["unlock"], answerPresence: true)
+        #expect(answered.status == 0, "\(answered.stdout)")
+        #expect(answered.stdout.contains("Unlocked carol in the agent"))
+        #expect(try cli.run(["status"]).stdout.contains("state: unlocked"))
+        #expect(agent.logText.contains("method=secure-element"))
+    }
+
+    @Test func manyClientsAtOnceAndClientsThatLeaveMidRequest() async throws {
+        let (cli, runtime) = AgentProcess.runner()
+        _ = try cli.run(["init", "--account", "alice"])
+        let agent = try AgentProcess(cli, runtime: runtime)
+        #expect(try cli.run(["unlock"]).status == 0)
+        let eml = "\(runtime.path)/one.eml"
+        try messageWithAttachment(canary: "C-3").write(toFile: eml, atomically: true, encoding: .utf8)
+        #expect(try cli.run(["import", eml]).status == 0)
+        let socket = agent.socketPath
+
+        // Clients that send a request (or half of one) and vanish without reading the reply.
+        let request = try JSONEncoder().encode(AgentRequest(.list, account: "alice"))
+        let frame = AgentFrame(kind: .request, payload: Array(request)).encoded
+        for cut in [frame.count, frame.count - 3, 5] {
+            for _ in 0..<5 {
+                let fd = try #require(try AgentSocket.connect(socket))
+                _ = frame.prefix(cut).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                close(fd)
+            }
+        }
+        // Then sixteen clients at once, each with a few requests.
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<16 {
+                group.addTask {
+                    let client = try #require(try AgentClient.connect(socketPath: socket))
+                    defer { client.close() }
+                    var found = 0
+                    for _ in 0..<5 {
+                        found += try await client.call(AgentRequest(.list, account: "alice")).summaries?.count ?? 0
+                        _ = try await client.call(AgentRequest(.status))
+                    }
+                    return found
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(counts == Array(repeating: 5, count: 16))
+        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
+    }
+
     @Test func killNineLeavesNoCleartextAndLosesNothing() throws {
         let (cli, runtime) = AgentProcess.runner()
         _ = try cli.run(["init", "--account", "alice"])
