@@ -130,10 +130,40 @@ public struct MailSanitizer: Sendable {
 struct SanitizerPass {
     let gate: ResourceGate
     let css: CSSFilter
+    let styles = StyleMemo()
 
     init(gate: ResourceGate) {
         self.gate = gate
         self.css = CSSFilter(gate: gate)
+    }
+
+    /// Style attributes already filtered in this pass. Mail repeats the same inline style on many elements, so
+    /// each distinct one is parsed once; a style that refers to a URL is never reused (its resource must be counted
+    /// each time it occurs).
+    final class StyleMemo {
+        struct Key: Hashable {
+            var text: String
+            var element: String
+            var hidden: Bool
+        }
+        var results: [Key: String?] = [:]
+        var hidden: [String: Bool] = [:]
+    }
+
+    func styleLooksHidden(_ style: String) -> Bool {
+        if let known = styles.hidden[style] { return known }
+        let result = CSSFilter.looksHidden(style: style)
+        styles.hidden[style] = result
+        return result
+    }
+
+    func filterStyle(_ text: String, element: String, hidden: Bool) -> String? {
+        let key = StyleMemo.Key(text: text, element: element, hidden: hidden)
+        if let known = styles.results[key] { return known }
+        let decisions = gate.decisionCount
+        let result = css.filterStyleAttribute(text, element: element, looksHidden: hidden)
+        if gate.decisionCount == decisions { styles.results[key] = .some(result) }
+        return result
     }
 
     static func isASCIIWhitespace(_ scalar: Unicode.Scalar) -> Bool {
@@ -285,11 +315,11 @@ struct SanitizerPass {
     }
 
     /// Whether an image is a tracking-pixel candidate: hidden, or at most 1×1 pixels.
-    private static func looksHidden(_ node: HTMLNode) -> Bool {
+    private func looksHidden(_ node: HTMLNode) -> Bool {
         if node.attribute("hidden") != nil { return true }
-        if let style = node.attribute("style"), CSSFilter.looksHidden(style: style) { return true }
-        let width = pixelSize(node.attribute("width"))
-        let height = pixelSize(node.attribute("height"))
+        if let style = node.attribute("style"), styleLooksHidden(style) { return true }
+        let width = Self.pixelSize(node.attribute("width"))
+        let height = Self.pixelSize(node.attribute("height"))
         if width == 0 || height == 0 { return true }
         if width == nil && height == nil { return false }
         return (width ?? 1) <= 1 && (height ?? 1) <= 1
@@ -310,14 +340,23 @@ struct SanitizerPass {
     func filterAttributes(of node: HTMLNode) -> [HTMLAttribute] {
         let name = node.name
         let allowed = MailProfile.elementAttributes[name] ?? []
-        let hidden = name == "img" && Self.looksHidden(node)
+        let hidden = name == "img" && looksHidden(node)
         var result: [HTMLAttribute] = []
         var linkTarget: String?
-        var seen: Set<String> = []
+        // The tokenizer already drops repeated attributes; this guards a tree built otherwise, without hashing
+        // the few names an element has.
+        var seen: [String] = []
+        var seenSet: Set<String> = []
         for attribute in node.attributes {
             guard attribute.namespace == nil, attribute.prefix == nil else { continue }
             let key = attribute.name
-            guard seen.insert(key).inserted else { continue }
+            if seen.count < 16 {
+                guard !seen.contains(key) else { continue }
+                seen.append(key)
+                if seen.count == 16 { seenSet = Set(seen) }
+            } else {
+                guard seenSet.insert(key).inserted else { continue }
+            }
             let isAllowed = MailProfile.globalAttributes.contains(key) || allowed.contains(key)
             guard isAllowed else {
                 if MailProfile.isCustomAttribute(key) { result.append(attribute) }
@@ -327,7 +366,7 @@ struct SanitizerPass {
             case "id", "name":
                 result.append(HTMLAttribute(name: key, value: Clobbering.safeID(attribute.value)))
             case "style":
-                if let style = css.filterStyleAttribute(attribute.value, element: name, looksHidden: hidden) {
+                if let style = filterStyle(attribute.value, element: name, hidden: hidden) {
                     result.append(HTMLAttribute(name: key, value: style))
                 }
             case "href":

@@ -19,6 +19,8 @@ final class ResourceGate {
     private(set) var loaded: [RemoteResource] = []
     private(set) var embeddedCount = 0
     private(set) var missingContentIDs: [String] = []
+    /// How many URLs were decided; a result computed while this stayed the same touched no URL and can be reused.
+    private(set) var decisionCount = 0
     private var missingSet: Set<String> = []
 
     init(options: MailSanitizer.Options, cidResolver: CIDResolver?) {
@@ -58,6 +60,7 @@ final class ResourceGate {
         attribute: String,
         looksHidden: Bool = false
     ) -> Decision {
+        decisionCount += 1
         let cleaned = URLPolicy.clean(raw)
         switch URLPolicy.classify(cleaned) {
         case .data(let mediaType):

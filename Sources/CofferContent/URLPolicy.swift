@@ -56,6 +56,8 @@ enum URLPolicy {
     /// The value the URL parser would see: trimmed of C0 controls and spaces, with ASCII tabs
     /// and newlines removed.
     static func clean(_ value: String) -> String {
+        // Most URLs have nothing to remove: no byte at or below a space.
+        if !value.utf8.contains(where: { $0 <= 0x20 }) { return value }
         let scalars = Array(value.unicodeScalars)
         var start = 0
         var end = scalars.count
@@ -68,8 +70,31 @@ enum URLPolicy {
         return String(result)
     }
 
+    /// Whether the URL starts with `http:` or `https:` (any case) and nothing to ignore: the common case, decided
+    /// from its first bytes. Anything else takes the full path of ``classify(_:)``, which gives the same answer.
+    private static func isPlainHTTP(_ url: String) -> Bool {
+        var index = 0
+        var secure = false
+        for byte in url.utf8 {
+            let lower = byte | 0x20  // ASCII letters only; other bytes fail the comparisons below
+            switch index {
+            case 0: guard lower == UInt8(ascii: "h") else { return false }
+            case 1, 2: guard lower == UInt8(ascii: "t") else { return false }
+            case 3: guard lower == UInt8(ascii: "p") else { return false }
+            case 4:
+                if byte == UInt8(ascii: ":") { return true }
+                guard lower == UInt8(ascii: "s") else { return false }
+                secure = true
+            default: return secure && byte == UInt8(ascii: ":")
+            }
+            index += 1
+        }
+        return false
+    }
+
     /// Classifies a cleaned URL value.
     static func classify(_ cleaned: String) -> Classification {
+        if isPlainHTTP(cleaned) { return .remote(cleaned) }
         var probe: [Unicode.Scalar] = []
         for scalar in cleaned.unicodeScalars where !isProbeIgnorable(scalar) { probe.append(scalar) }
         if probe.isEmpty { return .empty }
