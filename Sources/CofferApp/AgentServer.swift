@@ -160,7 +160,7 @@ public final class AgentServer: Service, Sendable {
     private func serve(_ connection: AgentConnection, logger: Logger) {
         let conversation = ConnectionConversation(connection: connection, limits: limits)
         defer {
-            conversation.endPreview()
+            conversation.finish()
             connection.close()
         }
         while !stopping.load(ordering: .acquiring) {
@@ -248,7 +248,9 @@ public final class AgentServer: Service, Sendable {
 final class ConnectionConversation: AgentConversation {
     private let connection: AgentConnection
     private let limits: AgentLimits
-    private let preview = Mutex<String?>(nil)
+    /// The connection's preview folder, and whether the connection is over (a handler that outlived it, after a
+    /// timeout, must not leave a preview behind).
+    private let preview = Mutex<(folder: String?, finished: Bool)>((nil, false))
 
     init(connection: AgentConnection, limits: AgentLimits) {
         self.connection = connection
@@ -282,14 +284,26 @@ final class ConnectionConversation: AgentConversation {
         try? connection.send(.event, bytes)
     }
 
-    func ownPreview(_ folder: String) { preview.withLock { $0 = folder } }
+    func ownPreview(_ folder: String) {
+        let kept = preview.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.folder = folder
+            return true
+        }
+        if !kept { FolderTree.remove(folder) }
+    }
 
     func endPreview() {
-        if let folder = preview.withLock({ folder in
-            defer { folder = nil }
-            return folder
-        }) {
-            FolderTree.remove(folder)
+        let folder = preview.withLock { state in
+            defer { state.folder = nil }
+            return state.folder
         }
+        if let folder { FolderTree.remove(folder) }
+    }
+
+    /// The connection closed: deletes its preview now and any a handler hands over later.
+    func finish() {
+        preview.withLock { $0.finished = true }
+        endPreview()
     }
 }

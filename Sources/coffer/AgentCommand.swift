@@ -75,12 +75,11 @@ struct AgentCommand: AsyncParsableCommand {
             [Service]
             Type=simple
             ExecStart=\(start)
-            ExecReload=/bin/kill -USR1 $MAINPID
             Restart=on-failure
-            # The agent holds keys: no core dumps, no new privileges, a private /tmp.
+            # The agent holds keys: no core dumps, no new privileges. (No PrivateTmp: the agent opens the files
+            # clients name, such as `coffer import /tmp/mail.mbox`, and must see the same /tmp.)
             LimitCORE=0
             NoNewPrivileges=yes
-            PrivateTmp=yes
             LockPersonality=yes
             RestrictSUIDSGID=yes
 

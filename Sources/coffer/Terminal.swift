@@ -83,12 +83,14 @@ struct TerminalPresence: PresenceAuthenticator {
         defer { close(tty) }
         var generator = SystemRandomNumberGenerator()
         let code = String(format4: Int(generator.next(upperBound: UInt32(10_000))))
+        // Typed-ahead input is dropped before the code is shown, never after: an answer typed as soon as the code
+        // appears must not be flushed away.
+        tcflush(tty, TCIFLUSH)
         Terminal.writeString(
             "\(reason)\nSecure element: type \(code) and press Enter to confirm you are here "
                 + "(this checks presence, not identity): ",
             to: tty
         )
-        tcflush(tty, TCIFLUSH)
         guard let line = Terminal.readLine(fd: tty) else { return false }
         return String(decoding: line, as: UTF8.self).trimmingSpaces == code
     }

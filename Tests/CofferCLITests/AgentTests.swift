@@ -368,6 +368,18 @@ func messageWithAttachment(canary: String) -> String {
         #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
     }
 
+    @Test func installUserServiceWritesASystemdUnit() throws {
+        var cli = CLIRunner()
+        let config = TemporaryDirectory(prefix: "coffer-config")
+        cli.extraEnvironment["XDG_CONFIG_HOME"] = config.path
+        let result = try cli.run(["agent", "--install-user-service"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("systemctl --user enable --now coffer-agent.service"))
+        let unit = try String(contentsOfFile: "\(config.path)/systemd/user/coffer-agent.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=") && unit.contains(" agent --home \(cli.home.path)"))
+        #expect(unit.contains("WantedBy=default.target"))
+    }
+
     @Test func killNineLeavesNoCleartextAndLosesNothing() throws {
         let (cli, runtime) = AgentProcess.runner()
         _ = try cli.run(["init", "--account", "alice"])
