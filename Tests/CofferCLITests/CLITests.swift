@@ -7,7 +7,7 @@ import Testing
         let cli = CLIRunner()
         let result = try cli.run([], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("0 containing the token or the key"))
+        #expect(result.stdout.contains("0 containing the token, the key or the mail"))
         #expect(result.stdout.contains("Wrong PIN. 9 attempts left."))
         #expect(result.stdout.contains("(0 keychain items left)"))
     }
@@ -44,7 +44,10 @@ import Testing
     @Test(arguments: [
         (["unlock"], "There is no account on this device yet; run `coffer init --account NAME`."),
         (["init"], "init needs --account NAME."),
-        (["autolock", "sometimes"], "The autolock policy must be never, background, or a duration such as 30s, 5m or 1h."),
+        (
+            ["autolock", "sometimes"],
+            "The autolock policy must be never, background, or a duration such as 30s, 5m or 1h."
+        ),
     ])
     func badInputIsOneSentenceAndExitsNonZero(arguments: [String], message: String) throws {
         let result = try CLIRunner().run(arguments)
