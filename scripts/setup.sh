@@ -19,11 +19,11 @@ fi
 # The browser test (Tests/browser/render_vectors.py): Debian's Chromium, driven by Playwright for Python in .venv,
 # which uses that Chromium through its executable path (no browser download), and nh3 for coffer-bench.
 if ! command -v chromium >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-  echo "setup: installing chromium and python3-venv"
+  echo "setup: installing chromium, fonts-liberation and python3-venv"
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends chromium python3-venv \
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends chromium fonts-liberation python3-venv \
     >/dev/null
 fi
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
