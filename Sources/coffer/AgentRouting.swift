@@ -94,7 +94,12 @@ struct AgentMail: MailReading {
 enum AgentLink {
     /// The agent of `home`, or `nil` when none runs (the command then works one-shot).
     static func connect(_ home: HomeOptions) throws -> AgentClient? {
-        try AgentClient.connect(socketPath: home.resolve().appPaths.agentSocket)
+        do {
+            return try AgentClient.connect(socketPath: home.resolve().appPaths.agentSocket)
+        } catch AppError.socketPathTooLong {
+            // No agent can listen there either (it refuses to start), so the command works one-shot.
+            return nil
+        }
     }
 
     /// The account named by `--account`, or the only one (read from the keychain, as one-shot commands do).
