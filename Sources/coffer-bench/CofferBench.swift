@@ -7,15 +7,16 @@ import Glibc
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `store`, `agent`, `import-rss` (default: all; `import-rss` writes a 1 GiB mbox, `COFFER_BENCH_MBOX_MB` changes
-/// that). Every figure is a median of several runs on this machine at this moment; machines are noisy,
-/// which is why no test asserts a timing.
+/// `unlock`, `store`, `agent`, `sanitize`, `import-rss` (default: all; `import-rss` writes a 1 GiB mbox,
+/// `COFFER_BENCH_MBOX_MB` changes that). Every figure is a median of several runs on this machine at this moment;
+/// machines are noisy, which is why no test asserts a timing.
 @main
 struct CofferBench {
     static func main() async throws {
         ProcessSettings.tuneAllocator()
         let arguments = Array(CommandLine.arguments.dropFirst())
-        let sections = arguments.isEmpty ? ["crypto", "stream", "unlock", "store", "agent", "import-rss"] : arguments
+        let sections =
+            arguments.isEmpty ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss"] : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
             switch section {
@@ -29,7 +30,7 @@ struct CofferBench {
                 let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
                 try ImportMemoryBench.run(megabytes: megabytes)
             default:
-                print("unknown section \(section); known: crypto, stream, unlock, store, agent, import-rss")
+                print("unknown section \(section); known: crypto, stream, unlock, store, agent, sanitize, import-rss")
                 exit(2)
             }
         }
