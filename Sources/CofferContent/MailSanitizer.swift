@@ -85,11 +85,13 @@ public struct MailSanitizer: Sendable {
     ///   - cidResolver: Finds the message's own parts for `cid:` URLs.
     public func sanitize(html: [UInt8], cidResolver: CIDResolver? = nil) -> SanitizedMessage {
         let gate = ResourceGate(options: options, cidResolver: cidResolver)
-        let first = SanitizerPass(gate: gate).run(HTMLParser.parseDocument(html))
+        // Inline styles that touch no URL filter the same whatever the gate, so every pass shares one memo.
+        let styles = SanitizerPass.StyleMemo()
+        let first = SanitizerPass(gate: gate, styles: styles).run(HTMLParser.parseDocument(html))
         var output = HTMLSerializer.serialize(first)
         var stable = false
         for _ in 0..<3 {
-            let verify = SanitizerPass(gate: ResourceGate(options: options, cidResolver: nil))
+            let verify = SanitizerPass(gate: ResourceGate(options: options, cidResolver: nil), styles: styles)
             let again = HTMLSerializer.serialize(verify.run(HTMLParser.parseDocument(output)))
             if again == output {
                 stable = true
@@ -130,14 +132,15 @@ public struct MailSanitizer: Sendable {
 struct SanitizerPass {
     let gate: ResourceGate
     let css: CSSFilter
-    let styles = StyleMemo()
+    let styles: StyleMemo
 
-    init(gate: ResourceGate) {
+    init(gate: ResourceGate, styles: StyleMemo = StyleMemo()) {
         self.gate = gate
         self.css = CSSFilter(gate: gate)
+        self.styles = styles
     }
 
-    /// Style attributes already filtered in this pass. Mail repeats the same inline style on many elements, so
+    /// Style attributes already filtered in this sanitize call. Mail repeats the same inline style on many elements, so
     /// each distinct one is parsed once; a style that refers to a URL is never reused (its resource must be counted
     /// each time it occurs).
     final class StyleMemo {
