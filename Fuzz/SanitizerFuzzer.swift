@@ -83,16 +83,38 @@ private func check(_ html: String, remoteBlocked: Bool, input: [UInt8]) {
     }
 }
 
-/// The URLs of a `srcset`: whitespace-separated tokens without their edge commas, less the descriptors.
+/// The URLs of a `srcset`, as the HTML standard's "parse a srcset attribute" finds them: skip whitespace and commas,
+/// take the run of non-whitespace characters as the URL (trailing commas end the candidate), then skip the
+/// descriptors up to the next comma outside parentheses. A comma inside a URL (as in `data:…;base64,…`) stays part
+/// of it.
 private func srcsetURLs(_ value: String) -> [String] {
-    value.split(whereSeparator: { " \t\n\r\u{0C}".contains($0) }).compactMap { token in
-        var url = Substring(token)
-        while url.first == "," { url = url.dropFirst() }
-        while url.last == "," { url = url.dropLast() }
-        let isDescriptor =
-            url.count > 1 && "wxh".contains(url.last!) && url.dropLast().allSatisfy { $0.isNumber || $0 == "." }
-        return url.isEmpty || isDescriptor ? nil : String(url)
+    let characters = Array(value)
+    let space: Set<Character> = [" ", "\t", "\n", "\r", "\u{0C}"]
+    var urls: [String] = []
+    var index = 0
+    while index < characters.count {
+        while index < characters.count && (space.contains(characters[index]) || characters[index] == ",") { index += 1 }
+        guard index < characters.count else { break }
+        let start = index
+        while index < characters.count && !space.contains(characters[index]) { index += 1 }
+        var url = characters[start..<index]
+        var endsCandidate = false
+        while url.last == "," {
+            url = url.dropLast()
+            endsCandidate = true
+        }
+        if !url.isEmpty { urls.append(String(url)) }
+        if endsCandidate { continue }
+        var depth = 0
+        while index < characters.count {
+            let character = characters[index]
+            if character == "(" { depth += 1 }
+            if character == ")" { depth = max(0, depth - 1) }
+            if character == "," && depth == 0 { break }
+            index += 1
+        }
     }
+    return urls
 }
 
 private func fail(_ reason: String, input: [UInt8], first: String, second: String) -> Never {
