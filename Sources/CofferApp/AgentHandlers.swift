@@ -30,7 +30,7 @@ public struct SilentConversation: AgentConversation {
     /// Drops it.
     public func progress(_ progress: ImportProgress) {}
     /// Deletes it at once.
-    public func ownPreview(_ folder: String) { FolderTree.remove(folder) }
+    public func ownPreview(_ folder: String) { SecureFile.removeTree(folder) }
     /// Nothing to do.
     public func endPreview() {}
 }
@@ -193,7 +193,7 @@ public final class MailHandler: Sendable {
         do {
             try Self.writeNew(content, to: file)
         } catch {
-            FolderTree.remove(folder)
+            SecureFile.removeTree(folder)
             throw error
         }
         return (file, folder, info)
@@ -273,7 +273,7 @@ public final class LogoutHandler: Sendable {
         if user.hasOpenedMailStore { try? user.mailStore.close() }
         try await keymaker.destroy()
         registry.remove(account)
-        FolderTree.remove(dependencies.paths.mail(account))
+        SecureFile.removeTree(dependencies.paths.mail(account))
     }
 }
 
@@ -282,17 +282,4 @@ struct ConversationPresence: PresenceAuthenticator {
     let conversation: any AgentConversation
     init(_ conversation: any AgentConversation) { self.conversation = conversation }
     func confirmPresence(reason: String) async -> Bool { await conversation.confirmPresence(reason: reason) }
-}
-
-/// Deleting folders without following symbolic links.
-enum FolderTree {
-    static func remove(_ root: String) {
-        for name in (try? SecureFile.list(root)) ?? [] {
-            let path = "\(root)/\(name)"
-            var info = stat()
-            guard lstat(path, &info) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR { remove(path) } else { unlink(path) }
-        }
-        rmdir(root)
-    }
 }

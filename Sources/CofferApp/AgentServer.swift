@@ -290,7 +290,7 @@ final class ConnectionConversation: AgentConversation {
             state.folder = folder
             return true
         }
-        if !kept { FolderTree.remove(folder) }
+        if !kept { SecureFile.removeTree(folder) }
     }
 
     func endPreview() {
@@ -298,7 +298,7 @@ final class ConnectionConversation: AgentConversation {
             defer { state.folder = nil }
             return state.folder
         }
-        if let folder { FolderTree.remove(folder) }
+        if let folder { SecureFile.removeTree(folder) }
     }
 
     /// The connection closed: deletes its preview now and any a handler hands over later.

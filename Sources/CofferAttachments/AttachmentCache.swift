@@ -162,7 +162,7 @@ public final class AttachmentCache: Sendable {
         let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
         let folder = "\(previewFolder)/\(getpid())-\(nonce)"
         do { try SecureFile.makePrivateDirectory(folder) } catch { throw AttachmentError.wrap(error) }
-        defer { Self.removeTree(folder) }
+        defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/attachment\(Self.safeExtension(suggestedName))"
         try decrypt(path, keys: keys, to: file)
         let process = Process()
@@ -216,9 +216,9 @@ public final class AttachmentCache: Sendable {
         for name in try list() where name != "previews" {
             let path = "\(folder)/\(name)"
             if name.hasSuffix(Self.fileExtension) { removed += 1 }
-            Self.removeTree(path)
+            SecureFile.removeTree(path)
         }
-        for name in (try? SecureFile.list(previewFolder)) ?? [] { Self.removeTree("\(previewFolder)/\(name)") }
+        for name in (try? SecureFile.list(previewFolder)) ?? [] { SecureFile.removeTree("\(previewFolder)/\(name)") }
         forgetKeys()
         return removed
     }
@@ -227,13 +227,13 @@ public final class AttachmentCache: Sendable {
     /// run (or of an earlier process with this one's id). Runs when the cache is created.
     public func removeLeftovers() throws(AttachmentError) {
         for name in try list() where name.hasPrefix(".") && name.contains(".tmp-") {
-            Self.removeTree("\(folder)/\(name)")
+            SecureFile.removeTree("\(folder)/\(name)")
         }
         let own = getpid()
         for name in (try? SecureFile.list(previewFolder)) ?? [] {
             let owner = name.split(separator: "-").first.flatMap { Int32($0) }
             if let owner, owner != own, kill(owner, 0) == 0 || errno == EPERM { continue }
-            Self.removeTree("\(previewFolder)/\(name)")
+            SecureFile.removeTree("\(previewFolder)/\(name)")
         }
     }
 
@@ -357,16 +357,6 @@ public final class AttachmentCache: Sendable {
         return "." + ext.lowercased()
     }
 
-    static func removeTree(_ path: String) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return }
-        if info.st_mode & S_IFMT == S_IFDIR {
-            for name in (try? SecureFile.list(path)) ?? [] { removeTree("\(path)/\(name)") }
-            rmdir(path)
-        } else {
-            unlink(path)
-        }
-    }
 }
 
 /// The cache's keys, derived once per unlock.

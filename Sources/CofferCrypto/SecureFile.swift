@@ -110,6 +110,40 @@ public enum SecureFile {
         return names.sorted()
     }
 
+    /// Every regular file below `root`, recursively, without following symbolic links.
+    public static func files(below root: String) -> [String] {
+        var found: [String] = []
+        for name in (try? list(root)) ?? [] {
+            let path = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                found += files(below: path)
+            } else if info.st_mode & S_IFMT == S_IFREG {
+                found.append(path)
+            }
+        }
+        return found
+    }
+
+    /// Deletes `root` (a file, or a folder and everything below it), without following symbolic links; what cannot
+    /// be deleted stays.
+    public static func removeTree(_ root: String) {
+        var rootInfo = stat()
+        guard lstat(root, &rootInfo) == 0 else { return }
+        guard rootInfo.st_mode & S_IFMT == S_IFDIR else {
+            unlink(root)
+            return
+        }
+        for name in (try? list(root)) ?? [] {
+            let path = "\(root)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR { removeTree(path) } else { unlink(path) }
+        }
+        rmdir(root)
+    }
+
     /// Deletes temporary files that an interrupted ``writeAtomically(_:to:)`` left in `folder`.
     public static func removeTemporaryLeftovers(in folder: String) throws(CofferCryptoError) {
         for name in try list(folder) where name.hasPrefix(".") && name.contains(".tmp-") {

@@ -18,37 +18,13 @@ public final class TemporaryDirectory: Sendable {
         path = String(cString: template)
     }
 
-    deinit { Self.removeTree(path) }
+    deinit { SecureFile.removeTree(path) }
 
     /// Every regular file below the folder, recursively.
     public func allFiles() -> [String] { Self.files(below: path) }
 
-    /// Every regular file below `root`.
-    public static func files(below root: String) -> [String] {
-        var found: [String] = []
-        for name in (try? SecureFile.list(root)) ?? [] {
-            let child = "\(root)/\(name)"
-            var info = stat()
-            guard lstat(child, &info) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR {
-                found += files(below: child)
-            } else if info.st_mode & S_IFMT == S_IFREG {
-                found.append(child)
-            }
-        }
-        return found
-    }
-
-    /// Deletes `root` and everything below it.
-    public static func removeTree(_ root: String) {
-        for name in (try? SecureFile.list(root)) ?? [] {
-            let child = "\(root)/\(name)"
-            var info = stat()
-            guard lstat(child, &info) == 0 else { continue }
-            if info.st_mode & S_IFMT == S_IFDIR { removeTree(child) } else { unlink(child) }
-        }
-        rmdir(root)
-    }
+    /// Every regular file below `root`, recursively (``SecureFile/files(below:)``).
+    public static func files(below root: String) -> [String] { SecureFile.files(below: root) }
 }
 
 /// Searches files for byte strings (canary scans).

@@ -238,7 +238,7 @@ struct Logout: AsyncParsableCommand {
             }
             try await keymaker.destroy()
             // Without the key the sealed store is noise; it is deleted all the same.
-            FileTree.remove(mail)
+            SecureFile.removeTree(mail)
             print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
         }
     }

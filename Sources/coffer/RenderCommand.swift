@@ -84,7 +84,7 @@ enum MessagePage {
         let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
         let folder = "\(parent)/\(getpid())-\(nonce)"
         guard mkdir(folder, 0o700) == 0 else { throw CLIError("Cannot create the folder \(folder).") }
-        defer { removeTree(folder) }
+        defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/message.html"
         try writeNew(Array(page.utf8), to: file)
         if let viewer {
@@ -161,10 +161,6 @@ enum MessagePage {
         }
     }
 
-    private static func removeTree(_ folder: String) {
-        for name in (try? SecureFile.list(folder)) ?? [] { unlink("\(folder)/\(name)") }
-        rmdir(folder)
-    }
 }
 
 struct RenderCommand: AsyncParsableCommand {

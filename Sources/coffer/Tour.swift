@@ -22,7 +22,7 @@ struct Tour: AsyncParsableCommand {
                 throw CLIError("Could not create a temporary folder for the tour.")
             }
             let root = String(cString: made)
-            defer { FileTree.remove(root) }
+            defer { SecureFile.removeTree(root) }
             try await tour(root: root)
         }
     }
@@ -95,7 +95,7 @@ struct Tour: AsyncParsableCommand {
         let needles =
             [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
             + mailMarkers.map { Array($0.utf8) }
-        let files = FileTree.files(below: root).filter { !$0.hasSuffix("/sample.mbox") }
+        let files = SecureFile.files(below: root).filter { !$0.hasSuffix("/sample.mbox") }
         let hits = files.filter { file in
             guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 26) else { return false }
             return needles.contains { contains(bytes, $0) }
@@ -109,7 +109,7 @@ struct Tour: AsyncParsableCommand {
 
         step("logout --yes")
         try await keymaker.destroy()
-        let remaining = FileTree.files(below: home.keychain).filter { $0.hasSuffix(".item") }.count
+        let remaining = SecureFile.files(below: home.keychain).filter { $0.hasSuffix(".item") }.count
         print("The MainKey and every wrap are gone (\(remaining) keychain items left); the sealed token is now noise.")
         print("\nNext: `coffer --help`, and the README's CLI reference.")
     }
