@@ -18,10 +18,11 @@ enum UnlockBench {
             table.add(["KDF \(parameters)", format(kdf * 1000, 1), note])
         }
 
-        // Everything but the KDF, with the production parameters: each PIN unlock is paired with a KDF run of the
-        // same cost right after it, and the median of the differences is reported. The durable pre-count of the
-        // attempt runs concurrently with the KDF, and the reset after success is written in the background, so
-        // what remains is keychain reads, the envelope open and the autolock policy.
+        // Everything but the KDF: the same PIN unlock with a negligible KDF (N=2^10), minus that KDF's own time.
+        // The durable pre-count of the attempt runs on another thread while the KDF runs, and the reset after a
+        // success is written in the background, so with the production KDF they add nothing to the wait; what
+        // remains is keychain reads, the envelope open and the autolock policy. (Unlock minus a separate
+        // production KDF run would be dominated by the KDF's own variance.)
         let cheap = Keymaker(
             account: "bench-cheap",
             keychain: keychain,
@@ -40,21 +41,6 @@ enum UnlockBench {
             "PIN unlock minus its KDF (N=2^10 so the KDF is small)", format((cheapUnlock - cheapKDF) * 1000, 2),
             "< 5 ms",
         ])
-        let keymaker = Keymaker(account: "bench", keychain: keychain, device: device)
-        try await keymaker.createMainKey()
-        try await keymaker.activatePIN(pin)
-        var differences: [Double] = []
-        for _ in 0..<7 {
-            await keymaker.lock()
-            await keymaker.flush()
-            var start = Timer.now()
-            try await keymaker.unlock(.pin(pin))
-            let unlock = Double(Timer.now() - start) / 1e9
-            start = Timer.now()
-            try derive(pin, .standard)
-            differences.append(unlock - Double(Timer.now() - start) / 1e9)
-        }
-        table.add(["PIN unlock minus its KDF (paired)", format(differences.sorted()[3] * 1000, 2), "< 5 ms"])
         let durable = try await Timer.median(runs: 9) {
             try keychain.set(
                 SecretBytes(copying: [1, 2, 3]),
@@ -63,10 +49,10 @@ enum UnlockBench {
             )
         }
         table.add(["one durable keychain write (fsync ×2), hidden behind the KDF", format(durable * 1000, 2), ""])
-        try await keymaker.deactivate(.pin)
+        try await cheap.deactivate(.pin)
         let none = try await Timer.median(runs: 21) {
-            await keymaker.lock()
-            try await keymaker.unlock(.none)
+            await cheap.lock()
+            try await cheap.unlock(.none)
         }
         table.add(["unlock with strategy none", format(none * 1000, 2), "< 5 ms"])
         table.print()
