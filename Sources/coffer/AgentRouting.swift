@@ -181,14 +181,14 @@ enum AgentLink {
 
     /// `attachment open` through the agent: it decrypts into a private folder it owns, the viewer runs here, and
     /// the agent deletes the file when told (or when this connection closes).
-    static func openAttachment(_ mail: MailSession, agent: AgentClient, id: Int64, viewer: String) async throws {
+    static func openAttachment(_ mail: MailSession, agent: AgentClient, id: Int64, viewer: String?) async throws {
         var request = AgentRequest(.preview, account: mail.session.account)
         request.id = id
         let reply = try await agent.call(request)
         guard let path = reply.path else { throw AppError.malformedMessage }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "\(viewer) \"$1\"", "coffer-viewer", path]
+        process.arguments = ["-c", Viewer.script(viewer), "coffer-viewer", path]
         let status: Int32
         do {
             try process.run()

@@ -51,8 +51,12 @@ struct AttachmentCommand: AsyncParsableCommand {
 
         @OptionGroup var home: HomeOptions
         @OptionGroup var pinOptions: PINOptions
-        @Option(name: .long, help: "The viewer command (run through /bin/sh with the file as its argument).")
-        var viewer = "xdg-open"
+        @Option(
+            name: .long,
+            help:
+                "The viewer command (run through /bin/sh with the file as its argument; default: xdg-open, then Enter)."
+        )
+        var viewer: String?
         @Argument(help: "The attachment id.") var id: Int64
 
         func run() async throws {
@@ -66,7 +70,7 @@ struct AttachmentCommand: AsyncParsableCommand {
                 let status = try await cache.preview(
                     key,
                     suggestedName: filename,
-                    viewer: ["/bin/sh", "-c", "\(viewer) \"$1\"", "coffer-viewer"]
+                    viewer: ["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer"]
                 )
                 print("The viewer exited with status \(status); the decrypted copy was deleted.")
                 try mail.close()

@@ -87,19 +87,8 @@ enum MessagePage {
         defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/message.html"
         try writeNew(Array(page.utf8), to: file)
-        if let viewer {
-            let status = try await run(["/bin/sh", "-c", "\(viewer) \"$1\"", "coffer-viewer", file])
-            print("The viewer exited with status \(status); the page was deleted.")
-        } else if let opener = findOnPath("xdg-open") {
-            let status = try await run([opener, file])
-            print("Opened \(file) (xdg-open exited with status \(status)). Press Enter to delete it.")
-            _ = Terminal.readLine(fd: 0)
-            print("The page was deleted.")
-        } else {
-            print("The page is at \(file). Press Enter to delete it.")
-            _ = Terminal.readLine(fd: 0)
-            print("The page was deleted.")
-        }
+        let status = try await run(["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer", file])
+        print("The viewer exited with status \(status); the page was deleted.")
     }
 
     /// Where pages are written: `$XDG_RUNTIME_DIR/coffer-previews` (memory on most systems), else `$TMPDIR` or
@@ -137,7 +126,7 @@ enum MessagePage {
             .replacingOccurrences(of: ">", with: "&gt;")
     }
 
-    private static func findOnPath(_ name: String) -> String? {
+    static func findOnPath(_ name: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
         for folder in path.split(separator: ":") where !folder.isEmpty {
             let candidate = "\(folder)/\(name)"
@@ -221,5 +210,20 @@ struct RenderCommand: AsyncParsableCommand {
                 try await MessagePage.show(rendered.page, viewer: viewer, under: MessagePage.defaultParent)
             }
         }
+    }
+}
+
+/// The viewer rules shared by attachment preview and HTML pages: a `/bin/sh -c` script that gets the file as `$1`.
+/// With `--viewer CMD` it runs `CMD "$1"` and the file is deleted when that returns. Without, `xdg-open` when it is
+/// on the path: it hands the file to a desktop program and returns at once, so the script waits for Enter before
+/// the file is deleted; and without `xdg-open` the script prints the path and waits for Enter.
+enum Viewer {
+    static func script(_ viewer: String?) -> String {
+        if let viewer { return "\(viewer) \"$1\"" }
+        if MessagePage.findOnPath("xdg-open") != nil {
+            return
+                "xdg-open \"$1\"; printf 'Opened with xdg-open; press Enter when you are done to delete it. '; read -r _"
+        }
+        return "printf 'The file is at %s; press Enter when you are done to delete it. ' \"$1\"; read -r _"
     }
 }

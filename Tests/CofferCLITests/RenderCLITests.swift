@@ -122,8 +122,9 @@ import Testing
         let out = String(decoding: stdout.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        #expect(out.contains("The page is at \(files.path)/coffer-pages-"))
-        #expect(out.contains("The page was deleted."))
+        #expect(out.contains("The file is at \(files.path)/coffer-pages-"))
+        #expect(out.contains("press Enter when you are done to delete it."))
+        #expect(out.contains("the page was deleted."))
         let pages = try FileManager.default.contentsOfDirectory(atPath: files.path).filter {
             $0.hasPrefix("coffer-pages-")
         }
