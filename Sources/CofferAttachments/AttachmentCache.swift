@@ -36,7 +36,7 @@ public final class AttachmentCache: Sendable {
 
     private let keymaker: Keymaker
     private let clock: any KeymakerClock
-    private let cachedKeys = Mutex<CacheKeys?>(nil)
+    private let derivedKeys = DerivedKeyCache<CacheKeys>()
 
     /// Opens the cache, creating its folders, and deletes leftovers of killed processes.
     ///
@@ -238,7 +238,7 @@ public final class AttachmentCache: Sendable {
     }
 
     /// Drops the derived keys from memory now; the next operation derives them again if unlocked.
-    public func forgetKeys() { cachedKeys.withLock { $0 = nil } }
+    public func forgetKeys() { derivedKeys.forget() }
 
     /// The number of entry files present (expired or not).
     public func entryCount() throws(AttachmentError) -> Int {
@@ -314,19 +314,12 @@ public final class AttachmentCache: Sendable {
     }
 
     private func keys() async throws(AttachmentError) -> CacheKeys {
-        let mainKey: MainKey
-        do {
-            mainKey = try await keymaker.key()
-        } catch {
-            forgetKeys()
-            throw error == .locked ? .locked : .keymaker(error)
+        try await derivedKeys.value(from: keymaker) { error in
+            error == .locked ? .locked : .keymaker(error)
+        } derive: {
+            (mainKey) throws(AttachmentError) in
+            try CacheKeys(mainKey: mainKey)
         }
-        if let cached = cachedKeys.withLock({ $0 }), cached.source == ObjectIdentifier(mainKey), !mainKey.isWiped {
-            return cached
-        }
-        let keys = try CacheKeys(mainKey: mainKey)
-        cachedKeys.withLock { $0 = keys }
-        return keys
     }
 
     /// Seconds since the entry was written, or `nil` if there is none.
@@ -361,13 +354,11 @@ public final class AttachmentCache: Sendable {
 
 /// The cache's keys, derived once per unlock.
 final class CacheKeys: Sendable {
-    let source: ObjectIdentifier
     /// `attachments.cache`: the streaming AEAD key.
     let stream: EnvelopeKey
     private let names: HMAC<SHA256>
 
     init(mainKey: MainKey) throws(AttachmentError) {
-        source = ObjectIdentifier(mainKey)
         do { stream = try mainKey.subkey("attachments.cache") } catch {
             throw error == .locked ? .locked : .keymaker(error)
         }

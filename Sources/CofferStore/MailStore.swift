@@ -35,7 +35,7 @@ public final class MailStore: Sendable {
     let database: DatabasePool
     let keymaker: Keymaker
     let eventSink: AsyncStream<StoreEvent>.Continuation
-    private let cachedKeys = Mutex<StoreKeys?>(nil)
+    private let derivedKeys = DerivedKeyCache<StoreKeys>()
 
     /// Opens (creating it if needed) the store in `folder`, and runs pending migrations. Opening needs no key;
     /// every other operation does.
@@ -83,7 +83,7 @@ public final class MailStore: Sendable {
 
     /// Drops the derived subkeys from memory now (for example when the Keymaker reports a lock); the next operation
     /// derives them again if the Keymaker is unlocked.
-    public func forgetKeys() { cachedKeys.withLock { $0 = nil } }
+    public func forgetKeys() { derivedKeys.forget() }
 
     /// Writes the WAL back into the database file and truncates it, then drops the keys. Call before the process
     /// ends; the store must not be used afterwards.
@@ -99,19 +99,12 @@ public final class MailStore: Sendable {
 
     /// The keys for the current unlock.
     func keys() async throws(StoreError) -> StoreKeys {
-        let mainKey: MainKey
-        do {
-            mainKey = try await keymaker.key()
-        } catch {
-            forgetKeys()
-            throw error == .locked ? .locked : .keymaker(error)
+        try await derivedKeys.value(from: keymaker) { error in
+            error == .locked ? .locked : .keymaker(error)
+        } derive: {
+            (mainKey) throws(StoreError) in
+            try StoreKeys(mainKey: mainKey)
         }
-        if let cached = cachedKeys.withLock({ $0 }), cached.source == ObjectIdentifier(mainKey), !mainKey.isWiped {
-            return cached
-        }
-        let keys = try StoreKeys(mainKey: mainKey)
-        cachedKeys.withLock { $0 = keys }
-        return keys
     }
 
     /// Runs a read closure, mapping errors.

@@ -81,8 +81,6 @@ final class StoreKeys: Sendable {
         let prefix: EnvelopeContext
     }
 
-    /// The MainKey the keys came from: a new unlock hands out a new object, so the keys are derived again.
-    let source: ObjectIdentifier
     private let slots: [SealedColumn: Slot]
     /// The blind-index key (`store.search`).
     let search: KeyedHasher
@@ -90,7 +88,6 @@ final class StoreKeys: Sendable {
     let lookup: KeyedHasher
 
     init(mainKey: MainKey) throws(StoreError) {
-        source = ObjectIdentifier(mainKey)
         var slots: [SealedColumn: Slot] = [:]
         do {
             for column in SealedColumn.allCases {

@@ -1,0 +1,43 @@
+import Synchronization
+
+/// Values derived from an account's MainKey that are worth deriving once per unlock (column subkeys, prepared
+/// hashers), shared by the store and the attachment cache.
+///
+/// A value is reused only while the MainKey it came from is the Keymaker's current one and has not been wiped; after
+/// a lock and a new unlock it is derived again. The cache keeps the MainKey object it came from (a wiped key is
+/// zeroed, so keeping it holds nothing secret) so that a new key at a reused address is never mistaken for the old
+/// one.
+public final class DerivedKeyCache<Value: Sendable>: Sendable {
+    private let entry = Mutex<(key: MainKey, value: Value)?>(nil)
+
+    /// An empty cache.
+    public init() {}
+
+    /// The value for the Keymaker's current MainKey, derived with `derive` when there is none for that key yet.
+    ///
+    /// - Parameters:
+    ///   - keymaker: The account's Keymaker.
+    ///   - mapError: Turns the Keymaker's error (``KeymakerError/locked`` while locked) into the caller's.
+    ///   - derive: Derives the value from the MainKey.
+    /// - Throws: The mapped Keymaker error (the cache is emptied), or what `derive` throws.
+    public func value<E: Error>(
+        from keymaker: Keymaker,
+        mapError: (KeymakerError) -> E,
+        derive: (MainKey) throws(E) -> Value
+    ) async throws(E) -> Value {
+        let mainKey: MainKey
+        do {
+            mainKey = try await keymaker.key()
+        } catch {
+            forget()
+            throw mapError(error)
+        }
+        if let cached = entry.withLock({ $0 }), cached.key === mainKey, !mainKey.isWiped { return cached.value }
+        let value = try derive(mainKey)
+        entry.withLock { $0 = (mainKey, value) }
+        return value
+    }
+
+    /// Drops the cached value now.
+    public func forget() { entry.withLock { $0 = nil } }
+}
