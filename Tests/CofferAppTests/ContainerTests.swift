@@ -6,20 +6,23 @@ import Synchronization
 import Testing
 
 @Suite struct ContainerTests {
-    @Test func theUnimplementedKeychainFailsTheTestWhenTouched() {
-        withKnownIssue {
-            _ = try? UnimplementedKeychain().read(.init(service: "s", account: "a"))
-        }
+    @Test func theUnimplementedKeychainReportsWhenTouched() {
+        let recorder = TouchRecorder()
+        _ = try? UnimplementedKeychain(report: recorder.report).read(.init(service: "s", account: "a"))
+        #expect(recorder.recorded == ["UnimplementedKeychain.read was called: this path must not touch the keychain"])
     }
 
-    @Test func theUnimplementedPresenceFailsTheTestWhenTouched() async {
-        await withKnownIssue {
-            _ = await RecordingUnimplementedPresence().confirmPresence(reason: "test")
-        }
+    @Test func theUnimplementedPresenceReportsWhenTouched() async {
+        let recorder = TouchRecorder()
+        _ = await RecordingUnimplementedPresence(report: recorder.report).confirmPresence(reason: "test")
+        #expect(recorder.recorded.count == 1)
+        #expect(recorder.recorded.first?.hasPrefix("UnimplementedPresence.confirmPresence was called") == true)
     }
 
-    @Test func theUnimplementedClockFailsTheTestWhenTouched() {
-        withKnownIssue { _ = UnimplementedClock().now() }
+    @Test func theUnimplementedClockReportsWhenTouched() {
+        let recorder = TouchRecorder()
+        _ = UnimplementedClock(report: recorder.report).now()
+        #expect(recorder.recorded == ["UnimplementedClock.now was called: this path must not read the clock"])
     }
 
     @Test func lockingTouchesNeitherKeychainNorClockNorPresence() async throws {

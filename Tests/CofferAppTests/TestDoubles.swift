@@ -4,10 +4,14 @@ import CofferKeychain
 import CofferKeymaker
 import CofferTesting
 import Logging
+import Synchronization
 import Testing
 
 /// A keychain that fails the test when touched: for paths that must not read or write secrets.
 struct UnimplementedKeychain: Keychain {
+    /// Where touching is reported: a test failure by default; a double's own test passes a recorder.
+    var report: @Sendable (String) -> Void = { Issue.record(Comment(rawValue: $0)) }
+
     func add(
         _ value: SecretBytes,
         at address: KeychainAddress,
@@ -15,51 +19,57 @@ struct UnimplementedKeychain: Keychain {
     )
         throws(KeychainError)
     {
-        Issue.record("UnimplementedKeychain.add was called: this path must not touch the keychain")
+        report("UnimplementedKeychain.add was called: this path must not touch the keychain")
         throw .itemNotFound
     }
 
     func update(_ value: SecretBytes, at address: KeychainAddress) throws(KeychainError) {
-        Issue.record("UnimplementedKeychain.update was called: this path must not touch the keychain")
+        report("UnimplementedKeychain.update was called: this path must not touch the keychain")
         throw .itemNotFound
     }
 
     func read(_ address: KeychainAddress) throws(KeychainError) -> SecretBytes {
-        Issue.record("UnimplementedKeychain.read was called: this path must not touch the keychain")
+        report("UnimplementedKeychain.read was called: this path must not touch the keychain")
         throw .itemNotFound
     }
 
     func delete(_ address: KeychainAddress) throws(KeychainError) {
-        Issue.record("UnimplementedKeychain.delete was called: this path must not touch the keychain")
+        report("UnimplementedKeychain.delete was called: this path must not touch the keychain")
     }
 
     func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress] {
-        Issue.record("UnimplementedKeychain.addresses was called: this path must not touch the keychain")
+        report("UnimplementedKeychain.addresses was called: this path must not touch the keychain")
         return []
     }
 
     func passcodeRemoved() throws(KeychainError) {
-        Issue.record("UnimplementedKeychain.passcodeRemoved was called: this path must not touch the keychain")
+        report("UnimplementedKeychain.passcodeRemoved was called: this path must not touch the keychain")
     }
 }
 
 /// A presence authenticator that fails the test (without crashing the run) when asked.
 struct RecordingUnimplementedPresence: PresenceAuthenticator {
+    /// Where touching is reported: a test failure by default; a double's own test passes a recorder.
+    var report: @Sendable (String) -> Void = { Issue.record(Comment(rawValue: $0)) }
+
     func confirmPresence(reason: String) async -> Bool {
-        Issue.record("UnimplementedPresence.confirmPresence was called: this path must not ask for presence")
+        report("UnimplementedPresence.confirmPresence was called: this path must not ask for presence")
         return false
     }
 }
 
 /// A clock that fails the test when read.
 struct UnimplementedClock: KeymakerClock {
+    /// Where touching is reported: a test failure by default; a double's own test passes a recorder.
+    var report: @Sendable (String) -> Void = { Issue.record(Comment(rawValue: $0)) }
+
     func now() -> ClockReading {
-        Issue.record("UnimplementedClock.now was called: this path must not read the clock")
+        report("UnimplementedClock.now was called: this path must not read the clock")
         return ClockReading(boot: 0, wall: 0)
     }
 
     func sleep(untilBoot deadline: UInt64) async throws {
-        Issue.record("UnimplementedClock.sleep was called: this path must not wait")
+        report("UnimplementedClock.sleep was called: this path must not wait")
     }
 }
 
@@ -96,4 +106,11 @@ struct TestApp {
         try await user.keymaker.lock()
         return user
     }
+}
+
+/// Collects what an unimplemented double reports, for the doubles' own tests.
+final class TouchRecorder: Sendable {
+    private let messages = Mutex<[String]>([])
+    var recorded: [String] { messages.withLock { $0 } }
+    var report: @Sendable (String) -> Void { { [self] message in messages.withLock { $0.append(message) } } }
 }
