@@ -99,111 +99,39 @@ enum Schema {
 }
 
 /// A row of `accounts`: the id and one sealed cell (name and primary address).
-struct AccountRecord: FetchableRecord, PersistableRecord, Sendable {
+struct AccountRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "accounts"
     var id: Int64
     var details: Data
-
-    init(id: Int64, details: Data) {
-        self.id = id
-        self.details = details
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        details = row["details"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["details"] = details
-    }
 }
 
 /// A row of `addresses` (the account's own addresses): clear account id, a keyed lookup hash, one sealed cell.
-struct AddressRecord: FetchableRecord, PersistableRecord, Sendable {
+struct AddressRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "addresses"
     var id: Int64
     var accountID: Int64
     var lookup: Data
     var details: Data
-
-    init(id: Int64, accountID: Int64, lookup: Data, details: Data) {
-        self.id = id
-        self.accountID = accountID
-        self.lookup = lookup
-        self.details = details
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        accountID = row["accountID"]
-        lookup = row["lookup"]
-        details = row["details"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["accountID"] = accountID
-        container["lookup"] = lookup
-        container["details"] = details
-    }
 }
 
 /// A row of `contacts`: a keyed lookup hash of the address and one sealed cell (name and address).
-struct ContactRecord: FetchableRecord, PersistableRecord, Sendable {
+struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "contacts"
     var id: Int64
     var lookup: Data
     var details: Data
-
-    init(id: Int64, lookup: Data, details: Data) {
-        self.id = id
-        self.lookup = lookup
-        self.details = details
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        lookup = row["lookup"]
-        details = row["details"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["lookup"] = lookup
-        container["details"] = details
-    }
 }
 
 /// A row of `labels`: a keyed lookup hash of the name and the sealed name.
-struct LabelRecord: FetchableRecord, PersistableRecord, Sendable {
+struct LabelRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "labels"
     var id: Int64
     var lookup: Data
     var name: Data
-
-    init(id: Int64, lookup: Data, name: Data) {
-        self.id = id
-        self.lookup = lookup
-        self.name = name
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        lookup = row["lookup"]
-        name = row["name"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["lookup"] = lookup
-        container["name"] = name
-    }
 }
 
 /// A row of `messages`: the clear metadata, the keyed duplicate hashes and nine sealed cells.
-struct MessageRecord: FetchableRecord, PersistableRecord, Sendable {
+struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "messages"
     var id: Int64
     var conversationID: Int64
@@ -222,6 +150,7 @@ struct MessageRecord: FetchableRecord, PersistableRecord, Sendable {
     var htmlBody: Data
     var snippet: Data
 
+    /// A row from its clear columns and the sealed cells of the nine sealed columns.
     init(
         id: Int64,
         conversationID: Int64,
@@ -249,146 +178,36 @@ struct MessageRecord: FetchableRecord, PersistableRecord, Sendable {
         htmlBody = cells[.messageHTML] ?? Data()
         snippet = cells[.messageSnippet] ?? Data()
     }
-
-    init(row: Row) throws {
-        id = row["id"]
-        conversationID = row["conversationID"]
-        time = row["time"]
-        flags = row["flags"]
-        size = row["size"]
-        messageIDHash = row["messageIDHash"]
-        contentHash = row["contentHash"]
-        subject = row["subject"]
-        fromList = row["fromList"]
-        toList = row["toList"]
-        ccList = row["ccList"]
-        bccList = row["bccList"]
-        headers = row["headers"]
-        textBody = row["textBody"]
-        htmlBody = row["htmlBody"]
-        snippet = row["snippet"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["conversationID"] = conversationID
-        container["time"] = time
-        container["flags"] = flags
-        container["size"] = size
-        container["messageIDHash"] = messageIDHash
-        container["contentHash"] = contentHash
-        container["subject"] = subject
-        container["fromList"] = fromList
-        container["toList"] = toList
-        container["ccList"] = ccList
-        container["bccList"] = bccList
-        container["headers"] = headers
-        container["textBody"] = textBody
-        container["htmlBody"] = htmlBody
-        container["snippet"] = snippet
-    }
 }
 
 /// A row of `messageLabels`: which label a message carries (clear, with the message time for paging).
-struct MessageLabelRecord: FetchableRecord, PersistableRecord, Sendable {
+struct MessageLabelRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "messageLabels"
     var labelID: Int64
     var time: Int64
     var messageID: Int64
-
-    init(labelID: Int64, time: Int64, messageID: Int64) {
-        self.labelID = labelID
-        self.time = time
-        self.messageID = messageID
-    }
-
-    init(row: Row) throws {
-        labelID = row["labelID"]
-        time = row["time"]
-        messageID = row["messageID"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["labelID"] = labelID
-        container["time"] = time
-        container["messageID"] = messageID
-    }
 }
 
 /// A row of `attachments`: clear message id and position, sealed metadata and sealed content.
-struct AttachmentRecord: FetchableRecord, PersistableRecord, Sendable {
+struct AttachmentRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "attachments"
     var id: Int64
     var messageID: Int64
     var position: Int64
     var info: Data
     var body: Data
-
-    init(id: Int64, messageID: Int64, position: Int64, info: Data, body: Data) {
-        self.id = id
-        self.messageID = messageID
-        self.position = position
-        self.info = info
-        self.body = body
-    }
-
-    init(row: Row) throws {
-        id = row["id"]
-        messageID = row["messageID"]
-        position = row["position"]
-        info = row["info"]
-        body = row["body"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["messageID"] = messageID
-        container["position"] = position
-        container["info"] = info
-        container["body"] = body
-    }
 }
 
 /// A row of `searchTokens`: one blind-index entry (a truncated keyed hash of a token, and the message).
-struct SearchTokenRecord: FetchableRecord, PersistableRecord, Sendable {
+struct SearchTokenRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "searchTokens"
     var token: Int64
     var messageID: Int64
-
-    init(token: Int64, messageID: Int64) {
-        self.token = token
-        self.messageID = messageID
-    }
-
-    init(row: Row) throws {
-        token = row["token"]
-        messageID = row["messageID"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["token"] = token
-        container["messageID"] = messageID
-    }
 }
 
 /// A row of `settings`: the setting's name (clear) and its sealed value.
-struct SettingRecord: FetchableRecord, PersistableRecord, Sendable {
+struct SettingRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "settings"
     var name: String
     var value: Data
-
-    init(name: String, value: Data) {
-        self.name = name
-        self.value = value
-    }
-
-    init(row: Row) throws {
-        name = row["name"]
-        value = row["value"]
-    }
-
-    func encode(to container: inout PersistenceContainer) throws {
-        container["name"] = name
-        container["value"] = value
-    }
 }
