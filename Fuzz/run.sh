@@ -36,7 +36,7 @@ fi
 python3 - "$out/seeds" <<'PY'
 import hashlib, json, pathlib, sys
 folder = pathlib.Path(sys.argv[1])
-data = pathlib.Path("../shared/testdata")
+data = pathlib.Path("Tests/Fixtures")
 payloads = [case["payload"] for case in json.loads((data / "dompurify/expect.json").read_text())]
 payloads += [v["payload_html"] for v in json.loads((data / "httpleaks/httpleaks.json").read_text())["vectors"]]
 for payload in payloads:

@@ -9,7 +9,8 @@ enum TestSupport {
     static let repositoryRoot: URL = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static let sharedTestData = repositoryRoot.deletingLastPathComponent().appendingPathComponent("shared/testdata")
+    /// The DOMPurify and HTTP-leak fixtures in the repository, each with its LICENSE and SOURCE.
+    static let fixtures = repositoryRoot.appendingPathComponent("Tests/Fixtures")
 
     struct DOMPurifyCase: Sendable {
         var index: Int
@@ -19,7 +20,7 @@ enum TestSupport {
     }
 
     static let domPurifyCases: [DOMPurifyCase] = {
-        let url = sharedTestData.appendingPathComponent("dompurify/expect.json")
+        let url = fixtures.appendingPathComponent("dompurify/expect.json")
         guard let data = try? Data(contentsOf: url),
             let array = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]]
         else { return [] }
@@ -45,7 +46,7 @@ enum TestSupport {
     }
 
     static let leakVectors: [LeakVector] = {
-        let url = sharedTestData.appendingPathComponent("httpleaks/httpleaks.json")
+        let url = fixtures.appendingPathComponent("httpleaks/httpleaks.json")
         guard let data = try? Data(contentsOf: url),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
             let vectors = object["vectors"] as? [[String: Any]]

@@ -6,9 +6,8 @@ enum TestPaths {
     static let repoRoot: URL = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The html5lib-tests copy beside the repository.
-    static let html5lib: URL = repoRoot.deletingLastPathComponent()
-        .appendingPathComponent("shared/testdata/html5lib-tests")
+    /// The html5lib-tests copy in the repository (`Tests/Fixtures/html5lib-tests`, with its LICENSE and SOURCE).
+    static let html5lib: URL = repoRoot.appendingPathComponent("Tests/Fixtures/html5lib-tests")
 
     /// The conformance report listing every known failure.
     static let conformanceDoc: URL = repoRoot.appendingPathComponent("docs/html5-conformance.md")

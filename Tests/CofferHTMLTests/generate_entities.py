@@ -8,7 +8,7 @@ expansion, once with and once without the trailing semicolon. A name without sem
 
 Usage (from the repository root):
     python3 Tests/CofferHTMLTests/generate_entities.py \
-        ../shared/testdata/html5lib-tests/tokenizer/namedEntities.test \
+        Tests/Fixtures/html5lib-tests/tokenizer/namedEntities.test \
         > Sources/CofferHTML/NamedEntities.swift
 """
 

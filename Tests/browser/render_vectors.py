@@ -39,7 +39,7 @@ import time
 from playwright.async_api import async_playwright
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-TESTDATA = ROOT.parent / "shared" / "testdata"
+TESTDATA = ROOT / "Tests" / "Fixtures"
 
 # Fired at every element after load, from an isolated world, to wake any surviving handler.
 PROBE = """
