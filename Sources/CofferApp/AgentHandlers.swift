@@ -266,6 +266,8 @@ public final class LogoutHandler: Sendable {
 
     /// Logs `account` out.
     public func logout(_ account: String) async throws {
+        try AccountName.validate(account)
+        dependencies.paths.migrateLegacyMail(account)
         let registry = try dependencies.keymakerRegistry
         let user = registry.user(account)
         let keymaker = try user.keymaker

@@ -27,8 +27,10 @@ public final class KeymakerRegistry: Sendable {
 
     /// The account named `requested`, or the only one.
     ///
-    /// - Throws: ``AppError/unknownAccount(_:)``, ``AppError/noAccount`` or ``AppError/chooseAccount(count:)``.
+    /// - Throws: ``AppError/invalidAccountName(_:)``, ``AppError/unknownAccount(_:)``, ``AppError/noAccount`` or
+    ///   ``AppError/chooseAccount(count:)``.
     public func chooseAccount(_ requested: String?) throws -> String {
+        if let requested { try AccountName.validate(requested) }
         let known = try accounts()
         if let requested {
             guard known.contains(requested) else { throw AppError.unknownAccount(requested) }

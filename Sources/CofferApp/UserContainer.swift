@@ -37,14 +37,16 @@ public final class UserContainer: Sendable {
     /// The account's sealed mail store (opening needs no key).
     public var mailStoreFactory: Factory<MailStore> {
         Factory(storage, scope: .perUser) { [self] in
-            try MailStore(folder: global.paths.store(account), keymaker: keymaker)
+            global.paths.migrateLegacyMail(account)
+            return try MailStore(folder: global.paths.store(account), keymaker: keymaker)
         }
     }
 
     /// The account's attachment cache; opening it deletes leftovers of killed processes.
     public var attachmentCacheFactory: Factory<AttachmentCache> {
         Factory(storage, scope: .perUser) { [self] in
-            try AttachmentCache(folder: global.paths.cache(account), keymaker: keymaker, clock: global.clock)
+            global.paths.migrateLegacyMail(account)
+            return try AttachmentCache(folder: global.paths.cache(account), keymaker: keymaker, clock: global.clock)
         }
     }
 

@@ -11,8 +11,7 @@ struct Init: AsyncParsableCommand {
     @OptionGroup var home: HomeOptions
 
     func validate() throws {
-        guard let account = home.account else { throw ValidationError("init needs --account NAME.") }
-        try validateAccountName(account)
+        guard home.account != nil else { throw ValidationError("init needs --account NAME.") }
     }
 
     func run() async throws {
@@ -232,7 +231,9 @@ struct Logout: AsyncParsableCommand {
                 return try await AgentLifecycle.logout(agent, account: account)
             }
             let keymaker = device.keymaker(for: account)
-            let mail = "\(device.home.data)/mail/\(account)"
+            let paths = device.home.appPaths
+            paths.migrateLegacyMail(account)
+            let mail = paths.mail(account)
             if SecureFile.exists("\(mail)/cache") {
                 try AttachmentCache(folder: "\(mail)/cache", keymaker: keymaker).purgeAll()
             }
