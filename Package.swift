@@ -91,7 +91,11 @@ let package = Package(
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
         .testTarget(name: "CofferStoreTests", dependencies: ["CofferStore", "CofferAttachments", "CofferTesting"]),
-        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting", "CofferApp"], exclude: ["tty_driver.py"]),
+        .testTarget(
+            name: "CofferCLITests",
+            dependencies: ["CofferTesting", "CofferApp"],
+            exclude: ["tty_driver.py", "signal_driver.py"]
+        ),
         .testTarget(
             name: "CofferAppTests",
             dependencies: [

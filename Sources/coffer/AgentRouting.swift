@@ -194,6 +194,7 @@ enum AgentLink {
             try process.run()
             process.waitUntilExit()
             status = process.terminationStatus
+            Viewer.waitIfNeeded(viewer, file: path)
         } catch {
             _ = try? await agent.call(AgentRequest(.previewEnd, account: mail.session.account))
             throw CLIError("The viewer could not be started.")

@@ -67,11 +67,12 @@ struct AttachmentCommand: AsyncParsableCommand {
                     return try await AgentLink.openAttachment(mail, agent: agent, id: id, viewer: viewer)
                 }
                 let (cache, key, filename) = try await AttachmentCommand.cached(mail, id: id)
+                PreviewCleanup.protect(parent: cache.previewFolder)
                 let status = try await cache.preview(
                     key,
                     suggestedName: filename,
                     viewer: ["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer"]
-                )
+                ) { [viewer] file in Viewer.waitIfNeeded(viewer, file: file) }
                 print("The viewer exited with status \(status); the decrypted copy was deleted.")
                 try mail.close()
             }
