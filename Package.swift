@@ -101,7 +101,8 @@ let package = Package(
             dependencies: [
                 "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["Fixtures"]
         ),
     ],
     swiftLanguageModes: [.v6]
