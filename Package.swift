@@ -101,6 +101,7 @@ let package = Package(
             dependencies: [
                 "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             exclude: ["Fixtures"]
         ),

@@ -22,9 +22,13 @@ final class AgentProcess {
         return (cli, runtime)
     }
 
-    init(_ cli: CLIRunner, runtime: TemporaryDirectory) throws {
+    /// Arguments added to `coffer agent`.
+    let agentArguments: [String]
+
+    init(_ cli: CLIRunner, runtime: TemporaryDirectory, arguments: [String] = []) throws {
         self.cli = cli
         self.runtime = runtime
+        agentArguments = arguments
         log = "\(runtime.path)/agent.log"
         try start()
     }
@@ -33,7 +37,7 @@ final class AgentProcess {
     func start() throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-        process.arguments = ["agent", "--home", cli.home.path]
+        process.arguments = ["agent", "--home", cli.home.path] + agentArguments
         var environment = ProcessInfo.processInfo.environment
         environment["COFFER_HOME"] = nil
         environment.merge(cli.extraEnvironment) { $1 }
@@ -337,6 +341,23 @@ func messageWithAttachment(canary: String) -> String {
         #expect(answered.stdout.contains("Unlocked carol in the agent"))
         #expect(try cli.run(["status"]).stdout.contains("state: unlocked"))
         #expect(agent.logText.contains("method=secure-element"))
+    }
+
+    @Test func aPresenceQuestionNobodyAnswersEndsAtTheAgentsLimit() throws {
+        let (cli, runtime) = AgentProcess.runner()
+        _ = try cli.run(["init", "--account", "carol"])
+        #expect(try cli.run(["protect", "secure-element"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
+        // The person at the terminal never types the code: the client stops asking when the agent stops waiting.
+        let ignored = try cli.runOnTerminal(["unlock"], answerPresence: false, mode: "ignore")
+        #expect(ignored.status == 1, "\(ignored.stdout)")
+        #expect(ignored.stdout.contains("type "), "the code was shown: \(ignored.stdout)")
+        #expect(ignored.stdout.contains("No answer in time; presence was not confirmed."), "\(ignored.stdout)")
+        #expect(try cli.run(["status"]).stdout.contains("state: locked"))
+        // The agent serves on, and a prompt answered in time unlocks.
+        let answered = try cli.runOnTerminal(["unlock"], answerPresence: true)
+        #expect(answered.status == 0, "\(answered.stdout)")
+        #expect(agent.stop() == 0)
     }
 
     @Test func manyClientsAtOnceAndClientsThatLeaveMidRequest() async throws {
