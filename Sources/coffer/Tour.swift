@@ -36,7 +36,7 @@ struct Tour: AsyncParsableCommand {
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
         let home = try CofferHome.resolve(home: root)
-        let device = try home.open(presence: TourPresence())
+        let device = try home.openForSetUp(presence: TourPresence())
         let account = "tour@example.com"
         let keymaker = device.keymaker(for: account)
 
