@@ -30,9 +30,9 @@ let package = Package(
         .target(
             name: "CofferCrypto",
             dependencies: [
-                "CCofferSystem",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CCofferSystem", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
