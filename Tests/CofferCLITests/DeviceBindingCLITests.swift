@@ -39,6 +39,76 @@ import Testing
         #expect(Self.snapshot(cli.home.path) == before, "a refused command changed the home")
     }
 
+    /// Runs `coffer args… --home <cli's home>` in a private mount namespace where `/etc/machine-id` reads
+    /// `machineID`: the binary itself, on "another machine".
+    static func runOnAnotherMachine(
+        _ cli: CLIRunner,
+        machineID: String,
+        _ arguments: [String]
+    ) throws -> CLIRunner.Result {
+        let file = "\(cli.home.path)/other-machine-id"
+        try Data("\(machineID)\n".utf8).write(to: URL(fileURLWithPath: file))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments =
+            [
+                "-m", "sh", "-c", "mount --bind \"$0\" /etc/machine-id && exec \"$@\"", file, CLIRunner.binary,
+            ] + arguments + ["--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_HOME"] = nil
+        process.environment = environment
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CLIRunner.Result(
+            status: process.terminationStatus,
+            stdout: String(decoding: out, as: UTF8.self),
+            stderr: String(decoding: err, as: UTF8.self)
+        )
+    }
+
+    /// Whether this machine lets a test give a process its own `/etc/machine-id` (root, mount namespaces).
+    static let canChangeTheMachineID: Bool = {
+        guard geteuid() == 0, FileManager.default.fileExists(atPath: "/etc/machine-id"),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare")
+        else { return false }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        probe.arguments = ["-m", "sh", "-c", "mount --bind /dev/null /etc/machine-id"]
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }()
+
+    @Test(.enabled(if: canChangeTheMachineID, "needs root and mount namespaces to give coffer another machine id"))
+    func anotherMachineIDIsReportedNotTakenForNoAccount() throws {
+        let cli = CLIRunner()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let before = Self.snapshot(cli.home.path)
+        // Positive control: the same machine id through the same namespace trick still opens the account.
+        let own = try String(contentsOfFile: "/etc/machine-id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let same = try Self.runOnAnotherMachine(cli, machineID: own, ["status"])
+        #expect(same.status == 0, "\(same.stderr)")
+        #expect(same.stdout.contains("account: alice"))
+        for command in [["status"], ["unlock"], ["list"]] {
+            let result = try Self.runOnAnotherMachine(cli, machineID: "0000000000000000000000000000beef", command)
+            #expect(result.status == 1, "\(command)")
+            #expect(result.stderr.hasPrefix(Self.otherDevice), "\(command): \(result.stderr)")
+            #expect(!result.stdout.contains("accounts: none"))
+        }
+        var after = Self.snapshot(cli.home.path)
+        after["other-machine-id"] = nil
+        #expect(after == before, "a refused command changed the home")
+    }
+
     @Test func aLostDeviceSecretIsReportedAndNeverRegenerated() throws {
         let cli = CLIRunner()
         #expect(try cli.run(["init", "--account", "alice"]).status == 0)
