@@ -78,9 +78,8 @@ public enum SecureFile {
         to path: String,
         crashPoint: CrashPoint?
     ) throws(CofferCryptoError) {
-        let (folder, name) = split(path)
-        var random = SystemRandomNumberGenerator()
-        let temporary = "\(folder)/.\(name).tmp-\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+        let folder = split(path).folder
+        let temporary = temporaryPath(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(operation: "create a file in \(folder)", errno: errno) }
         var renamed = false
@@ -186,21 +185,34 @@ public enum SecureFile {
         rmdir(root)
     }
 
-    /// Deletes temporary files that an interrupted ``writeAtomically(_:to:)`` left in `folder`: only those whose
-    /// writing process is gone and that are at least a minute old, so that another process's write in progress
-    /// (which holds its own lock, not the caller's) is never broken.
-    ///
-    /// A name without a process id (written by an older build) counts as a dead writer's.
-    public static func removeTemporaryLeftovers(in folder: String) throws(CofferCryptoError) {
+    /// A fresh temporary path beside `target` for writing it atomically: `.<name>.tmp-<pid>-<random hex>`, which
+    /// ``isAbandonedTemporary(_:)`` recognises once its writer is gone.
+    public static func temporaryPath(for target: String) -> String {
+        let (folder, name) = split(target)
+        var random = SystemRandomNumberGenerator()
+        return "\(folder)/.\(name).tmp-\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+    }
+
+    /// Whether `path` is a temporary file (named as ``temporaryPath(for:)`` names them) that an interrupted write
+    /// left: its writing process is gone and it is at least a minute old. A write in progress in another process,
+    /// which holds its own lock and not the caller's, is never abandoned. A name without a process id (an older
+    /// build's) counts as a dead writer's.
+    public static func isAbandonedTemporary(_ path: String) -> Bool {
+        let name = split(path).name
+        guard name.hasPrefix("."), name.contains(".tmp-") else { return false }
+        if let writer = writerProcess(ofTemporary: name), writer == getpid() || isAlive(writer) { return false }
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        for name in try list(folder) where name.hasPrefix(".") && name.contains(".tmp-") {
-            let path = "\(folder)/\(name)"
-            if let writer = writerProcess(ofTemporary: name), writer == getpid() || isAlive(writer) { continue }
-            var info = stat()
-            guard lstat(path, &info) == 0 else { continue }
-            guard Int(now.tv_sec) - Int(info.st_mtim.tv_sec) >= leftoverMinimumAge else { continue }
-            try remove(path)
+        return Int(now.tv_sec) - Int(info.st_mtim.tv_sec) >= leftoverMinimumAge
+    }
+
+    /// Deletes the temporary files that interrupted ``writeAtomically(_:to:)`` calls left in `folder` (see
+    /// ``isAbandonedTemporary(_:)``), so that a start-up never breaks another process's write in progress.
+    public static func removeTemporaryLeftovers(in folder: String) throws(CofferCryptoError) {
+        for name in try list(folder) where isAbandonedTemporary("\(folder)/\(name)") {
+            try remove("\(folder)/\(name)")
         }
     }
 

@@ -130,7 +130,11 @@ public struct DeviceIdentity: Sendable {
     }
 }
 
-extension DeviceIdentity: CustomStringConvertible {
+extension DeviceIdentity: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Never shows the secret.
     public var description: String { "DeviceIdentity(<redacted>)" }
+    /// Never shows the secret.
+    public var debugDescription: String { description }
+    /// Empty, so `dump` and debuggers that use mirrors show nothing.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }

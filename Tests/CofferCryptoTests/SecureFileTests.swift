@@ -60,6 +60,7 @@ import Testing
             (".item.tmp-\(getpid())-5e6f", old, false),  // a live writer (this process) however old
             (".item.tmp-7a8b9c", old, true),  // an older build's name, without a process id
             (".item.tmp-7a8b9d", nil, false),
+            ("item", old, false),  // not a temporary file at all
         ]
         for file in files {
             let path = "\(folder.path)/\(file.name)"
@@ -70,6 +71,7 @@ import Testing
         }
         try SecureFile.removeTemporaryLeftovers(in: folder.path)
         let left = Set(try SecureFile.list(folder.path))
+        #expect(SecureFile.temporaryPath(for: "\(folder.path)/item").hasPrefix("\(folder.path)/.item.tmp-\(getpid())-"))
         for file in files { #expect(left.contains(file.name) == !file.removed, "\(file.name)") }
     }
 

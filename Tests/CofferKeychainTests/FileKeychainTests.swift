@@ -186,6 +186,7 @@ import Testing
         let secret = (0..<32).map { UInt8($0 &* 7 &+ 3) }
         let identity = try DeviceIdentity(secret: SecretBytes(copying: secret), machineID: Array("m-1".utf8))
         #expect(Redaction.leaks(of: secret, in: identity).isEmpty)
+        #expect(Redaction.renderings(of: identity).allSatisfy { !$0.contains("m-1") && !$0.contains("[109, 45, 49]") })
         // A positive control: the same check finds the bytes when they are there.
         #expect(!Redaction.leaks(of: secret, in: secret).isEmpty)
         let pepper = identity.pepper(label: "pin-kdf").withUnsafeBytes { Array($0) }
