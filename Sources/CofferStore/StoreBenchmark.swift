@@ -303,7 +303,7 @@ final class PlaintextBaseline: Sendable {
                 db,
                 sql: "SELECT \(SummaryRow.columns) FROM messages m ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?",
                 arguments: [limit, offset]
-            ).map(SummaryRow.init(row:))
+            ).compactMap(SummaryRow.init(row:))
         }
         return try rows.map(Self.summary)
     }
@@ -326,7 +326,7 @@ final class PlaintextBaseline: Sendable {
                     ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: arguments
-            ).map(SummaryRow.init(row:))
+            ).compactMap(SummaryRow.init(row:))
         }
         return try rows.map(Self.summary)
     }
