@@ -72,8 +72,13 @@ struct AttachmentCommand: AsyncParsableCommand {
                     suggestedName: filename,
                     viewer: ["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer"]
                 )
-                print("The viewer exited with status \(status); the decrypted copy was deleted.")
                 try mail.close()
+                // A viewer that fails (cannot open the file, is killed) is the command failing: say so and exit
+                // non-zero. The preview is deleted either way.
+                guard status == 0 else {
+                    throw CLIError("The viewer failed (exit status \(status)); the decrypted copy was deleted.")
+                }
+                print("The viewer exited with status 0; the decrypted copy was deleted.")
             }
         }
     }

@@ -1,0 +1,43 @@
+import CofferTesting
+import Foundation
+import Testing
+
+/// `coffer attachment open` in one-shot mode: the viewer's failure is the command's failure.
+@Suite(.serialized) struct AttachmentOpenCLITests {
+    /// Files (not folders) left under `path`.
+    static func files(under path: String) -> [String] {
+        var found: [String] = []
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        while let item = enumerator?.nextObject() as? String {
+            var isFolder: ObjCBool = false
+            if FileManager.default.fileExists(atPath: "\(path)/\(item)", isDirectory: &isFolder), !isFolder.boolValue {
+                found.append(item)
+            }
+        }
+        return found
+    }
+
+    @Test(arguments: [("false", Int32(1)), ("exit 3 #", 1), ("test -f", 0), ("true", 0)])
+    func aFailingViewerExitsNonZeroAndTheCopyIsDeleted(viewer: String, expected: Int32) throws {
+        var cli = CLIRunner()
+        let runtime = TemporaryDirectory(prefix: "coffer-runtime")
+        cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime.path
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let source = "\(cli.home.path)/one.eml"
+        try Data(messageWithAttachment(canary: "ViewerCanary").utf8).write(to: URL(fileURLWithPath: source))
+        #expect(try cli.run(["import", source]).status == 0)
+
+        let opened = try cli.run(
+            ["attachment", "open", "1", "--home", cli.home.path, "--viewer", viewer],
+            withHome: false
+        )
+        #expect(opened.status == expected, "\(opened.stderr)")
+        if expected == 0 {
+            #expect(opened.stdout.contains("the decrypted copy was deleted"))
+        } else {
+            #expect(opened.stderr.contains("The viewer failed (exit status"))
+            #expect(opened.stderr.contains("the decrypted copy was deleted"))
+        }
+        #expect(Self.files(under: runtime.path).isEmpty)
+    }
+}
