@@ -40,4 +40,32 @@ import Testing
         }
         #expect(Self.files(under: runtime.path).isEmpty)
     }
+
+    @Test func aDamagedCacheFileIsRefilledFromTheStore() throws {
+        let cli = CLIRunner()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let source = "\(cli.home.path)/one.eml"
+        try Data(messageWithAttachment(canary: "RefillCanary").utf8).write(to: URL(fileURLWithPath: source))
+        #expect(try cli.run(["import", source]).status == 0)
+        let outside = TemporaryDirectory(prefix: "coffer-refill")
+        func save(_ name: String) throws -> CLIRunner.Result {
+            try cli.run(
+                ["attachment", "save", "1", "--home", cli.home.path, "--to", "\(outside.path)/\(name)"],
+                withHome: false
+            )
+        }
+        #expect(try save("first").status == 0)
+        let entries = Self.files(under: cli.home.path).filter { $0.hasSuffix(".cfa") }
+        #expect(entries.count == 1)
+        for entry in entries {
+            let path = "\(cli.home.path)/\(entry)"
+            var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            bytes[bytes.count - 3] ^= 0x01
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+        }
+        let second = try save("second")
+        #expect(second.status == 0, "\(second.stderr)")
+        let saved = try String(contentsOfFile: "\(outside.path)/second", encoding: .utf8)
+        #expect(saved == "attachment body RefillCanary\n")
+    }
 }
