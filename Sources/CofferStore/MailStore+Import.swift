@@ -220,7 +220,7 @@ extension MailStore {
         )
     }
 
-    static func snippet(_ text: String) -> String {
+    package static func snippet(_ text: String) -> String {
         var result = ""
         var lastWasSpace = true
         for character in text {

@@ -9,21 +9,21 @@ import Foundation
 
 /// The columns a list row needs, decoded strictly: a row whose clear columns or cells have the wrong type (the
 /// file was changed outside Coffer) is kept as damaged, with only its id, so one bad row never hides the others.
-struct SummaryRow: Sendable {
-    var id: Int64
-    var conversationID: Int64 = 0
-    var time: Int64 = 0
-    var flags: Int64 = 0
-    var size: Int64 = 0
-    var subject = Data()
-    var fromList = Data()
+package struct SummaryRow: Sendable {
+    package var id: Int64
+    package var conversationID: Int64 = 0
+    package var time: Int64 = 0
+    package var flags: Int64 = 0
+    package var size: Int64 = 0
+    package var subject = Data()
+    package var fromList = Data()
     /// Whether a column held a value of the wrong type.
-    var isDamaged = false
+    package var isDamaged = false
 
-    static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList"
+    package static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList"
 
     /// Decodes a row of ``columns``; `nil` only if even the id is unreadable (SQLite keeps a rowid an integer).
-    init?(row: Row) {
+    package init?(row: Row) {
         let strict: StrictRow
         do {
             strict = try StrictRow(row, table: "messages")

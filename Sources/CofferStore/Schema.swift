@@ -203,12 +203,12 @@ struct LabelRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 }
 
 /// A row of `messages`: the clear metadata, the keyed duplicate hashes and nine sealed cells.
-struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
-    static let databaseTableName = "messages"
+package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
+    package static let databaseTableName = "messages"
 
     /// Decodes strictly (see ``StrictRow``): text in `time`, a number in a sealed column, a NULL anywhere throws
     /// ``DamagedRow`` instead of trapping or being converted.
-    init(row: Row) throws {
+    package init(row: Row) throws {
         let row = try StrictRow(row, table: Self.databaseTableName)
         id = row.id
         conversationID = try row.int64("conversationID")
@@ -227,22 +227,22 @@ struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         htmlBody = try row.blob("htmlBody")
         snippet = try row.blob("snippet")
     }
-    var id: Int64
-    var conversationID: Int64
-    var time: Int64
-    var flags: Int64
-    var size: Int64
-    var messageIDHash: Data?
-    var contentHash: Data
-    var subject: Data
-    var fromList: Data
-    var toList: Data
-    var ccList: Data
-    var bccList: Data
-    var headers: Data
-    var textBody: Data
-    var htmlBody: Data
-    var snippet: Data
+    package var id: Int64
+    package var conversationID: Int64
+    package var time: Int64
+    package var flags: Int64
+    package var size: Int64
+    package var messageIDHash: Data?
+    package var contentHash: Data
+    package var subject: Data
+    package var fromList: Data
+    package var toList: Data
+    package var ccList: Data
+    package var bccList: Data
+    package var headers: Data
+    package var textBody: Data
+    package var htmlBody: Data
+    package var snippet: Data
 
     /// A row from its clear columns and the sealed cells of the nine sealed columns.
     init(
