@@ -3,6 +3,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferMIME
+import CofferSampleMail
 import CofferStore
 
 #if canImport(Glibc)
