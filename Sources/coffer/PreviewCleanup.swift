@@ -47,9 +47,15 @@ enum PreviewCleanup {
     private static func cleanUpAndExit(_ signalNumber: Int32) {
         removeOwnPreviews()
         Terminal.writeString("\nInterrupted; the decrypted copy was deleted.\n", to: 2)
-        // End by the signal itself, so the shell sees what happened; `_exit` is the fallback.
+        // End by the signal itself, so the shell sees what happened: restore the default action, make sure this
+        // thread does not block the signal (the dispatch source may have), and raise it here, which ends the process
+        // before `raise` returns. `_exit` is only the fallback.
         signal(signalNumber, SIG_DFL)
-        kill(getpid(), signalNumber)
+        var only = sigset_t()
+        sigemptyset(&only)
+        sigaddset(&only, signalNumber)
+        pthread_sigmask(SIG_UNBLOCK, &only, nil)
+        raise(signalNumber)
         _exit(128 + signalNumber)
     }
 }
