@@ -17,7 +17,7 @@ import Musl
 /// `docs/FORMAT.md` has the byte layout.
 public final class FileKeychain: Keychain {
     static let magic: [UInt8] = [0x43, 0x46, 0x4B, 0x43]
-    private let folder: String
+    let folder: String
     private let portableKey: EnvelopeKey
     private let deviceOnlyKey: EnvelopeKey
     private let state: any DeviceState
