@@ -149,20 +149,34 @@ import Glibc
         #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
     }
 
-    @Test func theAgentRefusesProtectionChangesWithoutTheCurrentPIN() throws {
+    @Test func inTheAgentProtectionChangesAndLogoutNeedTheCurrentPIN() throws {
         let (cli, runtime) = AgentProcess.runner()
         _ = try cli.run(["init", "--account", "alice"])
         #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
         let agent = try AgentProcess(cli, runtime: runtime)
         #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
         // The key is in the agent; that alone no longer lowers or changes the protection, or logs out.
-        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "\(Self.pin)\n")
-        #expect(none.status == 1, "\(none.stdout)")
-        let change = try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n135790\n")
-        #expect(change.status == 1, "\(change.stdout)")
-        let logout = try cli.run(["logout", "--yes"])
-        #expect(logout.status == 1, "\(logout.stdout)")
-        #expect(try cli.run(["status"]).stdout.contains("protection: pin"))
+        #expect(try cli.run(["protect", "none"]).status == 1)
+        #expect(try cli.run(["logout", "--yes"]).status == 1)
+        // A wrong PIN is refused and counted, as an unlock's would be.
+        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "000000\n")
+        #expect(none.stderr.contains("Wrong PIN. 9 attempts left."), "\(none.stderr)")
+        let change = try cli.run(["protect", "pin", "--pin-stdin"], input: "000000\n135790\n")
+        #expect(change.stderr.contains("Wrong PIN. 8 attempts left."), "\(change.stderr)")
+        let logout = try cli.run(["logout", "--yes", "--pin-stdin"], input: "000000\n")
+        #expect(logout.stderr.contains("Wrong PIN. 7 attempts left."), "\(logout.stderr)")
+        let status = try cli.run(["status"]).stdout
+        #expect(status.contains("protection: pin") && status.contains("3 of 10"), "\(status)")
+        // With the PIN each succeeds.
+        let changed = try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n135790\n")
+        #expect(changed.status == 0, "\(changed.stderr)")
+        let lowered = try cli.run(["protect", "none", "--pin-stdin"], input: "135790\n")
+        #expect(lowered.stdout.contains("protected by: none"), "\(lowered.stderr)")
+        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let out = try cli.run(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
+        #expect(!agent.logText.contains(Self.pin) && !agent.logText.contains("135790"), "a PIN was logged")
         agent.stop()
     }
 }
