@@ -19,7 +19,12 @@ struct Init: AsyncParsableCommand {
         try await runReportingErrors {
             let device = try home.resolve().open()
             let account = home.account ?? ""
-            try await device.keymaker(for: account).createMainKey()
+            let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
+            if try await !keymaker.isSetUp() {
+                // Mail left by a key destroyed earlier (by a process that could not delete it) is noise now.
+                SecureFile.removeTree(AppPaths(data: device.home.data, keychain: "", state: "").mail(account))
+            }
+            try await keymaker.createMainKey()
             print("Created a MainKey for \(account).")
             print("It rests in the keychain with no further protection; add some with `coffer protect pin` or")
             print("`coffer protect secure-element`.")
@@ -159,7 +164,7 @@ struct Status: AsyncParsableCommand {
             print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
             if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
             for account in accounts {
-                let keymaker = device.keymaker(for: account)
+                let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
                 let strategies = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
                 print("account: \(account)")
                 print("  protection: \(strategies)")

@@ -149,6 +149,35 @@ import Glibc
         #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
     }
 
+    @Test func inTheAgentTheShredDeletesTheStoreAndANewLoginStartsEmpty() throws {
+        let (cli, runtime) = AgentProcess.runner()
+        _ = try cli.run(["init", "--account", "alice"])
+        let eml = "\(cli.home.path)/one.eml"
+        try messageWithAttachment(canary: "AGENT-SHRED").write(toFile: eml, atomically: true, encoding: .utf8)
+        #expect(try cli.run(["import", eml]).status == 0)
+        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime)
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
+        #expect(try cli.run(["lock"]).status == 0)
+
+        let paths = AppPaths(data: "\(cli.home.path)/data", keychain: "\(cli.home.path)/keychain", state: "")
+        let record = "\(paths.keychain)/\(try keychainFileName(service: "coffer.attempts", account: "alice"))"
+        try Data([0x43, 0x46, 0x4B, 0x43, 1, 3, 0, 0, 0, 0]).write(to: URL(fileURLWithPath: record))
+        let unlock = try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(unlock.status == 1, "\(unlock.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: paths.mail("alice")), "the mail folder survived the shred")
+
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let fresh = try eventually(seconds: 10) {
+            _ = try cli.run(["unlock"])
+            let list = try cli.run(["list"])
+            return list.status == 0 && !list.stdout.contains("Quarterly numbers")
+        }
+        #expect(fresh, "the agent still showed the old store")
+        agent.stop()
+    }
+
     @Test func inTheAgentProtectionChangesAndLogoutNeedTheCurrentPIN() throws {
         let (cli, runtime) = AgentProcess.runner()
         _ = try cli.run(["init", "--account", "alice"])
