@@ -7,7 +7,10 @@ import CofferTesting
 enum UnlockBench {
     static func run() async throws {
         let folder = TemporaryDirectory(prefix: "coffer-bench")
-        let device = try DeviceIdentity.load(secretPath: "\(folder.path)/state/device-secret")
+        let device = try DeviceIdentity.loadOrCreate(
+            secretPath: "\(folder.path)/state/device-secret",
+            keychainFolder: "\(folder.path)/keychain"
+        )
         let keychain = try FileKeychain(folder: "\(folder.path)/keychain", device: device)
         let pin = SecretBytes(copying: Array("24681357".utf8))
         var table = Table("Unlock: the PIN KDF and everything else", ["part", "median (ms)", "aim"])

@@ -17,7 +17,7 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let device = try home.resolve().open()
+            let device = try home.resolve().openForSetUp()
             let account = home.account ?? ""
             let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
             if try await !keymaker.isSetUp() {
@@ -159,7 +159,12 @@ struct Status: AsyncParsableCommand {
                 defer { agent.close() }
                 return try await AgentLifecycle.status(agent, home)
             }
-            let device = try home.resolve().open()
+            guard let device = try home.resolve().openIfSetUp() else {
+                if home.account != nil { throw CLIError.noAccount }
+                print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
+                print("accounts: none; run `coffer init --account NAME`")
+                return
+            }
             let accounts = try home.account.map { [try device.chooseAccount($0)] } ?? device.accounts()
             print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
             if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }

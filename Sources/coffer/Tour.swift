@@ -3,6 +3,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferMIME
+import CofferSampleMail
 import CofferStore
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ struct Tour: AsyncParsableCommand {
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
         let home = try CofferHome.resolve(home: root)
-        let device = try home.open(presence: TourPresence())
+        let device = try home.openForSetUp(presence: TourPresence())
         let account = "tour@example.com"
         let keymaker = device.keymaker(for: account)
 

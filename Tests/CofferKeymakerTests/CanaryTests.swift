@@ -12,7 +12,10 @@ import Testing
         let folders = (
             data: "\(root.path)/data", keychain: "\(root.path)/data/keychain", state: "\(root.path)/state"
         )
-        let device = try DeviceIdentity.load(secretPath: "\(folders.state)/device-secret")
+        let device = try DeviceIdentity.loadOrCreate(
+            secretPath: "\(folders.state)/device-secret",
+            keychainFolder: folders.keychain
+        )
         let keychain = try FileKeychain(folder: folders.keychain, device: device)
         let presence = TestPresence()
         let element = try SoftwareSecureElement(
