@@ -238,7 +238,10 @@ public enum PinnedTLS {
         let isIP = (try? SocketAddress(ipAddress: host, port: 0)) != nil
         let timeout = configuration.timeout
         let bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
-        let opened: (Output, EventLoopFuture<Void>)
+        // The caller's handlers are added only once the handshake (with every check) has completed: a refused
+        // connection never reaches them. The flatMap runs synchronously on the event loop when the handshake
+        // completes, before NIOSSL passes on any application data, so no byte is lost.
+        let opened: (channel: any Channel, configured: EventLoopFuture<Output>)
         do {
             opened = try await bootstrap.connect(host: address, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -249,23 +252,24 @@ public enum PinnedTLS {
                     )
                     let watcher = HandshakeWatcher(promise: channel.eventLoop.makePromise(), timeout: timeout)
                     try channel.pipeline.syncOperations.addHandlers(tls, watcher)
-                    return watcher.promise.futureResult
-                }.flatMap { handshake in
-                    configure(channel).map { ($0, handshake) }
+                    return (channel, watcher.promise.futureResult.flatMap { configure(channel) })
                 }
             }
         } catch {
             throw outcome.error ?? map(error, host: host, port: port)
         }
+        let output: Output
         do {
-            try await opened.1.get()
+            output = try await opened.configured.get()
         } catch {
+            opened.channel.close(promise: nil)
             throw outcome.error ?? map(error, host: host, port: port)
         }
         guard let verified = outcome.verified else {
+            opened.channel.close(promise: nil)
             throw .handshakeFailed(host: host, reason: "the certificate was not verified")
         }
-        return PinnedConnection(output: opened.0, chainPins: verified.chainPins, pinEvaluation: verified.evaluation)
+        return PinnedConnection(output: output, chainPins: verified.chainPins, pinEvaluation: verified.evaluation)
     }
 
     private static func map(_ error: any Error, host: String, port: Int) -> TransportError {
