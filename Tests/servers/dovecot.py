@@ -181,6 +181,8 @@ def start(a):
         [dovecot, "-F", "-c", os.path.join(d, "dovecot.conf")],
         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         cwd=d, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **kwargs,
+        # A caller (the Swift test runner) may block signals; Dovecot must see SIGTERM to stop cleanly.
+        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []),
     )
     if not (wait_port(imaps_port, proc) and wait_port(lmtp_port, proc)):
         code = proc.poll()
