@@ -35,9 +35,9 @@ let package = Package(
         .target(
             name: "CofferCrypto",
             dependencies: [
-                "CCofferSystem",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CCofferSystem", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
@@ -56,6 +56,8 @@ let package = Package(
                 "CofferCrypto", "CofferKeymaker", "CofferMIME", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Generated sample mail (SyntheticMail, SplitMix) for the tour, coffer-bench and tests; not store code.
+        .target(name: "CofferSampleMail"),
         // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
         .target(name: "CofferAttachments", dependencies: ["CofferCrypto", "CofferKeymaker"]),
         // Dependency injection (Has-protocols, containers, Factory) and the agent: its service, protocol and client.
@@ -85,7 +87,7 @@ let package = Package(
             name: "coffer",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
-                "CofferApp", .product(name: "Logging", package: "swift-log"),
+                "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "CofferContent", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -94,7 +96,9 @@ let package = Package(
             name: "coffer-bench",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferApp",
-                "CofferContent", "CofferHTML", .product(name: "Logging", package: "swift-log"),
+                "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -108,7 +112,10 @@ let package = Package(
         .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
-        .testTarget(name: "CofferStoreTests", dependencies: ["CofferStore", "CofferAttachments", "CofferTesting"]),
+        .testTarget(
+            name: "CofferStoreTests",
+            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"]
+        ),
         .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting", "CofferApp"], exclude: ["tty_driver.py"]),
         .testTarget(
             name: "CofferTransportTests",

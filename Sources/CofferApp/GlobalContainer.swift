@@ -25,9 +25,11 @@ public final class GlobalContainer: Sendable {
         self.keymakerConfiguration = keymakerConfiguration
     }
 
-    /// The device identity, loaded (or created) once.
+    /// The device identity, loaded once; created only while the keychain has no items (never over a lost secret).
     public var deviceIdentityFactory: Factory<DeviceIdentity> {
-        Factory(storage, scope: .shared) { [paths] in try DeviceIdentity.load(secretPath: paths.deviceSecret) }
+        Factory(storage, scope: .shared) { [paths] in
+            try DeviceIdentity.loadOrCreate(secretPath: paths.deviceSecret, keychainFolder: paths.keychain)
+        }
     }
 
     /// The file keychain, sealed to the device.

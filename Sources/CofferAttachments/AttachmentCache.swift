@@ -101,6 +101,36 @@ public final class AttachmentCache: Sendable {
         return !isExpired(age: age)
     }
 
+    /// Whether `key` has a live entry whose whole file decrypts and verifies. An entry that fails its check (changed,
+    /// cut short, damaged on disk) is deleted, so the caller fills it again from the intact store; it never stays
+    /// stuck. Reads the file once, keeping nothing of the cleartext.
+    public func containsIntact(_ key: String) async throws(AttachmentError) -> Bool {
+        let keys: CacheKeys
+        let path: String
+        do {
+            (keys, path) = try await liveEntry(key)
+        } catch .notCached {
+            return false
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { return false }
+            throw .io(operation: "open a cache file", errno: errno)
+        }
+        defer { close(fd) }
+        var source = FileDescriptorSource(fd: fd)
+        var sink = DiscardingSink()
+        do {
+            try StreamingAEAD.decrypt(from: &source, to: &sink, key: keys.stream, context: Self.context(path))
+        } catch {
+            let failure = AttachmentError.wrap(error)
+            guard case .crypto = failure else { throw failure }
+            dropDamaged(path)
+            return false
+        }
+        return true
+    }
+
     /// Decrypts the entry for `key` into memory (small attachments; use ``save(_:to:)`` for large ones).
     ///
     /// - Throws: ``AttachmentError/notCached`` (an expired entry is deleted and reported so), or
@@ -115,7 +145,9 @@ public final class AttachmentCache: Sendable {
         do {
             try StreamingAEAD.decrypt(from: &source, to: &sink, key: keys.stream, context: Self.context(path))
         } catch {
-            throw AttachmentError.wrap(error)
+            let failure = AttachmentError.wrap(error)
+            if case .crypto = failure { dropDamaged(path) }
+            throw failure
         }
         return sink.bytes
     }
@@ -291,11 +323,18 @@ public final class AttachmentCache: Sendable {
         do {
             try StreamingAEAD.decrypt(from: &source, to: &sink, key: keys.stream, context: Self.context(path))
         } catch {
-            throw AttachmentError.wrap(error)
+            let failure = AttachmentError.wrap(error)
+            if case .crypto = failure { dropDamaged(path) }
+            throw failure
         }
         guard fsync(output) == 0 else { throw .io(operation: "flush the decrypted file", errno: errno) }
         complete = true
     }
+
+    /// Deletes an entry whose file failed its integrity check, so the next ``containsIntact(_:)`` or
+    /// ``contains(_:)`` reports it missing and the caller refills it. A failure to delete is ignored: the entry
+    /// then fails again, which is what it would do anyway.
+    private func dropDamaged(_ path: String) { try? SecureFile.remove(path) }
 
     /// The path of a live entry: an expired one is deleted and reported as not cached.
     private func liveEntry(_ key: String) async throws(AttachmentError) -> (CacheKeys, String) {
@@ -362,16 +401,10 @@ final class CacheKeys: Sendable {
         do { stream = try mainKey.subkey("attachments.cache") } catch {
             throw error == .locked ? .locked : .keymaker(error)
         }
-        let nameKey = mainKey.withUnsafeBytes { raw in
-            HKDF<SHA256>.deriveKey(
-                inputKeyMaterial: SymmetricKey(data: raw),
-                salt: Array("coffer.mainkey.v1".utf8),
-                info: Array("coffer.mainkey.hmac.v1.attachments.names".utf8),
-                outputByteCount: 32
-            )
+        do { names = HMAC<SHA256>(key: try mainKey.hashKey("attachments.names")) } catch {
+            throw error == .locked ? .locked : .keymaker(error)
         }
         guard !mainKey.isWiped else { throw .locked }
-        names = HMAC<SHA256>(key: nameKey)
     }
 
     /// 32 hex digits of `HMAC-SHA256(names key, key)` and `.cfa`.
@@ -384,4 +417,9 @@ final class CacheKeys: Sendable {
         }
         return digits.joined() + AttachmentCache.fileExtension
     }
+}
+
+/// A sink that keeps nothing: ``AttachmentCache/containsIntact(_:)`` only needs the stream's verdict.
+struct DiscardingSink: ByteSink {
+    mutating func write(_ bytes: [UInt8]) {}
 }

@@ -2,19 +2,19 @@ import CofferMIME
 
 /// The plaintext layout of a sealed cell, v1: a version byte `0x01`, then fields. A string is `0x00` (absent) or
 /// `0x01`, a big-endian u32 length and UTF-8 bytes; a count is a big-endian u32; a flag is one byte.
-struct CellWriter {
+package struct CellWriter {
     /// The version byte every cell starts with.
-    static let version: UInt8 = 1
+    package static let version: UInt8 = 1
 
-    private(set) var bytes: [UInt8]
+    package private(set) var bytes: [UInt8]
 
-    init(capacity: Int = 64) {
+    package init(capacity: Int = 64) {
         bytes = []
         bytes.reserveCapacity(capacity)
         bytes.append(Self.version)
     }
 
-    mutating func count(_ value: Int) {
+    package mutating func count(_ value: Int) {
         let value = UInt32(truncatingIfNeeded: value)
         bytes.append(UInt8(truncatingIfNeeded: value >> 24))
         bytes.append(UInt8(truncatingIfNeeded: value >> 16))
@@ -22,7 +22,7 @@ struct CellWriter {
         bytes.append(UInt8(truncatingIfNeeded: value))
     }
 
-    mutating func string(_ value: String?) {
+    package mutating func string(_ value: String?) {
         guard let value else {
             bytes.append(0)
             return
@@ -35,14 +35,14 @@ struct CellWriter {
         }
     }
 
-    mutating func flag(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    package mutating func flag(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
-    mutating func raw(_ value: [UInt8]) {
+    package mutating func raw(_ value: [UInt8]) {
         count(value.count)
         bytes.append(contentsOf: value)
     }
 
-    mutating func addresses(_ list: [MailAddress]) {
+    package mutating func addresses(_ list: [MailAddress]) {
         count(list.count)
         for address in list {
             string(address.name)
@@ -51,19 +51,19 @@ struct CellWriter {
         }
     }
 
-    static func text(_ value: String?) -> [UInt8] {
+    package static func text(_ value: String?) -> [UInt8] {
         var writer = CellWriter(capacity: (value?.utf8.count ?? 0) + 6)
         writer.string(value)
         return writer.bytes
     }
 
-    static func addressList(_ list: [MailAddress]) -> [UInt8] {
+    package static func addressList(_ list: [MailAddress]) -> [UInt8] {
         var writer = CellWriter(capacity: 16 + list.count * 48)
         writer.addresses(list)
         return writer.bytes
     }
 
-    static func headers(_ fields: [HeaderField]) -> [UInt8] {
+    package static func headers(_ fields: [HeaderField]) -> [UInt8] {
         var writer = CellWriter(capacity: 1024)
         writer.count(fields.count)
         for field in fields {
@@ -76,20 +76,20 @@ struct CellWriter {
 }
 
 /// Reads what ``CellWriter`` wrote; any inconsistency throws, and the caller treats the cell as corrupt.
-struct CellReader {
-    struct Malformed: Error {}
+package struct CellReader {
+    package struct Malformed: Error {}
 
     private let bytes: [UInt8]
     private var position = 1
 
-    init(_ bytes: [UInt8]) throws(Malformed) {
+    package init(_ bytes: [UInt8]) throws(Malformed) {
         guard bytes.first == CellWriter.version else { throw Malformed() }
         self.bytes = bytes
     }
 
-    var isAtEnd: Bool { position == bytes.count }
+    package var isAtEnd: Bool { position == bytes.count }
 
-    mutating func count() throws(Malformed) -> Int {
+    package mutating func count() throws(Malformed) -> Int {
         guard bytes.count - position >= 4 else { throw Malformed() }
         var value = 0
         for _ in 0..<4 {
@@ -99,7 +99,7 @@ struct CellReader {
         return value
     }
 
-    mutating func string() throws(Malformed) -> String? {
+    package mutating func string() throws(Malformed) -> String? {
         guard position < bytes.count else { throw Malformed() }
         let tag = bytes[position]
         position += 1
@@ -114,25 +114,25 @@ struct CellReader {
         }
     }
 
-    mutating func requiredString() throws(Malformed) -> String {
+    package mutating func requiredString() throws(Malformed) -> String {
         guard let value = try string() else { throw Malformed() }
         return value
     }
 
-    mutating func flag() throws(Malformed) -> Bool {
+    package mutating func flag() throws(Malformed) -> Bool {
         guard position < bytes.count, bytes[position] <= 1 else { throw Malformed() }
         defer { position += 1 }
         return bytes[position] == 1
     }
 
-    mutating func raw() throws(Malformed) -> [UInt8] {
+    package mutating func raw() throws(Malformed) -> [UInt8] {
         let length = try count()
         guard bytes.count - position >= length else { throw Malformed() }
         defer { position += length }
         return Array(bytes[position..<position + length])
     }
 
-    mutating func addresses() throws(Malformed) -> [MailAddress] {
+    package mutating func addresses() throws(Malformed) -> [MailAddress] {
         let total = try count()
         guard total <= bytes.count else { throw Malformed() }
         var list: [MailAddress] = []
@@ -146,25 +146,25 @@ struct CellReader {
         return list
     }
 
-    mutating func finish() throws(Malformed) {
+    package mutating func finish() throws(Malformed) {
         guard isAtEnd else { throw Malformed() }
     }
 
-    static func text(_ bytes: [UInt8]) throws(Malformed) -> String? {
+    package static func text(_ bytes: [UInt8]) throws(Malformed) -> String? {
         var reader = try CellReader(bytes)
         let value = try reader.string()
         try reader.finish()
         return value
     }
 
-    static func addressList(_ bytes: [UInt8]) throws(Malformed) -> [MailAddress] {
+    package static func addressList(_ bytes: [UInt8]) throws(Malformed) -> [MailAddress] {
         var reader = try CellReader(bytes)
         let value = try reader.addresses()
         try reader.finish()
         return value
     }
 
-    static func headers(_ bytes: [UInt8]) throws(Malformed) -> [HeaderField] {
+    package static func headers(_ bytes: [UInt8]) throws(Malformed) -> [HeaderField] {
         var reader = try CellReader(bytes)
         let total = try reader.count()
         guard total <= bytes.count else { throw Malformed() }

@@ -41,7 +41,7 @@ extension MailStore {
     /// imports. A malformed message is reported and skipped; it does not fail the others.
     public func importMessages(_ messages: [RawMessage]) async throws(StoreError) -> [ImportOutcome] {
         let keys = try await keys()
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Schema.seconds(Date())
         let prepared = messages.map { Self.prepare($0, keys: keys, now: now) }
         return try await write { db in try Self.insert(prepared, keys: keys, db: db) }
     }
@@ -203,7 +203,7 @@ extension MailStore {
             body.raw(part.body)
             return (info.bytes, body.bytes)
         }
-        let time = message.date.map { Int64($0.timeIntervalSince1970) } ?? now
+        let time = message.date.map(Schema.seconds) ?? now
         return .success(
             PreparedMessage(
                 time: time,
@@ -220,7 +220,7 @@ extension MailStore {
         )
     }
 
-    static func snippet(_ text: String) -> String {
+    package static func snippet(_ text: String) -> String {
         var result = ""
         var lastWasSpace = true
         for character in text {

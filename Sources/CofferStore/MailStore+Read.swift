@@ -7,26 +7,45 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The columns a list row needs.
-struct SummaryRow: Sendable {
-    var id: Int64
-    var conversationID: Int64
-    var time: Int64
-    var flags: Int64
-    var size: Int64
-    var subject: Data
-    var fromList: Data
+/// The columns a list row needs, decoded strictly: a row whose clear columns or cells have the wrong type (the
+/// file was changed outside Coffer) is kept as damaged, with only its id, so one bad row never hides the others.
+package struct SummaryRow: Sendable {
+    package var id: Int64
+    package var conversationID: Int64 = 0
+    package var time: Int64 = 0
+    package var flags: Int64 = 0
+    package var size: Int64 = 0
+    package var subject = Data()
+    package var fromList = Data()
+    /// Whether a column held a value of the wrong type.
+    package var isDamaged = false
 
-    static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList"
+    package static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList"
 
-    init(row: Row) {
-        id = row[0]
-        conversationID = row[1]
-        time = row[2]
-        flags = row[3]
-        size = row[4]
-        subject = row[5]
-        fromList = row[6]
+    /// Decodes a row of ``columns``; `nil` only if even the id is unreadable (SQLite keeps a rowid an integer).
+    package init?(row: Row) {
+        let strict: StrictRow
+        do {
+            strict = try StrictRow(row, table: "messages")
+        } catch {
+            return nil
+        }
+        id = strict.id
+        do {
+            conversationID = try strict.int64("conversationID")
+            time = try strict.int64("time")
+            flags = try strict.int64("flags")
+            size = try strict.int64("size")
+            subject = try strict.blob("subject")
+            fromList = try strict.blob("fromList")
+        } catch {
+            self = SummaryRow(damaged: strict.id)
+        }
+    }
+
+    private init(damaged id: Int64) {
+        self.id = id
+        isDamaged = true
     }
 }
 
@@ -64,13 +83,13 @@ extension MailStore {
                         WHERE l.labelID = ? ORDER BY l.time DESC, l.messageID DESC LIMIT ? OFFSET ?
                         """,
                     arguments: [labelID, limit, offset]
-                ).map(SummaryRow.init(row:))
+                ).compactMap(SummaryRow.init(row:))
             }
             return try Row.fetchAll(
                 db,
                 sql: "SELECT \(SummaryRow.columns) FROM messages m ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?",
                 arguments: [limit, offset]
-            ).map(SummaryRow.init(row:))
+            ).compactMap(SummaryRow.init(row:))
         }
         return await summaries(rows, keys: keys)
     }
@@ -112,7 +131,7 @@ extension MailStore {
                     ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: arguments
-            ).map(SummaryRow.init(row:))
+            ).compactMap(SummaryRow.init(row:))
         }
         return await summaries(rows, keys: keys)
     }
@@ -123,20 +142,38 @@ extension MailStore {
     ///   fails to open (the message is then marked corrupt and reported on ``events``).
     public func message(_ id: Int64) async throws(StoreError) -> MessageDetail {
         let keys = try await keys()
-        let found: (MessageRecord, [Int64], [AttachmentRecord])? = try await read { db in
-            guard let record = try MessageRecord.fetchOne(db, key: id) else { return nil }
-            let labels = try Int64.fetchAll(
-                db,
-                sql: "SELECT labelID FROM messageLabels WHERE messageID = ? ORDER BY labelID",
-                arguments: [id]
-            )
-            let attachments = try AttachmentRecord.fetchAll(
-                db,
-                sql:
-                    "SELECT id, messageID, position, info, x'' AS body FROM attachments WHERE messageID = ? ORDER BY position",
-                arguments: [id]
-            )
-            return (record, labels, attachments)
+        let found: (MessageRecord, [Int64], [AttachmentRecord])?
+        do {
+            found = try await read { db in
+                do {
+                    guard let record = try MessageRecord.fetchOne(db, key: id) else { return nil }
+                    let labels = try Row.fetchAll(
+                        db,
+                        sql: "SELECT labelID FROM messageLabels WHERE messageID = ? ORDER BY labelID",
+                        arguments: [id]
+                    ).map { row in
+                        guard case .int64(let label) = row.databaseValues.first?.storage else {
+                            throw DamagedRow(table: "messages", id: id)
+                        }
+                        return label
+                    }
+                    let attachments = try AttachmentRecord.fetchAll(
+                        db,
+                        sql: """
+                            SELECT id, messageID, position, info, x'' AS body FROM attachments WHERE messageID = ?
+                            ORDER BY position
+                            """,
+                        arguments: [id]
+                    )
+                    return (record, labels, attachments)
+                } catch is DamagedRow {
+                    // A damaged attachment or label row damages its message.
+                    throw DamagedRow(table: "messages", id: id)
+                }
+            }
+        } catch .corruptMessage(let damaged) {
+            await markCorrupt([damaged])
+            throw .corruptMessage(damaged)
         }
         guard let (record, labelIDs, attachmentRecords) = found else { throw .messageNotFound(id) }
         if MessageFlags(rawValue: record.flags).contains(.corrupt) { throw .corruptMessage(id) }
@@ -244,6 +281,21 @@ extension MailStore {
         var result: [MessageSummary] = []
         result.reserveCapacity(rows.count)
         for row in rows {
+            if row.isDamaged {
+                result.append(
+                    MessageSummary(
+                        id: row.id,
+                        conversationID: row.id,
+                        date: Date(timeIntervalSince1970: 0),
+                        flags: .corrupt,
+                        size: 0,
+                        subject: nil,
+                        from: []
+                    )
+                )
+                corrupt.append(row.id)
+                continue
+            }
             var summary = MessageSummary(
                 id: row.id,
                 conversationID: row.conversationID,

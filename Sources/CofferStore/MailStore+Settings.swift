@@ -40,7 +40,22 @@ extension MailStore {
     /// The current settings; see ``StoreSettings`` for how damaged values are handled.
     public func settings() async throws(StoreError) -> StoreSettings {
         let keys = try await keys()
-        let rows = try await read { db in try SettingRecord.fetchAll(db) }
+        // Read column by column: a value of the wrong type (a number, text, NULL) counts as a value that failed
+        // to open, instead of trapping in row decoding.
+        let rows: [(name: String, value: Data?)] = try await read { db in
+            try Row.fetchAll(db, sql: "SELECT name, value FROM settings").compactMap { row in
+                var name: String?
+                var value: Data?
+                for (column, stored) in row {
+                    switch (column, stored.storage) {
+                    case ("name", .string(let text)): name = text
+                    case ("value", .blob(let data)): value = data
+                    default: break
+                    }
+                }
+                return name.map { ($0, value) }
+            }
+        }
         var settings = StoreSettings.mostPrivate
         var reverted: [String] = []
         for (name, mostPrivate) in StoreSettings.names {

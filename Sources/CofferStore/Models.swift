@@ -46,6 +46,25 @@ public struct MessageSummary: Sendable, Hashable, Identifiable, Codable {
 
     /// Whether a sealed cell of this message failed to open.
     public var isCorrupt: Bool { flags.contains(.corrupt) }
+
+    /// Creates it from its fields (the store, and the plaintext baseline in coffer-bench).
+    package init(
+        id: Int64,
+        conversationID: Int64,
+        date: Date,
+        flags: MessageFlags,
+        size: Int,
+        subject: String?,
+        from: [MailAddress]
+    ) {
+        self.id = id
+        self.conversationID = conversationID
+        self.date = date
+        self.flags = flags
+        self.size = size
+        self.subject = subject
+        self.from = from
+    }
 }
 
 /// A whole message as ``MailStore/message(_:)`` returns it.
@@ -70,6 +89,31 @@ public struct MessageDetail: Sendable, Hashable, Codable {
     public var snippet: String?
     /// The attachments' metadata.
     public var attachments: [AttachmentInfo]
+
+    /// Creates it from its fields (the store, and the plaintext baseline in coffer-bench).
+    package init(
+        summary: MessageSummary,
+        labelIDs: [Int64],
+        to: [MailAddress],
+        cc: [MailAddress],
+        bcc: [MailAddress],
+        headers: [HeaderField],
+        textBody: String?,
+        htmlBody: String?,
+        snippet: String?,
+        attachments: [AttachmentInfo]
+    ) {
+        self.summary = summary
+        self.labelIDs = labelIDs
+        self.to = to
+        self.cc = cc
+        self.bcc = bcc
+        self.headers = headers
+        self.textBody = textBody
+        self.htmlBody = htmlBody
+        self.snippet = snippet
+        self.attachments = attachments
+    }
 }
 
 /// An attachment's metadata (sealed in the store; the content is fetched with ``MailStore/attachmentContent(_:)``).
@@ -88,6 +132,25 @@ public struct AttachmentInfo: Sendable, Hashable, Identifiable, Codable {
     public var contentID: String?
     /// The decoded size in bytes.
     public var size: Int
+
+    /// Creates it from its fields (the store, and the plaintext baseline in coffer-bench).
+    package init(
+        id: Int64,
+        messageID: Int64,
+        position: Int,
+        filename: String?,
+        contentType: String,
+        contentID: String?,
+        size: Int
+    ) {
+        self.id = id
+        self.messageID = messageID
+        self.position = position
+        self.filename = filename
+        self.contentType = contentType
+        self.contentID = contentID
+        self.size = size
+    }
 }
 
 /// A label.

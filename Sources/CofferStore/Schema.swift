@@ -94,13 +94,41 @@ enum Schema {
         let used =
             try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = ?", arguments: [table]) ?? 0
         let highest = try Int64.fetchOne(db, sql: "SELECT max(id) FROM \(table)") ?? 0
-        return max(used, highest) + 1
+        // SQLite hands ids out from 1, so an id near the top of the range means a changed file; refusing here keeps
+        // every later `+ 1` of the batch from overflowing.
+        let top = max(used, highest)
+        guard top < Int64.max - idHeadroom else { throw StoreError.corruptRecord(table: table, id: top) }
+        return top + 1
+    }
+
+    /// Ids left free above the highest one: more than any batch can use.
+    static let idHeadroom: Int64 = 1 << 40
+
+    /// Unix seconds of `date`, clamped to what an `Int64` holds (a Date header can name any year).
+    static func seconds(_ date: Date) -> Int64 {
+        let value = date.timeIntervalSince1970.rounded(.down)
+        guard value.isFinite else { return 0 }
+        if value >= 0x1p63 { return .max }
+        if value < -0x1p63 { return .min }
+        return Int64(value)
     }
 }
 
 /// A row of `accounts`: the id and one sealed cell (name and primary address).
 struct AccountRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "accounts"
+
+    /// Decodes strictly (see ``StrictRow``): a column of the wrong type throws ``DamagedRow``.
+    init(row: Row) throws {
+        let row = try StrictRow(row, table: Self.databaseTableName)
+        id = row.id
+        details = try row.blob("details")
+    }
+
+    init(id: Int64, details: Data) {
+        self.id = id
+        self.details = details
+    }
     var id: Int64
     var details: Data
 }
@@ -108,6 +136,22 @@ struct AccountRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 /// A row of `addresses` (the account's own addresses): clear account id, a keyed lookup hash, one sealed cell.
 struct AddressRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "addresses"
+
+    /// Decodes strictly (see ``StrictRow``).
+    init(row: Row) throws {
+        let row = try StrictRow(row, table: Self.databaseTableName)
+        id = row.id
+        accountID = try row.int64("accountID")
+        lookup = try row.blob("lookup")
+        details = try row.blob("details")
+    }
+
+    init(id: Int64, accountID: Int64, lookup: Data, details: Data) {
+        self.id = id
+        self.accountID = accountID
+        self.lookup = lookup
+        self.details = details
+    }
     var id: Int64
     var accountID: Int64
     var lookup: Data
@@ -117,6 +161,20 @@ struct AddressRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 /// A row of `contacts`: a keyed lookup hash of the address and one sealed cell (name and address).
 struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "contacts"
+
+    /// Decodes strictly (see ``StrictRow``).
+    init(row: Row) throws {
+        let row = try StrictRow(row, table: Self.databaseTableName)
+        id = row.id
+        lookup = try row.blob("lookup")
+        details = try row.blob("details")
+    }
+
+    init(id: Int64, lookup: Data, details: Data) {
+        self.id = id
+        self.lookup = lookup
+        self.details = details
+    }
     var id: Int64
     var lookup: Data
     var details: Data
@@ -125,30 +183,66 @@ struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 /// A row of `labels`: a keyed lookup hash of the name and the sealed name.
 struct LabelRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "labels"
+
+    /// Decodes strictly (see ``StrictRow``).
+    init(row: Row) throws {
+        let row = try StrictRow(row, table: Self.databaseTableName)
+        id = row.id
+        lookup = try row.blob("lookup")
+        name = try row.blob("name")
+    }
+
+    init(id: Int64, lookup: Data, name: Data) {
+        self.id = id
+        self.lookup = lookup
+        self.name = name
+    }
     var id: Int64
     var lookup: Data
     var name: Data
 }
 
 /// A row of `messages`: the clear metadata, the keyed duplicate hashes and nine sealed cells.
-struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
-    static let databaseTableName = "messages"
-    var id: Int64
-    var conversationID: Int64
-    var time: Int64
-    var flags: Int64
-    var size: Int64
-    var messageIDHash: Data?
-    var contentHash: Data
-    var subject: Data
-    var fromList: Data
-    var toList: Data
-    var ccList: Data
-    var bccList: Data
-    var headers: Data
-    var textBody: Data
-    var htmlBody: Data
-    var snippet: Data
+package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
+    package static let databaseTableName = "messages"
+
+    /// Decodes strictly (see ``StrictRow``): text in `time`, a number in a sealed column, a NULL anywhere throws
+    /// ``DamagedRow`` instead of trapping or being converted.
+    package init(row: Row) throws {
+        let row = try StrictRow(row, table: Self.databaseTableName)
+        id = row.id
+        conversationID = try row.int64("conversationID")
+        time = try row.int64("time")
+        flags = try row.int64("flags")
+        size = try row.int64("size")
+        messageIDHash = try row.optionalBlob("messageIDHash")
+        contentHash = try row.blob("contentHash")
+        subject = try row.blob("subject")
+        fromList = try row.blob("fromList")
+        toList = try row.blob("toList")
+        ccList = try row.blob("ccList")
+        bccList = try row.blob("bccList")
+        headers = try row.blob("headers")
+        textBody = try row.blob("textBody")
+        htmlBody = try row.blob("htmlBody")
+        snippet = try row.blob("snippet")
+    }
+    package var id: Int64
+    package var conversationID: Int64
+    package var time: Int64
+    package var flags: Int64
+    package var size: Int64
+    package var messageIDHash: Data?
+    package var contentHash: Data
+    package var subject: Data
+    package var fromList: Data
+    package var toList: Data
+    package var ccList: Data
+    package var bccList: Data
+    package var headers: Data
+    package var textBody: Data
+    package var htmlBody: Data
+    package var snippet: Data
 
     /// A row from its clear columns and the sealed cells of the nine sealed columns.
     init(
@@ -191,6 +285,24 @@ struct MessageLabelRecord: Codable, FetchableRecord, PersistableRecord, Sendable
 /// A row of `attachments`: clear message id and position, sealed metadata and sealed content.
 struct AttachmentRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "attachments"
+
+    /// Decodes strictly (see ``StrictRow``).
+    init(row: Row) throws {
+        let row = try StrictRow(row, table: Self.databaseTableName)
+        id = row.id
+        messageID = try row.int64("messageID")
+        position = try row.int64("position")
+        info = try row.blob("info")
+        body = try row.blob("body")
+    }
+
+    init(id: Int64, messageID: Int64, position: Int64, info: Data, body: Data) {
+        self.id = id
+        self.messageID = messageID
+        self.position = position
+        self.info = info
+        self.body = body
+    }
     var id: Int64
     var messageID: Int64
     var position: Int64

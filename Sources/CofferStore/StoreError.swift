@@ -21,7 +21,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// message is marked corrupt; the other messages are unaffected.
     case corruptMessage(Int64)
     /// A sealed cell outside the messages (a label, a contact, an account, an address or an attachment) failed to
-    /// open.
+    /// open, or a row of `table` holds values of the wrong type (the file was changed outside Coffer).
     case corruptRecord(table: String, id: Int64)
     /// A mail source could not be read (the path and the system's reason, never message content).
     case source(MIMEError)
@@ -41,9 +41,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .messageNotFound(let id): "There is no message \(id)."
         case .attachmentNotFound(let id): "There is no attachment \(id)."
         case .corruptMessage(let id):
-            "Message \(id) is damaged: one of its encrypted fields failed its integrity check."
+            "Message \(id) is damaged: it was changed outside Coffer or failed its integrity check."
         case .corruptRecord(let table, let id):
-            "Record \(id) of \(table) is damaged: an encrypted field failed its integrity check."
+            "Record \(id) of \(table) is damaged: it was changed outside Coffer or failed its integrity check."
         case .source(let error): error.description
         case .invalidArgument(let why): "Invalid argument: \(why)."
         case .database(let code, let message): "The mail database failed (SQLite \(code)): \(message)."
@@ -60,6 +60,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case let error as DatabaseError:
             return .database(code: error.extendedResultCode.rawValue, message: error.message ?? "unknown error")
         case let error as MIMEError: return .source(error)
+        case let error as DamagedRow:
+            return error.table == "messages"
+                ? .corruptMessage(error.id) : .corruptRecord(table: error.table, id: error.id)
         default: return .database(code: -1, message: String(describing: type(of: error)))
         }
     }

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferSampleMail
 import CofferStore
 import CofferTesting
 

@@ -32,11 +32,12 @@ struct AttachmentCommand: AsyncParsableCommand {
         subcommands: [Open.self, Save.self]
     )
 
-    /// Puts the attachment into the encrypted cache (if it is not there yet) and returns its cache key and name.
+    /// Puts the attachment into the encrypted cache (if it is not there intact) and returns its cache key and name.
     static func cached(_ mail: MailSession, id: Int64) async throws -> (AttachmentCache, String, String?) {
         let cache = try MailSession.cache(mail.session)
         let key = "attachment:\(id)"
-        if try await !cache.contains(key) {
+        // A missing, expired or damaged entry (the check deletes a damaged one) is filled again from the store.
+        if try await !cache.containsIntact(key) {
             let (_, content) = try await mail.store.attachmentContent(id)
             try await cache.put(content, for: key)
         }
@@ -72,8 +73,13 @@ struct AttachmentCommand: AsyncParsableCommand {
                     suggestedName: filename,
                     viewer: ["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer"]
                 )
-                print("The viewer exited with status \(status); the decrypted copy was deleted.")
                 try mail.close()
+                // A viewer that fails (cannot open the file, is killed) is the command failing: say so and exit
+                // non-zero. The preview is deleted either way.
+                guard status == 0 else {
+                    throw CLIError("The viewer failed (exit status \(status)); the decrypted copy was deleted.")
+                }
+                print("The viewer exited with status 0; the decrypted copy was deleted.")
             }
         }
     }

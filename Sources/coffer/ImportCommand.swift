@@ -55,11 +55,15 @@ enum MessageLine {
     }
 
     static func date(_ summary: MessageSummary) -> String {
-        var seconds = time_t(summary.date.timeIntervalSince1970)
+        // Any stored time (a changed file can hold Int64.min or .max) formats without trapping.
+        let unknown = "????-??-?? ??:??"
+        let interval = summary.date.timeIntervalSince1970.rounded(.down)
+        guard interval.isFinite, interval >= -0x1p63, interval < 0x1p63 else { return unknown }
+        var seconds = time_t(interval)
         var parts = tm()
-        gmtime_r(&seconds, &parts)
+        guard gmtime_r(&seconds, &parts) != nil else { return unknown }
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
+        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min))"
     }
 }

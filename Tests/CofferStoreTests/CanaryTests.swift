@@ -1,6 +1,7 @@
 import CofferAttachments
 import CofferCrypto
 import CofferKeymaker
+import CofferSampleMail
 import CofferTesting
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferSampleMail
 import CofferTesting
 import Foundation
 import GRDB

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeymaker
 import CofferMIME
+import CofferSampleMail
 import CofferTesting
 import Foundation
 import GRDB

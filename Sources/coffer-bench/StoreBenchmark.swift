@@ -1,5 +1,7 @@
 import CofferKeymaker
 import CofferMIME
+import CofferSampleMail
+import CofferStore
 import Crypto
 import GRDB
 
@@ -11,30 +13,30 @@ import Foundation
 
 /// Benchmarks of the sealed store against the same schema in plaintext GRDB (same parsing, batching, statements
 /// and index shape; cells unsealed and index tokens stored as words), for `coffer-bench`.
-public enum StoreBenchmark {
+enum StoreBenchmark {
     /// Timings of one run.
-    public struct Report: Sendable, CustomStringConvertible {
+    struct Report: Sendable, CustomStringConvertible {
         /// Messages imported into each store.
-        public var messages: Int
+        var messages: Int
         /// Seconds to import every message, sealed.
-        public var importSealed: Double
+        var importSealed: Double
         /// Seconds to import every message, plaintext.
-        public var importPlain: Double
+        var importPlain: Double
         /// Microseconds to list a page of 50 (newest first, with subject and senders), sealed.
-        public var listSealed: Double
+        var listSealed: Double
         /// Microseconds to list a page of 50, plaintext.
-        public var listPlain: Double
+        var listPlain: Double
         /// Microseconds to show one whole message, sealed.
-        public var showSealed: Double
+        var showSealed: Double
         /// Microseconds to show one whole message, plaintext.
-        public var showPlain: Double
+        var showPlain: Double
         /// Microseconds for a two-word search (first page of 50), sealed.
-        public var searchSealed: Double
+        var searchSealed: Double
         /// Microseconds for a two-word search, plaintext.
-        public var searchPlain: Double
+        var searchPlain: Double
 
         /// A table for people.
-        public var description: String {
+        var description: String {
             func row(_ name: String, _ sealed: Double, _ plain: Double, _ unit: String) -> String {
                 let ratio = plain > 0 ? sealed / plain : 0
                 return
@@ -60,7 +62,7 @@ public enum StoreBenchmark {
     ///   - folder: An empty folder.
     ///   - keymaker: An unlocked Keymaker.
     ///   - iterations: Repetitions of each read operation (the mean is reported).
-    public static func run(
+    static func run(
         messages: Int = 10_000,
         folder: String,
         keymaker: Keymaker,
@@ -95,7 +97,7 @@ public enum StoreBenchmark {
         for batch in batches { _ = try await store.importMessages(batch) }
         report.importSealed = seconds(since: start)
 
-        var random = SplitMix(state: 99)
+        var random = SplitMix(seed: 99)
         let ids = (0..<iterations).map { _ in Int64(random.next() % UInt64(max(messages, 1))) + 1 }
         let query = "meeting budget"
 
@@ -303,7 +305,7 @@ final class PlaintextBaseline: Sendable {
                 db,
                 sql: "SELECT \(SummaryRow.columns) FROM messages m ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?",
                 arguments: [limit, offset]
-            ).map(SummaryRow.init(row:))
+            ).compactMap(SummaryRow.init(row:))
         }
         return try rows.map(Self.summary)
     }
@@ -326,7 +328,7 @@ final class PlaintextBaseline: Sendable {
                     ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: arguments
-            ).map(SummaryRow.init(row:))
+            ).compactMap(SummaryRow.init(row:))
         }
         return try rows.map(Self.summary)
     }

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
 
 /// A deterministic generator of plausible RFC 5322 messages, for benchmarks, crash tests and canary scans.
 ///
@@ -50,7 +46,7 @@ public struct SyntheticMail: Sendable {
 
     /// The bytes of message `index`, with `canaries` woven in when given.
     public func message(_ index: Int, canaries: Canaries? = nil, attachment forceAttachment: Bool = false) -> [UInt8] {
-        var random = SplitMix(state: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
+        var random = SplitMix(seed: seed &* 0x9E37_79B9_7F4A_7C15 &+ UInt64(index))
         func word() -> String { Self.vocabulary[Int(random.next() % UInt64(Self.vocabulary.count))] }
         func words(_ count: Int) -> String { (0..<count).map { _ in word() }.joined(separator: " ") }
         let person = Int(random.next() % 60)
@@ -124,11 +120,17 @@ public struct SyntheticMail: Sendable {
     }
 }
 
-/// SplitMix64, a small deterministic generator.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
+/// SplitMix64, a small deterministic generator: the same seed gives the same sequence on every machine, so generated
+/// corpora (benchmarks, fuzzing, tours) are reproducible.
+public struct SplitMix: RandomNumberGenerator, Sendable {
+    /// The current state.
+    public var state: UInt64
 
-    mutating func next() -> UInt64 {
+    /// A generator starting from `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 bits.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
