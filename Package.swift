@@ -89,7 +89,7 @@ let package = Package(
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "CofferContent", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferContent", "CofferTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
