@@ -278,13 +278,23 @@ public enum PinnedTLS {
             return .hostnameMismatch(host: host)
         }
         if let error = error as? ChannelError, case .connectTimeout = error { return .timedOut(host: host, port: port) }
-        if error is NIOConnectionError || error is IOError || error is SocketAddressError {
-            return .connectFailed(host: host, port: port, reason: "\(error)")
+        if let error = error as? NIOConnectionError {
+            let reasons = error.connectionErrors.map { "\($0.target): \(Self.reason($0.error))" }
+            let reason = reasons.isEmpty ? "the name does not resolve" : reasons.joined(separator: "; ")
+            return .connectFailed(host: host, port: port, reason: reason)
+        }
+        if error is IOError || error is SocketAddressError {
+            return .connectFailed(host: host, port: port, reason: Self.reason(error))
         }
         if let error = error as? ChannelError, case .connectPending = error {
             return .connectFailed(host: host, port: port, reason: "\(error)")
         }
         return .handshakeFailed(host: host, reason: "\(error)")
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)).lowercased() }
+        return "\(error)"
     }
 
     private static func report(

@@ -207,6 +207,17 @@ import X509
         #expect(error == .timedOut(host: TestPKI.name, port: server.port))
     }
 
+    @Test func theSystemTrustStoreDoesNotTrustTheTestCA() async throws {
+        let server = try await serve("a")
+        defer { Task { await server.stop() } }
+        var configuration = pki.configuration(port: server.port, policy: try pki.policy("a"))
+        configuration.trustRoots = .system
+        guard case .untrustedChain = await refusal(configuration) else {
+            Issue.record("a private CA must not be trusted unless its bundle is given")
+            return
+        }
+    }
+
     @Test func anUnreadableCABundleIsTyped() async throws {
         var configuration = pki.configuration(port: 1, policy: nil)
         configuration.trustRoots = .caBundle(path: pki.path("a.pin"))
