@@ -111,6 +111,8 @@ package struct CellReader {
     package struct Malformed: Error {}
 
     private let bytes: [UInt8]
+    /// Where the fields end (before a v2 cell's padding): the reader shares the caller's buffer, copying nothing.
+    private let end: Int
     private var position = 1
 
     /// Reads a v2 cell (padding checked and removed) or a v1 cell (no padding).
@@ -121,18 +123,20 @@ package struct CellReader {
             guard CellWriter.bucket(for: bytes.count) == bytes.count,
                 let marker = bytes.lastIndex(where: { $0 != 0 }), bytes[marker] == 0x80, marker >= 1
             else { throw Malformed() }
-            self.bytes = Array(bytes[..<marker])
+            self.bytes = bytes
+            end = marker
         case CellWriter.unpaddedVersion:
             self.bytes = bytes
+            end = bytes.count
         default:
             throw Malformed()
         }
     }
 
-    package var isAtEnd: Bool { position == bytes.count }
+    package var isAtEnd: Bool { position == end }
 
     package mutating func count() throws(Malformed) -> Int {
-        guard bytes.count - position >= 4 else { throw Malformed() }
+        guard end - position >= 4 else { throw Malformed() }
         var value = 0
         for _ in 0..<4 {
             value = value << 8 | Int(bytes[position])
@@ -142,14 +146,14 @@ package struct CellReader {
     }
 
     package mutating func string() throws(Malformed) -> String? {
-        guard position < bytes.count else { throw Malformed() }
+        guard position < end else { throw Malformed() }
         let tag = bytes[position]
         position += 1
         switch tag {
         case 0: return nil
         case 1:
             let length = try count()
-            guard bytes.count - position >= length else { throw Malformed() }
+            guard end - position >= length else { throw Malformed() }
             defer { position += length }
             return String(decoding: bytes[position..<position + length], as: UTF8.self)
         default: throw Malformed()
@@ -162,21 +166,21 @@ package struct CellReader {
     }
 
     package mutating func flag() throws(Malformed) -> Bool {
-        guard position < bytes.count, bytes[position] <= 1 else { throw Malformed() }
+        guard position < end, bytes[position] <= 1 else { throw Malformed() }
         defer { position += 1 }
         return bytes[position] == 1
     }
 
     package mutating func raw() throws(Malformed) -> [UInt8] {
         let length = try count()
-        guard bytes.count - position >= length else { throw Malformed() }
+        guard end - position >= length else { throw Malformed() }
         defer { position += length }
         return Array(bytes[position..<position + length])
     }
 
     package mutating func addresses() throws(Malformed) -> [MailAddress] {
         let total = try count()
-        guard total <= bytes.count else { throw Malformed() }
+        guard total <= end else { throw Malformed() }
         var list: [MailAddress] = []
         list.reserveCapacity(total)
         for _ in 0..<total {
