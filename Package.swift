@@ -30,9 +30,9 @@ let package = Package(
         .target(
             name: "CofferCrypto",
             dependencies: [
-                "CCofferSystem",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "CCofferSystem", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
@@ -90,7 +90,11 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
-        .testTarget(name: "CofferKeymakerTests", dependencies: ["CofferKeymaker", "CofferTesting"]),
+        .testTarget(
+            name: "CofferKeymakerTests",
+            dependencies: ["CofferKeymaker", "CofferTesting"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),

@@ -9,3 +9,16 @@ COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build "$@"
 bash Fuzz/run.sh 60
 # The sanitized DOMPurify and HTTP-leak vectors in headless Chromium under the CSP: no request, no script.
 .venv/bin/python Tests/browser/render_vectors.py --coffer "$(swift build --show-bin-path)/coffer"
+# ThreadSanitizer over the concurrency suites (keychain, keymaker, containers, agent). The agent tests run a
+# TSan-built `coffer`, whose reports go to files: any report fails the run.
+swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+tsan_logs="$(mktemp -d)"
+COFFER_BIN="$PWD/.build-tsan/debug/coffer" TSAN_OPTIONS="log_path=$tsan_logs/tsan halt_on_error=0" \
+  swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+  --filter 'CofferKeychainTests|CofferKeymakerTests|CofferAppTests|AgentTests'
+if compgen -G "$tsan_logs/tsan.*" >/dev/null; then
+  cat "$tsan_logs"/tsan.*
+  echo "tsan: ThreadSanitizer reported races (above)"
+  exit 1
+fi
+echo "tsan: no race reported"

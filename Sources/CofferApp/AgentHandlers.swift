@@ -124,23 +124,79 @@ public final class SessionHandler: Sendable {
         return policy.description
     }
 
-    /// Adds or removes a strategy (needs the key); `pin` is the new PIN when adding `pin`.
+    /// Adds or removes a strategy without a proof: succeeds only while the account's protection is `none`.
+    /// Prefer ``protect(strategy:remove:newPIN:currentPIN:conversation:)``.
     public func protect(strategy: String, remove: Bool, pin: SecretBytes?) async throws -> [String] {
+        try await protect(strategy: strategy, remove: remove, newPIN: pin, currentPIN: nil, conversation: nil)
+    }
+
+    /// Adds or removes a strategy after a fresh proof by a current one, even while the key is in memory: the
+    /// current PIN (from a secret frame; a wrong one counts as a failed attempt), else presence asked of
+    /// `conversation`, else nothing when the protection is `none`. `newPIN` is the new PIN when adding `pin`.
+    public func protect(
+        strategy: String,
+        remove: Bool,
+        newPIN: SecretBytes?,
+        currentPIN: SecretBytes?,
+        conversation: (any AgentConversation)?
+    ) async throws -> [String] {
         let keymaker = try dependencies.keymaker
-        switch (strategy, remove) {
-        case ("pin", false):
-            guard let pin else { throw AgentFailure(.badRequest, "A new PIN must come in a secret frame.") }
-            try await keymaker.activatePIN(pin)
-        case ("secure-element", false): try await keymaker.activateSecureElement()
-        case ("pin", true): try await keymaker.deactivate(.pin)
-        case ("secure-element", true): try await keymaker.deactivate(.secureElement)
-        case ("none", _):
-            for active in try await keymaker.strategies() where active != .none {
-                try await keymaker.deactivate(active)
+        let reason = "Change the protection of Coffer account \(dependencies.account)."
+        let proof = try await Self.proof(keymaker, currentPIN: currentPIN, conversation: conversation, reason: reason)
+        try await PresenceRelay.$current.withValue(conversation.map { ConversationPresence($0) }) {
+            switch (strategy, remove) {
+            case ("pin", false):
+                guard let newPIN else { throw AgentFailure(.badRequest, "A new PIN must come in a secret frame.") }
+                try await keymaker.activatePIN(newPIN, authorizedBy: proof)
+            case ("secure-element", false): try await keymaker.activateSecureElement(authorizedBy: proof)
+            case ("pin", true): try await keymaker.deactivate(.pin, authorizedBy: proof)
+            case ("secure-element", true): try await keymaker.deactivate(.secureElement, authorizedBy: proof)
+            case ("none", _): try await keymaker.deactivate(nil, authorizedBy: proof)
+            default: throw AgentFailure(.badRequest, "The strategy must be pin, secure-element or none.")
             }
-        default: throw AgentFailure(.badRequest, "The strategy must be pin, secure-element or none.")
         }
         return try await keymaker.strategies().map(\.description).sorted()
+    }
+
+    /// Splits a `protect` request's secret frame into the current PIN (when the proof is `pin`) and the new PIN
+    /// (when adding a PIN): `current ‖ 0x0A ‖ new` when both are there (a PIN never holds a newline: the CLI reads
+    /// it by lines).
+    public static func splitSecret(
+        _ secret: SecretBytes?,
+        proof: String?,
+        addingPIN: Bool
+    ) throws -> (current: SecretBytes?, new: SecretBytes?) {
+        guard let secret else { return (nil, nil) }
+        guard proof == "pin" else { return (nil, addingPIN ? secret : nil) }
+        guard addingPIN else { return (secret, nil) }
+        return try secret.withUnsafeBytes { raw in
+            guard let newline = raw.firstIndex(of: 0x0A) else {
+                throw AgentFailure(.badRequest, "The secret frame must hold the current PIN and the new PIN.")
+            }
+            return (
+                SecretBytes(copying: raw[raw.startIndex..<newline]),
+                SecretBytes(copying: raw[(newline + 1)..<raw.endIndex])
+            )
+        }
+    }
+
+    /// The proof a protection change or a logout takes: `none` while unprotected, else the current PIN, else
+    /// presence through `conversation`.
+    static func proof(
+        _ keymaker: Keymaker,
+        currentPIN: SecretBytes?,
+        conversation: (any AgentConversation)?,
+        reason: String
+    ) async throws -> Keymaker.UnlockMethod {
+        let strategies = try await keymaker.strategies()
+        if strategies.contains(.none) { return .none }
+        if let currentPIN, strategies.contains(.pin) { return .pin(currentPIN) }
+        if conversation != nil, strategies.contains(.secureElement) { return .secureElement(reason: reason) }
+        throw AgentFailure(
+            .badRequest,
+            "Changing the protection of a protected account, or logging it out, needs its current PIN (or presence)"
+                + " even while it is unlocked."
+        )
     }
 }
 
@@ -264,14 +320,43 @@ public final class LogoutHandler: Sendable {
     /// A handler.
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
 
-    /// Logs `account` out.
+    /// Logs `account` out without a proof: succeeds only while its protection is `none`. Prefer
+    /// ``logout(_:currentPIN:conversation:forgottenConfirmation:)``.
     public func logout(_ account: String) async throws {
+        try await logout(account, currentPIN: nil, conversation: nil, forgottenConfirmation: nil)
+    }
+
+    /// Logs `account` out after a fresh proof by a current strategy (see ``SessionHandler``), or, for a forgotten
+    /// PIN, with `forgottenConfirmation` equal to the account's name as the person typed it after the warning.
+    public func logout(
+        _ account: String,
+        currentPIN: SecretBytes?,
+        conversation: (any AgentConversation)?,
+        forgottenConfirmation: String?
+    ) async throws {
         let registry = try dependencies.keymakerRegistry
         let user = registry.user(account)
         let keymaker = try user.keymaker
-        if SecureFile.exists(dependencies.paths.cache(account)) { try user.attachmentCache.purgeAll() }
-        if user.hasOpenedMailStore { try? user.mailStore.close() }
-        try await keymaker.destroy()
+        if let forgottenConfirmation {
+            guard forgottenConfirmation == account else { throw KeymakerError.confirmationMismatch }
+            if SecureFile.exists(dependencies.paths.cache(account)) { try? user.attachmentCache.purgeAll() }
+            if user.hasOpenedMailStore { try? user.mailStore.close() }
+            try await keymaker.eraseForgotten(confirmingAccountName: forgottenConfirmation)
+        } else {
+            let reason = "Log out of Coffer account \(account) (its key and mail are erased)."
+            let proof = try await SessionHandler.proof(
+                keymaker,
+                currentPIN: currentPIN,
+                conversation: conversation,
+                reason: reason
+            )
+            // The proof is checked first: a wrong PIN leaves the cache and the store as they were.
+            try await PresenceRelay.$current.withValue(conversation.map { ConversationPresence($0) }) {
+                try await keymaker.logout(authorizedBy: proof)
+            }
+            if SecureFile.exists(dependencies.paths.cache(account)) { try? user.attachmentCache.purgeAll() }
+            if user.hasOpenedMailStore { try? user.mailStore.close() }
+        }
         registry.remove(account)
         SecureFile.removeTree(dependencies.paths.mail(account))
     }

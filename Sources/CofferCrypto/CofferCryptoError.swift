@@ -28,6 +28,9 @@ public enum CofferCryptoError: Error, Sendable, Equatable, CustomStringConvertib
     case primitiveFailure(String)
     /// Reading or writing a file failed.
     case io(operation: String, errno: Int32)
+    /// A file or folder that must be private is not: it belongs to another user or others may access it. Coffer
+    /// refuses to use it rather than repair it, since someone may already have read or replaced it.
+    case notPrivate(String, reason: String)
 
     /// A sentence for people; never contains secret or message data.
     public var description: String {
@@ -46,6 +49,9 @@ public enum CofferCryptoError: Error, Sendable, Equatable, CustomStringConvertib
         case .invalidKeyLength(let expected, let actual): "A key must be \(expected) bytes long, not \(actual)."
         case .primitiveFailure(let what): "A cryptographic operation failed (\(what))."
         case .io(let operation, let code): "Could not \(operation): \(SystemError.message(for: code))."
+        case .notPrivate(let path, let reason):
+            "Coffer refuses to use \(path) because \(reason). If nobody else can have read or replaced it, make it "
+                + "private again (owned by you, mode 700 for a folder or 600 for a file)."
         }
     }
 }

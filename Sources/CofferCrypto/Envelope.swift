@@ -77,8 +77,8 @@ public enum Envelope {
     /// Seals with a caller-chosen nonce. Only for known-answer tests: a repeated nonce under one key breaks both
     /// confidentiality and integrity.
     ///
-    /// - Warning: Never call this outside tests.
-    public static func seal(
+    /// - Warning: Never call this outside tests. It is `package`, so it is out of reach of other packages.
+    package static func seal(
         _ plaintext: UnsafeRawBufferPointer,
         with key: EnvelopeKey,
         context: EnvelopeContext,

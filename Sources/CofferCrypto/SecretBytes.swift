@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -108,16 +109,31 @@ public final class SecretBytes: @unchecked Sendable {
     }()
 
     private static let memoryLockWarned = Atomic<Bool>(false)
+    private static let installedLogger = Mutex(
+        Logger(label: "coffer.crypto", factory: { _ in SwiftLogNoOpLogHandler() })
+    )
 
-    /// Says once per process, on standard error, that key memory could not be locked (for example when
+    /// Where CofferCrypto reports what its callers cannot see in a return value: today only that key memory could
+    /// not be locked against swapping. A no-op logger until the program gives one; the library never writes to
+    /// standard error itself.
+    public static var logger: Logger {
+        get { installedLogger.withLock { $0 } }
+        set { installedLogger.withLock { $0 = newValue } }
+    }
+
+    /// Reports once per process, through ``logger``, that key memory could not be locked (for example when
     /// `RLIMIT_MEMLOCK` is exhausted). Keys still work and are still zeroed; they may reach swap.
     private static func reportMemoryLockFailure(errno code: Int32) {
         guard !memoryLockWarned.exchange(true, ordering: .relaxed) else { return }
-        let message =
-            "coffer: warning: could not lock key memory against swapping (errno \(code)); "
-            + "keys are still zeroed when released\n"
-        var text = message
-        text.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        reportMemoryLockFailure(errno: code, to: logger)
+    }
+
+    /// The warning itself, apart from the once-per-process gate (tests).
+    static func reportMemoryLockFailure(errno code: Int32, to logger: Logger) {
+        logger.warning(
+            "could not lock key memory against swapping; keys are still zeroed when released",
+            metadata: ["errno": "\(code)", "reason": "\(SystemError.message(for: code))"]
+        )
     }
 
     /// Whether memory locking has failed at least once in this process.

@@ -10,14 +10,32 @@ import Darwin
 ///
 /// Every write that matters goes through ``writeAtomically(_:to:)``: a temporary file in the same folder
 /// (`O_EXCL`, mode 0600), `fsync`, `rename` over the target, `fsync` of the folder. A crash leaves either the old
-/// file or the new one, never a mix; leftovers are named `.*.tmp-*` and removed by ``removeTemporaryLeftovers(in:)``.
+/// file or the new one, never a mix; leftovers are named `.<name>.tmp-<pid>-<random>` and removed by
+/// ``removeTemporaryLeftovers(in:)`` once their writer is dead.
 public enum SecureFile {
-    /// A hook between the steps of an atomic write, called with the step and the target path, for crash tests
-    /// (throw to stop there). `nil` in production.
-    nonisolated(unsafe) public static var testCrashPoint: (@Sendable (_ step: String, _ path: String) throws -> Void)?
+    /// The steps of an atomic write, at which a test's ``CrashPoint`` may stop it.
+    package enum WriteStep: String, Sendable, CaseIterable {
+        /// The temporary file holds the bytes but is not yet flushed.
+        case written
+        /// The temporary file is flushed, not yet renamed over the target.
+        case synced
+        /// The target is replaced; its folder is not yet flushed.
+        case renamed
+    }
+
+    /// A hook between the steps of an atomic write, called with the step and the target path: throw to stop the
+    /// write there, or block to pause it. Tests pass one to the write they exercise; production passes none.
+    package typealias CrashPoint = @Sendable (_ step: WriteStep, _ path: String) throws -> Void
+
+    /// How old a dead writer's temporary file must be before ``removeTemporaryLeftovers(in:)`` deletes it.
+    package static let leftoverMinimumAge: Int = 60
 
     /// Creates `path` and its missing parents with mode 0700, and checks that the last component is a directory
     /// owned by this user with no group or other access.
+    ///
+    /// - Throws: ``CofferCryptoError/notPrivate(_:reason:)`` if the folder exists but belongs to another user or is
+    ///   open to the group or others (Coffer refuses rather than repairs: someone may already have read it), or
+    ///   ``CofferCryptoError/io(operation:errno:)``.
     public static func makePrivateDirectory(_ path: String) throws(CofferCryptoError) {
         var current = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
@@ -26,19 +44,42 @@ public enum SecureFile {
                 throw .io(operation: "create the folder \(current)", errno: errno)
             }
         }
+        try checkPrivate(path, folder: true)
+    }
+
+    /// Checks that `path` (not following a final symbolic link) is a folder or regular file, as `folder` says,
+    /// owned by this process's user, with no group or other permission bits.
+    ///
+    /// - Throws: ``CofferCryptoError/notPrivate(_:reason:)`` or ``CofferCryptoError/io(operation:errno:)``.
+    public static func checkPrivate(_ path: String, folder: Bool) throws(CofferCryptoError) {
         var info = stat()
-        guard lstat(path, &info) == 0 else { throw .io(operation: "inspect the folder \(path)", errno: errno) }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw .io(operation: "use \(path) as a folder", errno: ENOTDIR) }
-        if info.st_mode & 0o077 != 0 {
-            guard chmod(path, 0o700) == 0 else { throw .io(operation: "make \(path) private", errno: errno) }
+        guard lstat(path, &info) == 0 else { throw .io(operation: "inspect \(path)", errno: errno) }
+        let kind: mode_t = folder ? S_IFDIR : S_IFREG
+        guard info.st_mode & S_IFMT == kind else {
+            throw .io(operation: "use \(path) as a \(folder ? "folder" : "file")", errno: folder ? ENOTDIR : EINVAL)
+        }
+        guard info.st_uid == geteuid() else {
+            throw .notPrivate(path, reason: "it belongs to another user (uid \(info.st_uid))")
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            throw .notPrivate(path, reason: "other users may access it (mode \(String(mode, radix: 8)))")
         }
     }
 
     /// Writes `bytes` to `path` atomically with mode 0600.
     public static func writeAtomically(_ bytes: [UInt8], to path: String) throws(CofferCryptoError) {
-        let (folder, name) = split(path)
-        var random = SystemRandomNumberGenerator()
-        let temporary = "\(folder)/.\(name).tmp-\(String(random.next() as UInt64, radix: 16))"
+        try writeAtomically(bytes, to: path, crashPoint: nil)
+    }
+
+    /// Writes `bytes` to `path` atomically with mode 0600, calling `crashPoint` between the steps (tests).
+    package static func writeAtomically(
+        _ bytes: [UInt8],
+        to path: String,
+        crashPoint: CrashPoint?
+    ) throws(CofferCryptoError) {
+        let folder = split(path).folder
+        let temporary = temporaryPath(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(operation: "create a file in \(folder)", errno: errno) }
         var renamed = false
@@ -46,17 +87,17 @@ public enum SecureFile {
         do throws(CofferCryptoError) {
             var sink = FileDescriptorSink(fd: fd)
             try sink.write(bytes)
-            try crashPoint("written", path)
+            try step(.written, path, crashPoint)
             guard fsync(fd) == 0 else { throw .io(operation: "flush \(path)", errno: errno) }
             close(fd)
         } catch {
             close(fd)
             throw error
         }
-        try crashPoint("synced", path)
+        try step(.synced, path, crashPoint)
         guard rename(temporary, path) == 0 else { throw .io(operation: "replace \(path)", errno: errno) }
         renamed = true
-        try crashPoint("renamed", path)
+        try step(.renamed, path, crashPoint)
         try syncDirectory(folder)
     }
 
@@ -144,11 +185,51 @@ public enum SecureFile {
         rmdir(root)
     }
 
-    /// Deletes temporary files that an interrupted ``writeAtomically(_:to:)`` left in `folder`.
+    /// A fresh temporary path beside `target` for writing it atomically: `.<name>.tmp-<pid>-<random hex>`, which
+    /// ``isAbandonedTemporary(_:)`` recognises once its writer is gone.
+    public static func temporaryPath(for target: String) -> String {
+        let (folder, name) = split(target)
+        var random = SystemRandomNumberGenerator()
+        return "\(folder)/.\(name).tmp-\(getpid())-\(String(random.next() as UInt64, radix: 16))"
+    }
+
+    /// Whether `path` is a temporary file (named as ``temporaryPath(for:)`` names them) that an interrupted write
+    /// left: its writing process is gone and it is at least a minute old. A write in progress in another process,
+    /// which holds its own lock and not the caller's, is never abandoned. A name without a process id (an older
+    /// build's) counts as a dead writer's.
+    public static func isAbandonedTemporary(_ path: String) -> Bool {
+        let name = split(path).name
+        guard name.hasPrefix("."), name.contains(".tmp-") else { return false }
+        if let writer = writerProcess(ofTemporary: name), writer == getpid() || isAlive(writer) { return false }
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return false }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int(now.tv_sec) - Int(info.st_mtim.tv_sec) >= leftoverMinimumAge
+    }
+
+    /// Deletes the temporary files that interrupted ``writeAtomically(_:to:)`` calls left in `folder` (see
+    /// ``isAbandonedTemporary(_:)``), so that a start-up never breaks another process's write in progress.
     public static func removeTemporaryLeftovers(in folder: String) throws(CofferCryptoError) {
-        for name in try list(folder) where name.hasPrefix(".") && name.contains(".tmp-") {
+        for name in try list(folder) where isAbandonedTemporary("\(folder)/\(name)") {
             try remove("\(folder)/\(name)")
         }
+    }
+
+    /// The process id in a temporary file's name `.<name>.tmp-<pid>-<random>`, or `nil` for an older name.
+    static func writerProcess(ofTemporary name: String) -> pid_t? {
+        let bytes = Array(name.utf8)
+        let marker = Array(".tmp-".utf8)
+        var start = bytes.count - marker.count
+        while start >= 0 && !bytes[start..<start + marker.count].elementsEqual(marker) { start -= 1 }
+        guard start >= 0 else { return nil }
+        let parts = bytes[(start + marker.count)...].split(separator: UInt8(ascii: "-"))
+        guard parts.count == 2, let pid = pid_t(String(decoding: parts[0], as: UTF8.self)), pid > 0 else { return nil }
+        return pid
+    }
+
+    private static func isAlive(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0 || errno == EPERM
     }
 
     /// `fsync` on a folder, so a rename or unlink in it survives a crash.
@@ -165,10 +246,10 @@ public enum SecureFile {
         return (folder.isEmpty ? "/" : folder, String(path[path.index(after: slash)...]))
     }
 
-    private static func crashPoint(_ step: String, _ path: String) throws(CofferCryptoError) {
-        guard let hook = testCrashPoint else { return }
+    private static func step(_ step: WriteStep, _ path: String, _ hook: CrashPoint?) throws(CofferCryptoError) {
+        guard let hook else { return }
         do { try hook(step, path) } catch {
-            throw .io(operation: "continue after test crash point \(step)", errno: EINTR)
+            throw .io(operation: "continue after test crash point \(step.rawValue)", errno: EINTR)
         }
     }
 }

@@ -21,40 +21,80 @@ public struct DeviceIdentity: Sendable {
         self.machineID = machineID
     }
 
-    /// Loads the device secret from `secretPath`, creating it (mode 0600, in a 0700 folder) on first use, and reads
-    /// the machine id.
+    /// The files the machine id is read from by default, first readable wins.
+    public static let defaultMachineIDPaths = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+
+    /// Loads the device secret from `secretPath` and reads the machine id. Never creates anything: every command
+    /// but first set-up uses this.
     ///
     /// - Parameters:
     ///   - secretPath: The device secret file, outside the data and keychain folders.
     ///   - machineIDPaths: Files to take the machine id from, first readable wins.
+    /// - Throws: ``KeychainError/deviceSecretMissing`` if the file does not exist,
+    ///   ``KeychainError/corruptDeviceSecret``, or ``KeychainError/storage(_:)`` (with
+    ///   `CofferCryptoError.notPrivate` when the file or its folder is open to other users or owned by another user:
+    ///   Coffer refuses such a secret rather than repairing it, since it may already have been copied).
     public static func load(
         secretPath: String,
-        machineIDPaths: [String] = ["/etc/machine-id", "/var/lib/dbus/machine-id"]
+        machineIDPaths: [String] = defaultMachineIDPaths
     ) throws(KeychainError) -> DeviceIdentity {
-        let secret: SecretBytes
-        let existing: [UInt8]?
-        do { existing = try SecureFile.read(secretPath, maxBytes: 64) } catch { throw .storage(error) }
-        if let bytes = existing {
-            guard bytes.count == 37, Array(bytes[0..<4]) == magic, bytes[4] == 1 else { throw .corruptDeviceSecret }
-            secret = SecretBytes(copying: bytes[5...])
-        } else {
-            let folder = String(secretPath[..<(secretPath.lastIndex(of: "/") ?? secretPath.startIndex)])
-            secret = SecretBytes(randomCount: 32)
-            var file = magic + [1]
-            secret.withUnsafeBytes { file += $0 }
-            defer { for index in file.indices { file[index] = 0 } }
-            do {
-                if !folder.isEmpty { try SecureFile.makePrivateDirectory(folder) }
-                try SecureFile.writeAtomically(file, to: secretPath)
-            } catch {
-                throw .storage(error)
-            }
+        guard let secret = try readSecret(secretPath) else { throw .deviceSecretMissing }
+        return try DeviceIdentity(secret: secret, machineID: readMachineID(machineIDPaths))
+    }
+
+    /// First set-up (`coffer init`): loads the device secret, or creates it (mode 0600, in a 0700 folder) if it does
+    /// not exist and `keychainFolder` holds no items yet.
+    ///
+    /// A keychain with items but no device secret is never given a fresh secret: those items were sealed under the
+    /// lost one, so this throws ``KeychainError/deviceSecretMissing`` instead.
+    ///
+    /// - Parameters:
+    ///   - secretPath: The device secret file, outside the data and keychain folders.
+    ///   - keychainFolder: The keychain folder the secret seals (it need not exist yet).
+    ///   - machineIDPaths: Files to take the machine id from, first readable wins.
+    /// - Throws: As ``load(secretPath:machineIDPaths:)``, and ``KeychainError/deviceSecretMissing`` as above.
+    public static func loadOrCreate(
+        secretPath: String,
+        keychainFolder: String,
+        machineIDPaths: [String] = defaultMachineIDPaths
+    ) throws(KeychainError) -> DeviceIdentity {
+        if let secret = try readSecret(secretPath) {
+            return try DeviceIdentity(secret: secret, machineID: readMachineID(machineIDPaths))
+        }
+        guard try !FileKeychain.hasItems(in: keychainFolder) else { throw .deviceSecretMissing }
+        let folder = String(secretPath[..<(secretPath.lastIndex(of: "/") ?? secretPath.startIndex)])
+        let secret = SecretBytes(randomCount: 32)
+        var file = magic + [1]
+        secret.withUnsafeBytes { file += $0 }
+        defer { for index in file.indices { file[index] = 0 } }
+        do {
+            if !folder.isEmpty { try SecureFile.makePrivateDirectory(folder) }
+            try SecureFile.writeAtomically(file, to: secretPath)
+        } catch {
+            throw .storage(error)
         }
         return try DeviceIdentity(secret: secret, machineID: readMachineID(machineIDPaths))
     }
 
-    /// The first non-empty machine id among `paths`, trimmed; empty if none is readable (then only the device
-    /// secret binds `…ThisDeviceOnly` items).
+    /// The secret in the file at `path` after checking that it and its folder are private; `nil` if it is absent.
+    private static func readSecret(_ path: String) throws(KeychainError) -> SecretBytes? {
+        let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        var bytes: [UInt8]
+        do {
+            guard let read = try SecureFile.read(path, maxBytes: 64) else { return nil }
+            bytes = read
+            try SecureFile.checkPrivate(path, folder: false)
+            if !folder.isEmpty { try SecureFile.checkPrivate(folder, folder: true) }
+        } catch {
+            throw .storage(error)
+        }
+        defer { for index in bytes.indices { bytes[index] = 0 } }
+        guard bytes.count == 37, Array(bytes[0..<4]) == magic, bytes[4] == 1 else { throw .corruptDeviceSecret }
+        return SecretBytes(copying: bytes[5...])
+    }
+
+    /// The first non-empty machine id among `paths`, with every byte up to 0x20 (spaces, newlines, control
+    /// characters) removed; empty if none is readable (then only the device secret binds `…ThisDeviceOnly` items).
     static func readMachineID(_ paths: [String]) -> [UInt8] {
         for path in paths {
             if let bytes = try? SecureFile.read(path, maxBytes: 256) {
@@ -90,7 +130,11 @@ public struct DeviceIdentity: Sendable {
     }
 }
 
-extension DeviceIdentity: CustomStringConvertible {
+extension DeviceIdentity: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Never shows the secret.
     public var description: String { "DeviceIdentity(<redacted>)" }
+    /// Never shows the secret.
+    public var debugDescription: String { description }
+    /// Empty, so `dump` and debuggers that use mirrors show nothing.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }

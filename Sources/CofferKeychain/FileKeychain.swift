@@ -17,22 +17,40 @@ import Musl
 /// `docs/FORMAT.md` has the byte layout.
 public final class FileKeychain: Keychain {
     static let magic: [UInt8] = [0x43, 0x46, 0x4B, 0x43]
-    private let folder: String
+    let folder: String
     private let portableKey: EnvelopeKey
     private let deviceOnlyKey: EnvelopeKey
     private let state: any DeviceState
+    private let crashPoint: SecureFile.CrashPoint?
     private let lock = Mutex<Void>(())
 
     /// Opens (creating if needed) the keychain in `folder`.
+    ///
+    /// Temporary files that a crashed writer left behind are deleted; a write in progress in another process is
+    /// left alone (see ``SecureFile/removeTemporaryLeftovers(in:)``).
     ///
     /// - Parameters:
     ///   - folder: The keychain folder; created with mode 0700.
     ///   - device: The device identity whose secret seals the items; keep its file outside `folder`.
     ///   - state: The device state that gates accessibility classes.
-    public init(
+    /// - Throws: ``KeychainError/storage(_:)``, with `CofferCryptoError.notPrivate` if the folder exists but belongs
+    ///   to another user or is open to others.
+    public convenience init(
         folder: String,
         device: DeviceIdentity,
         state: any DeviceState = SystemDeviceState()
+    )
+        throws(KeychainError)
+    {
+        try self.init(folder: folder, device: device, state: state, crashPoint: nil)
+    }
+
+    /// Opens the keychain with a hook that tests use to stop or pause item writes between their steps.
+    package init(
+        folder: String,
+        device: DeviceIdentity,
+        state: any DeviceState = SystemDeviceState(),
+        crashPoint: SecureFile.CrashPoint?
     )
         throws(KeychainError)
     {
@@ -40,12 +58,19 @@ public final class FileKeychain: Keychain {
         self.portableKey = device.itemKey(thisDeviceOnly: false)
         self.deviceOnlyKey = device.itemKey(thisDeviceOnly: true)
         self.state = state
+        self.crashPoint = crashPoint
         do {
             try SecureFile.makePrivateDirectory(folder)
             try SecureFile.removeTemporaryLeftovers(in: folder)
         } catch {
             throw .storage(error)
         }
+    }
+
+    /// Whether `folder` holds any keychain item files, without opening, creating or changing anything; `false` if
+    /// the folder does not exist.
+    public static func hasItems(in folder: String) throws(KeychainError) -> Bool {
+        do { return try SecureFile.list(folder).contains { $0.hasSuffix(".item") } } catch { throw .storage(error) }
     }
 
     /// See ``Keychain/add(_:at:accessibility:)``.
@@ -83,13 +108,25 @@ public final class FileKeychain: Keychain {
         }
     }
 
-    /// See ``Keychain/addresses(accessGroup:service:)``. Items that cannot be opened here are skipped.
+    /// See ``Keychain/addresses(accessGroup:service:)``.
+    ///
+    /// - Throws: ``KeychainError/deviceMismatch`` if any item was sealed under another device secret or machine id:
+    ///   the folder belongs to another device, and listing only what opens would read as "no such items". Damaged
+    ///   items (``KeychainError/corruptItem``) are skipped, so that one bad file does not hide the others.
     public func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress] {
         var found: [KeychainAddress] = []
         for name in try names() {
-            guard let (address, _, _) = try? decode(fileName: name), address.accessGroup == accessGroup,
-                address.service == service
-            else { continue }
+            let address: KeychainAddress
+            do {
+                (address, _, _) = try decode(fileName: name)
+            } catch .deviceMismatch {
+                throw .deviceMismatch
+            } catch .storage(let error) {
+                throw .storage(error)
+            } catch {
+                continue
+            }
+            guard address.accessGroup == accessGroup, address.service == service else { continue }
             found.append(address)
         }
         return found.sorted { $0.account < $1.account }
@@ -115,7 +152,7 @@ public final class FileKeychain: Keychain {
         try storage { () throws(CofferCryptoError) in try SecureFile.list(folder).filter { $0.hasSuffix(".item") } }
     }
 
-    private func fileName(for address: KeychainAddress) -> String {
+    package func fileName(for address: KeychainAddress) -> String {
         var hasher = SHA256()
         for part in [address.accessGroup, address.service, address.account] {
             var length: [UInt8] = []
@@ -142,6 +179,19 @@ public final class FileKeychain: Keychain {
     )
         throws(KeychainError)
     {
+        let file = try itemFile(value, at: address, accessibility: accessibility, nonce: nil)
+        try storage { () throws(CofferCryptoError) in
+            try SecureFile.writeAtomically(file.bytes, to: "\(folder)/\(file.name)", crashPoint: crashPoint)
+        }
+    }
+
+    /// The file name and bytes of an item, sealed with a random nonce, or with `nonce` for known-answer tests.
+    package func itemFile(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility,
+        nonce: [UInt8]?
+    ) throws(KeychainError) -> (name: String, bytes: [UInt8]) {
         let name = fileName(for: address)
         var plaintext: [UInt8] = []
         for part in [address.accessGroup, address.service, address.account] {
@@ -150,17 +200,18 @@ public final class FileKeychain: Keychain {
         }
         value.withUnsafeBytes { plaintext += $0 }
         defer { for index in plaintext.indices { plaintext[index] = 0 } }
-        try storage { () throws(CofferCryptoError) in
-            let envelope = try Envelope.seal(
-                plaintext,
-                with: key(for: accessibility),
-                context: context(fileName: name, accessibility: accessibility)
-            )
-            try SecureFile.writeAtomically(
-                Self.magic + [1, accessibility.rawValue] + envelope,
-                to: "\(folder)/\(name)"
-            )
+        let envelope = try storage { () throws(CofferCryptoError) in
+            let key = key(for: accessibility)
+            let context = context(fileName: name, accessibility: accessibility)
+            guard let nonce else { return try Envelope.seal(plaintext, with: key, context: context) }
+            let result = plaintext.withUnsafeBytes { raw in
+                Result { () throws(CofferCryptoError) in
+                    try Envelope.seal(raw, with: key, context: context, algorithm: .aes256GCM, nonce: nonce)
+                }
+            }
+            return try result.get()
         }
+        return (name, Self.magic + [1, accessibility.rawValue] + envelope)
     }
 
     private func open(_ address: KeychainAddress) throws(KeychainError) -> (KeychainAccessibility, SecretBytes) {

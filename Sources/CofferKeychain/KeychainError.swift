@@ -15,6 +15,9 @@ public enum KeychainError: Error, Sendable, Equatable, CustomStringConvertible {
     case corruptItem
     /// The device secret file is damaged.
     case corruptDeviceSecret
+    /// The keychain holds items but the device secret is gone (or was never on this machine): the items cannot be
+    /// opened, and a new secret is not made silently.
+    case deviceSecretMissing
     /// Reading or writing the keychain's files failed.
     case storage(CofferCryptoError)
 
@@ -26,10 +29,13 @@ public enum KeychainError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notAccessible(let accessibility, let reason):
             "The keychain item (\(accessibility)) cannot be used now: \(reason)."
         case .deviceMismatch:
-            "The keychain item belongs to another device (the device secret or machine id differs); it cannot be "
-                + "opened here."
+            "These files belong to another device (or the device secret is gone): the keychain was sealed with a "
+                + "different device secret or machine id, so it cannot be opened here."
         case .corruptItem: "The keychain item is damaged or was tampered with."
         case .corruptDeviceSecret: "The device secret file is damaged; keychain items cannot be opened."
+        case .deviceSecretMissing:
+            "These files belong to another device (or the device secret is gone): the keychain has items but this "
+                + "machine has no device secret to open them, and Coffer does not make a new one over them."
         case .storage(let error): "The keychain's storage failed: \(error)"
         }
     }

@@ -13,9 +13,13 @@ import Foundation
 /// puts it in memory on unlock, removes (and zeroes) it on lock, autolock or logout, and destroys it after too many
 /// wrong PINs.
 ///
-/// Every change of protection writes the new wrap before it removes the old one and commits through one protection
-/// record, so a crash at any step leaves a state from which ``recover()`` (run automatically before the first
-/// operation) reaches a consistent one without losing the key.
+/// Its machines: the ``AttemptGuard`` (PIN attempts, counted under a lock shared by every process), the
+/// ``Autolock`` state machine, and the protection change, whose ``ProtectionStep``s write the new wrap before they
+/// remove the old one and commit through one protection record, so a crash at any step leaves a state from which
+/// ``recover()`` (run automatically before the first operation) reaches a consistent one without losing the key.
+///
+/// Changing or lowering protection, and logging out, take a fresh proof (``UnlockMethod``) by a current strategy,
+/// even while the key is in memory: whoever sits at an unlocked session still needs the PIN to change protection.
 public actor Keymaker {
     /// Tunables.
     public struct Configuration: Sendable {
@@ -25,29 +29,35 @@ public actor Keymaker {
         public var allowInsecureKDF: Bool
         /// Failed PIN attempts that destroy the MainKey.
         public var maxFailedAttempts: Int
-        /// Shortest accepted PIN, in characters.
+        /// Shortest accepted PIN or passphrase, in characters (``PINPolicy``).
         public var minimumPINLength: Int
         /// The autolock policy of a new account.
         public var defaultAutolock: AutolockPolicy
+        /// Runs with the account name after the account's MainKey was destroyed (logout, too many wrong PINs, a
+        /// tampered attempt record): the app deletes the account's store and caches here, which nothing can read
+        /// any more. The Keymaker knows nothing of them.
+        public var onDestroy: (@Sendable (_ account: String) -> Void)?
 
-        /// The production configuration: ``ScryptParameters/standard``, 10 attempts, PINs of 4 or more characters,
+        /// The production configuration: ``ScryptParameters/standard``, 10 attempts, PINs of 6 or more characters,
         /// autolock after 5 minutes.
         public init(
             scrypt: ScryptParameters = .standard,
             allowInsecureKDF: Bool = false,
             maxFailedAttempts: Int = 10,
-            minimumPINLength: Int = 4,
-            defaultAutolock: AutolockPolicy = .after(seconds: 300)
+            minimumPINLength: Int = PINPolicy.minimumLength,
+            defaultAutolock: AutolockPolicy = .after(seconds: 300),
+            onDestroy: (@Sendable (_ account: String) -> Void)? = nil
         ) {
             self.scrypt = scrypt
             self.allowInsecureKDF = allowInsecureKDF
             self.maxFailedAttempts = maxFailedAttempts
             self.minimumPINLength = minimumPINLength
             self.defaultAutolock = defaultAutolock
+            self.onDestroy = onDestroy
         }
     }
 
-    /// How to unlock.
+    /// How to unlock, and the proof a protection change or a logout takes.
     public enum UnlockMethod: Sendable {
         /// The `none` strategy: the key is read from the keychain.
         case none
@@ -57,26 +67,15 @@ public actor Keymaker {
         case secureElement(reason: String)
     }
 
-    /// Wall-clock seconds a PIN attempt must wait after `failures` failures: none for the first three, then
-    /// 30 s, 1 min, 5 min, 15 min, 30 min and 1 h.
-    public static func delay(afterFailures failures: Int) -> Int {
-        switch failures {
-        case ..<4: 0
-        case 4: 30
-        case 5: 60
-        case 6: 300
-        case 7: 900
-        case 8: 1800
-        default: 3600
-        }
-    }
+    /// Wall-clock seconds a PIN attempt must wait after `failures` failures; see ``AttemptGuard/delay(afterFailures:)``.
+    public static func delay(afterFailures failures: Int) -> Int { AttemptGuard.delay(afterFailures: failures) }
 
     /// The account this Keymaker serves.
     public nonisolated let account: String
-    /// Events: key obtained, key removed (with reason), unlock failed (attempts left).
+    /// Events: key obtained, key removed (with reason), unlock failed (attempts left), setting fallback.
     public nonisolated let events: AsyncStream<KeymakerEvent>
 
-    private let keychain: any Keychain
+    private let vault: ProtectionVault
     private let pinPepper: SecretBytes
     private let secureElement: (any SecureElement)?
     private let clock: any KeymakerClock
@@ -87,16 +86,15 @@ public actor Keymaker {
     private var timer: Task<Void, Never>?
     private var timerWake: UInt64?
     private var recovered = false
-    private var stepHook: (@Sendable (String) throws -> Void)?
-    private let attemptWrites = DispatchQueue(label: "coffer.keymaker.attempts")
-    private var pinAttemptRunning = false
-    private var pinAttemptQueue: [CheckedContinuation<Void, Never>] = []
+    private var stepHook: (@Sendable (ProtectionStep) throws -> Void)?
+    private var autolockFallback: AutolockFallback?
 
     /// Creates the Keymaker for `account`.
     ///
     /// - Parameters:
     ///   - account: The account name or id.
-    ///   - keychain: Where wraps and records live.
+    ///   - keychain: Where wraps and records live. A ``KeychainLocking`` keychain (``FileKeychain``) makes PIN
+    ///     attempts count across processes.
     ///   - device: The device identity; its pepper goes into the PIN KDF.
     ///   - secureElement: The secure element, if this device has one.
     ///   - clock: The clock autolock and the attempt guard use.
@@ -110,7 +108,7 @@ public actor Keymaker {
         configuration: Configuration = Configuration()
     ) {
         self.account = account
-        self.keychain = keychain
+        self.vault = ProtectionVault(keychain: keychain, account: account)
         self.pinPepper = device.pepper(label: "pin-kdf")
         self.secureElement = secureElement
         self.clock = clock
@@ -120,7 +118,6 @@ public actor Keymaker {
     }
 
     deinit {
-        attemptWrites.sync {}
         timer?.cancel()
         mainKey?.wipe()
         eventSink.finish()
@@ -134,24 +131,36 @@ public actor Keymaker {
     /// Whether this account has a MainKey on this device.
     public func isSetUp() throws(KeymakerError) -> Bool {
         try prepare()
-        return try readProtection() != nil
+        return try vault.readProtection() != nil
     }
 
     /// The active protection strategies.
     public func strategies() throws(KeymakerError) -> Set<ProtectionStrategy> {
         try prepare()
-        guard let strategies = try readProtection() else { throw .notSetUp }
+        guard let strategies = try vault.readProtection() else { throw .notSetUp }
         return strategies
     }
 
     /// Consecutive failed PIN attempts so far.
+    ///
+    /// - Throws: ``KeymakerError/mainKeyDestroyed`` after destroying the key when a PIN is active and its attempt
+    ///   record cannot be trusted (missing, edited, from another device): such a record counts as exhausted.
     public func failedAttempts() throws(KeymakerError) -> Int {
         try prepare()
-        return try readAttempts()?.failures ?? 0
+        guard let strategies = try vault.readProtection(), strategies.contains(.pin) else { return 0 }
+        guard let record = try vault.readAttemptsOrExhausted() else {
+            try destroy(reason: .tooManyAttempts)
+            throw .mainKeyDestroyed
+        }
+        return record.failures
     }
 
     /// The autolock policy in force.
     public var autolockPolicy: AutolockPolicy { autolock.policy }
+
+    /// Why the policy in force is the most private fallback instead of the stored one, if it is (`nil` when the
+    /// stored setting was read). Also reported as ``KeymakerEvent/autolockSettingFallback(_:)``.
+    public var autolockSettingFallback: AutolockFallback? { autolockFallback }
 
     /// Seconds until autolock fires, if a deadline is set.
     public func secondsUntilAutolock() -> Int? {
@@ -161,87 +170,79 @@ public actor Keymaker {
     }
 
     /// Installs a hook that runs after each step of a protection change (crash tests: throw to stop there).
-    public func setStepHook(_ hook: (@Sendable (String) throws -> Void)?) { stepHook = hook }
+    package func setStepHook(_ hook: (@Sendable (ProtectionStep) throws -> Void)?) { stepHook = hook }
 
     // MARK: - Login, logout
 
     /// Creates the account's MainKey (login), protected by `none`, and leaves it unlocked.
     ///
-    /// - Parameter injected: A given key instead of a random one (tests that scan storage for the key bytes).
     /// - Throws: ``KeymakerError/alreadySetUp`` if a key exists.
-    public func createMainKey(injected: SecretBytes? = nil) throws(KeymakerError) {
+    public func createMainKey() throws(KeymakerError) { try createMainKey(injected: nil) }
+
+    /// Creates the account's MainKey from given bytes instead of random ones (tests that scan storage for them).
+    package func createMainKey(injected: SecretBytes?) throws(KeymakerError) {
         try prepare()
-        guard try readProtection() == nil else { throw .alreadySetUp }
+        guard try vault.readProtection() == nil else { throw .alreadySetUp }
         let key = injected.map { MainKey(secret: $0) } ?? MainKey.generate()
-        try keychainCall { () throws(KeychainError) in
-            try keychain.set(key.secret, at: address(.none), accessibility: .afterFirstUnlockThisDeviceOnly)
-        }
-        try step("none-written")
-        try writeProtection([.none])
-        try step("record-written")
+        try vault.setSecret(key.secret, at: vault.address(.none))
+        try step(.noneWritten)
+        try vault.writeProtection([.none])
+        try step(.recordWritten)
         install(key)
         try storeAutolock(configuration.defaultAutolock, with: key)
     }
 
-    /// Destroys the MainKey and every wrap and record of the account (logout). Every byte sealed under the key
-    /// becomes unreadable.
-    public func destroy(reason: LockReason = .logout) throws(KeymakerError) {
-        flush()
+    /// Logs out: after a fresh proof by a current strategy (a wrong PIN counts as a failed attempt), destroys the
+    /// MainKey and every wrap and record of the account. Every byte sealed under the key becomes unreadable.
+    public func logout(authorizedBy proof: UnlockMethod) async throws(KeymakerError) {
+        let key = try await authenticate(proof)
+        key.wipe()
+        try destroy(reason: .logout)
+    }
+
+    /// The exit for a forgotten PIN: destroys the account's MainKey without a proof, when the caller passes the
+    /// account's name as the person typed it after being warned that everything will be lost.
+    ///
+    /// - Throws: ``KeymakerError/confirmationMismatch`` if `typedName` is not the account's name.
+    public func eraseForgotten(confirmingAccountName typedName: String) throws(KeymakerError) {
+        guard typedName == account else { throw .confirmationMismatch }
+        try destroy(reason: .logout)
+    }
+
+    /// Destroys the MainKey and every wrap and record of the account, then runs ``Configuration/onDestroy``.
+    package func destroy(reason: LockReason = .logout) throws(KeymakerError) {
         removeKey(reason: reason)
         // Wraps go first: once they are gone the key cannot be recovered, whatever happens next.
-        for strategy in ProtectionStrategy.allCases { try deleteItem(address(strategy)) }
-        try step("wraps-deleted")
+        for strategy in ProtectionStrategy.allCases { try vault.delete(vault.address(strategy)) }
+        try step(.wrapsDeleted)
         if let secureElement { try secureElement.deleteKey(label: secureElementLabel) }
-        try step("element-key-deleted")
-        for service in [Services.attempts, Services.autolock, Services.protection] {
-            try deleteItem(KeychainAddress(service: service, account: account))
+        try step(.elementKeyDeleted)
+        for address in [vault.attemptsAddress, vault.autolockAddress, vault.protectionAddress] {
+            try vault.delete(address)
         }
+        configuration.onDestroy?(account)
+        eventSink.yield(.mainKeyDestroyed(reason))
     }
 
     // MARK: - Unlock and lock
 
-    /// Puts the MainKey in memory.
+    /// Puts the MainKey in memory (nothing to do if it is there).
     ///
     /// - Throws: ``KeymakerError/strategyNotActive(_:)``, ``KeymakerError/wrongPIN(attemptsLeft:)``,
     ///   ``KeymakerError/tooSoon(retryAfterSeconds:)``, ``KeymakerError/mainKeyDestroyed``,
     ///   ``KeymakerError/presenceNotConfirmed`` and storage errors.
     public func unlock(_ method: UnlockMethod) async throws(KeymakerError) {
         try prepare()
-        guard let strategies = try readProtection() else { throw .notSetUp }
+        guard try vault.readProtection() != nil else { throw .notSetUp }
         if mainKey != nil { return }
-        switch method {
-        case .none:
-            guard strategies.contains(.none) else { throw .strategyNotActive(.none) }
-            let secret = try keychainCall { () throws(KeychainError) in try keychain.read(address(.none)) }
-            guard secret.count == MainKey.byteCount else { throw .corrupt("stored MainKey") }
-            install(MainKey(secret: secret))
-        case .pin(let pin):
-            guard strategies.contains(.pin) else { throw .strategyNotActive(.pin) }
-            await beginPINAttempt()
-            defer { endPINAttempt() }
-            try await unlockWithPIN(pin)
-        case .secureElement(let reason):
-            guard strategies.contains(.secureElement) else { throw .strategyNotActive(.secureElement) }
-            guard let secureElement else { throw .secureElementUnavailable }
-            let wrap = try keychainCall { () throws(KeychainError) in try keychain.read(address(.secureElement)) }
-            let box = try ProtectionRecords.decodeSecureElementWrap(wrap.withUnsafeBytes { Array($0) })
-            let secret: SecretBytes
-            do {
-                secret = try await secureElement.open(
-                    box,
-                    label: secureElementLabel,
-                    info: secureElementInfo,
-                    authenticating: secureElementAAD,
-                    reason: reason
-                )
-            } catch {
-                eventSink.yield(.unlockFailed(attemptsLeft: nil))
-                throw error
-            }
-            guard secret.count == MainKey.byteCount else { throw .corrupt("secure element wrap") }
-            install(MainKey(secret: secret))
+        let key = try await authenticate(method)
+        // Another call may have unlocked while this one waited.
+        if mainKey != nil {
+            key.wipe()
+            return
         }
-        try loadAutolock()
+        install(key)
+        loadAutolock()
     }
 
     /// Removes the MainKey from memory and zeroes it.
@@ -251,7 +252,7 @@ public actor Keymaker {
     ///
     /// - Throws: ``KeymakerError/locked`` while locked.
     public func key() throws(KeymakerError) -> MainKey {
-        guard let mainKey else { throw .locked }
+        guard mainKey != nil else { throw .locked }
         perform(autolock.activity(clock.now()))
         guard let current = self.mainKey else { throw .locked }
         return current
@@ -270,20 +271,33 @@ public actor Keymaker {
     public func setAutolock(_ policy: AutolockPolicy) throws(KeymakerError) {
         let key = try key()
         try storeAutolock(policy, with: key)
+        autolockFallback = nil
         perform(autolock.policyChanged(to: policy, clock.now()))
     }
 
     // MARK: - Protection changes
 
-    /// Protects the MainKey with `pin` (scrypt with the device pepper). Replaces `none`; keeps a secure element
-    /// wrap if there is one; changes the PIN if one is set.
-    public func activatePIN(_ pin: SecretBytes) throws(KeymakerError) {
-        let key = try key()
-        try validate(pin)
+    /// Protects the MainKey with `newPIN` (scrypt with the device pepper), after a fresh proof by a current
+    /// strategy. Replaces `none`; keeps a secure element wrap if there is one; changes the PIN if one is set.
+    ///
+    /// - Returns: What a thief with a copy of the disk would pay to try every PIN of this one's shape, using the
+    ///   time this KDF run took.
+    /// - Throws: ``KeymakerError/pinTooShort(minimumLength:)``, ``KeymakerError/pinTooLong(maximumBytes:)``, the
+    ///   proof's errors (a wrong PIN is counted), storage errors.
+    @discardableResult
+    public func activatePIN(
+        _ newPIN: SecretBytes,
+        authorizedBy proof: UnlockMethod
+    ) async throws(KeymakerError) -> PINCostEstimate {
+        try PINPolicy.validate(newPIN, minimumLength: configuration.minimumPINLength)
+        let key = try await authenticateForChange(proof)
         var salt = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for index in salt.indices { salt[index] = generator.next() }
-        let kek = try derivePINKey(pin, salt: salt, parameters: configuration.scrypt)
+        let started = ContinuousClock.now
+        let kek = try derivePINKey(newPIN, salt: salt, parameters: configuration.scrypt)
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let envelope: [UInt8]
         do {
             envelope = try key.secret.withUnsafeBytes { raw throws(CofferCryptoError) in
@@ -293,19 +307,26 @@ public actor Keymaker {
             throw .crypto(error)
         }
         let wrap = ProtectionRecords.PINWrap(parameters: configuration.scrypt, salt: salt, envelope: envelope)
-        try writeAttempts(.init(failures: 0, lastFailure: 0))
-        try step("attempts-written")
-        try setItem(wrap.encoded(), at: address(.pin))
-        try step("wrap-written")
+        let vault = self.vault
+        try vault.exclusively {
+            Result<Void, KeymakerError> { () throws(KeymakerError) in
+                try vault.writeAttempts(.init(failures: 0, lastFailure: 0))
+            }
+        }.get()
+        try step(.attemptsWritten)
+        try vault.set(wrap.encoded(), at: vault.address(.pin))
+        try step(.wrapWritten)
         try commit(adding: .pin)
+        return PINCostEstimate(pin: newPIN, secondsPerGuess: seconds)
     }
 
-    /// Protects the MainKey with the secure element (HPKE to its key). Replaces `none`; keeps a PIN.
-    public func activateSecureElement() throws(KeymakerError) {
-        let key = try key()
+    /// Protects the MainKey with the secure element (HPKE to its key), after a fresh proof by a current strategy.
+    /// Replaces `none`; keeps a PIN.
+    public func activateSecureElement(authorizedBy proof: UnlockMethod) async throws(KeymakerError) {
         guard let secureElement else { throw .secureElementUnavailable }
+        let key = try await authenticateForChange(proof)
         let publicKeyBytes = try secureElement.createKey(label: secureElementLabel)
-        try step("element-key-created")
+        try step(.elementKeyCreated)
         let box: SecureElementSealedBox
         do {
             let publicKey = try P256.KeyAgreement.PublicKey(x963Representation: publicKeyBytes)
@@ -319,50 +340,49 @@ public actor Keymaker {
         } catch {
             throw .secureElementFailed("sealing to its public key failed")
         }
-        try setItem(ProtectionRecords.encodeSecureElementWrap(box), at: address(.secureElement))
-        try step("wrap-written")
+        try vault.set(ProtectionRecords.encodeSecureElementWrap(box), at: vault.address(.secureElement))
+        try step(.wrapWritten)
         try commit(adding: .secureElement)
     }
 
-    /// Removes a strategy. Removing the last one returns to `none`. Needs the key unlocked (proof of access).
-    public func deactivate(_ strategy: ProtectionStrategy) throws(KeymakerError) {
-        let key = try key()
+    /// Removes strategies after a fresh proof by a current strategy. Removing the last one returns to `none`;
+    /// `nil` removes every strategy (`protect none`).
+    public func deactivate(
+        _ strategy: ProtectionStrategy?,
+        authorizedBy proof: UnlockMethod
+    ) async throws(KeymakerError) {
+        try prepare()
+        if let strategy {
+            guard strategy != .none, try strategies().contains(strategy) else { throw .strategyNotActive(strategy) }
+        }
+        let key = try await authenticateForChange(proof)
         var strategies = try self.strategies()
-        guard strategy != .none, strategies.contains(strategy) else { throw .strategyNotActive(strategy) }
-        strategies.remove(strategy)
-        if strategies.isEmpty {
-            try keychainCall { () throws(KeychainError) in
-                try keychain.set(key.secret, at: address(.none), accessibility: .afterFirstUnlockThisDeviceOnly)
-            }
-            try step("none-written")
+        if let strategy {
+            guard strategies.contains(strategy) else { throw .strategyNotActive(strategy) }
+            strategies.remove(strategy)
+        } else {
+            strategies.removeAll()
+        }
+        if strategies.isEmpty || strategies == [.none] {
+            try vault.setSecret(key.secret, at: vault.address(.none))
+            try step(.noneWritten)
             strategies = [.none]
         }
-        try writeProtection(strategies)
-        try step("record-written")
+        try vault.writeProtection(strategies)
+        try step(.recordWritten)
         try removeLeftovers(keeping: strategies)
     }
 
     // MARK: - Internals
-
-    private enum Services {
-        static let protection = "coffer.protection"
-        static let attempts = "coffer.attempts"
-        static let autolock = "coffer.autolock"
-        static func wrap(_ strategy: ProtectionStrategy) -> String { "coffer.mainkey.\(strategy.rawValue)" }
-    }
-
-    private func address(_ strategy: ProtectionStrategy) -> KeychainAddress {
-        KeychainAddress(service: Services.wrap(strategy), account: account)
-    }
 
     private var pinContext: EnvelopeContext { ["coffer.mainkey.pin.v1", account] }
     private var secureElementLabel: String { "coffer.mainkey.\(account)" }
     private var secureElementInfo: [UInt8] { Array("coffer.mainkey.se.v1".utf8) }
     private var secureElementAAD: [UInt8] { EnvelopeContext(["coffer.mainkey.se.v1", account]).encoded }
 
-    private func step(_ name: String) throws(KeymakerError) {
+    private func step(_ step: ProtectionStep) throws(KeymakerError) {
         guard let stepHook else { return }
-        do { try stepHook(name) } catch { throw .interrupted(step: name) }
+        do { try stepHook(step) } catch { throw .interrupted(step: step) }
     }
 
     /// Runs ``recover()`` once before the first operation.
@@ -375,132 +395,113 @@ public actor Keymaker {
     /// Brings the stored state to a consistent one after a crash: removes wraps the protection record does not
     /// list, finishes an interrupted logout, and treats a missing or unreadable attempt record as exhausted.
     public func recover() throws(KeymakerError) {
-        guard let strategies = try readProtection() else {
+        guard let strategies = try vault.readProtection() else {
             // No commit point: leftovers of an interrupted login or logout.
             try removeLeftovers(keeping: [])
             return
         }
-        for strategy in strategies where try readItem(address(strategy)) == nil {
+        for strategy in strategies where try vault.read(vault.address(strategy)) == nil {
             // A listed wrap is gone: a logout was interrupted after deleting wraps. Finish it.
             try destroy(reason: .logout)
             return
         }
         try removeLeftovers(keeping: strategies)
-        if strategies.contains(.pin), try readAttemptsOrExhausted() == nil {
+        if strategies.contains(.pin), try vault.readAttemptsOrExhausted() == nil {
             try destroy(reason: .tooManyAttempts)
         }
     }
 
+    /// A fresh MainKey from `method`, whether or not one is in memory. A PIN is a counted attempt; reaching the
+    /// limit destroys the key.
+    private func authenticate(_ method: UnlockMethod) async throws(KeymakerError) -> MainKey {
+        try prepare()
+        guard let strategies = try vault.readProtection() else { throw .notSetUp }
+        switch method {
+        case .none:
+            guard strategies.contains(.none) else { throw .strategyNotActive(.none) }
+            let secret = try vault.readSecret(vault.address(.none))
+            guard secret.count == MainKey.byteCount else { throw .corrupt("stored MainKey") }
+            return MainKey(secret: secret)
+        case .pin(let pin):
+            guard strategies.contains(.pin) else { throw .strategyNotActive(.pin) }
+            return try await attemptPIN(pin)
+        case .secureElement(let reason):
+            guard strategies.contains(.secureElement) else { throw .strategyNotActive(.secureElement) }
+            guard let secureElement else { throw .secureElementUnavailable }
+            let wrap = try vault.readSecret(vault.address(.secureElement))
+            let box = try ProtectionRecords.decodeSecureElementWrap(wrap.withUnsafeBytes { Array($0) })
+            let secret: SecretBytes
+            do {
+                secret = try await secureElement.open(
+                    box,
+                    label: secureElementLabel,
+                    info: secureElementInfo,
+                    authenticating: secureElementAAD,
+                    reason: reason
+                )
+            } catch {
+                eventSink.yield(.unlockFailed(attemptsLeft: nil))
+                throw error
+            }
+            guard secret.count == MainKey.byteCount else { throw .corrupt("secure element wrap") }
+            return MainKey(secret: secret)
+        }
+    }
+
+    /// ``authenticate(_:)`` for a protection change: the protection may have changed while the proof was checked,
+    /// so the caller re-reads it afterwards (everything after this call runs without suspension).
+    private func authenticateForChange(_ proof: UnlockMethod) async throws(KeymakerError) -> MainKey {
+        try await authenticate(proof)
+    }
+
+    /// Runs one PIN attempt off the actor (waiting for the cross-process attempt lock and the KDF), then acts on it.
+    private func attemptPIN(_ pin: SecretBytes) async throws(KeymakerError) -> MainKey {
+        let attempt = PINAttempt(
+            vault: vault,
+            pepper: pinPepper,
+            context: pinContext,
+            limit: configuration.maxFailedAttempts,
+            allowInsecureKDF: configuration.allowInsecureKDF,
+            clock: clock
+        )
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<_, Never>) in
+            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: attempt.run(pin)) }
+        }
+        switch result {
+        case .success(.opened(let secret)):
+            return MainKey(secret: secret)
+        case .success(.wrong(let left)):
+            eventSink.yield(.unlockFailed(attemptsLeft: left))
+            throw .wrongPIN(attemptsLeft: left)
+        case .success(.exhausted(let counted)):
+            if counted { eventSink.yield(.unlockFailed(attemptsLeft: 0)) }
+            try destroy(reason: .tooManyAttempts)
+            throw .mainKeyDestroyed
+        case .failure(let error):
+            throw error
+        }
+    }
+
     private func commit(adding strategy: ProtectionStrategy) throws(KeymakerError) {
-        var strategies = try readProtection() ?? []
+        var strategies = try vault.readProtection() ?? []
         strategies.remove(.none)
         strategies.insert(strategy)
-        try writeProtection(strategies)
-        try step("record-written")
+        try vault.writeProtection(strategies)
+        try step(.recordWritten)
         try removeLeftovers(keeping: strategies)
     }
 
     /// Deletes wraps (and their attempt record or element key) of strategies not in `strategies`.
     private func removeLeftovers(keeping strategies: Set<ProtectionStrategy>) throws(KeymakerError) {
-        flush()
         for strategy in ProtectionStrategy.allCases where !strategies.contains(strategy) {
-            try deleteItem(address(strategy))
+            try vault.delete(vault.address(strategy))
         }
-        if !strategies.contains(.pin) {
-            try deleteItem(KeychainAddress(service: Services.attempts, account: account))
-        }
+        if !strategies.contains(.pin) { try vault.delete(vault.attemptsAddress) }
         if !strategies.contains(.secureElement), let secureElement {
             try secureElement.deleteKey(label: secureElementLabel)
         }
-        if strategies.isEmpty {
-            for service in [Services.autolock] { try deleteItem(KeychainAddress(service: service, account: account)) }
-        }
-        try step("leftovers-removed")
-    }
-
-    /// Serialises PIN attempts: two concurrent attempts must not both read the same failure count.
-    private func beginPINAttempt() async {
-        if pinAttemptRunning {
-            await withCheckedContinuation { pinAttemptQueue.append($0) }
-        }
-        pinAttemptRunning = true
-    }
-
-    private func endPINAttempt() {
-        if pinAttemptQueue.isEmpty {
-            pinAttemptRunning = false
-        } else {
-            pinAttemptQueue.removeFirst().resume()
-        }
-    }
-
-    private func unlockWithPIN(_ pin: SecretBytes) async throws(KeymakerError) {
-        let wrapBytes = try keychainCall { () throws(KeychainError) in try keychain.read(address(.pin)) }
-        let wrap = try ProtectionRecords.PINWrap(decoding: wrapBytes.withUnsafeBytes { Array($0) })
-        guard let attempts = try readAttemptsOrExhausted(),
-            attempts.failures < configuration.maxFailedAttempts
-        else {
-            try destroy(reason: .tooManyAttempts)
-            throw .mainKeyDestroyed
-        }
-        let now = clock.now().wallSeconds
-        let wait = Int64(Self.delay(afterFailures: attempts.failures))
-        if wait > 0 {
-            if now < attempts.lastFailure {
-                // The wall clock went back: restart the wait from now rather than trusting the past.
-                try writeAttempts(.init(failures: attempts.failures, lastFailure: now))
-                throw .tooSoon(retryAfterSeconds: Int(wait))
-            }
-            if now < attempts.lastFailure + wait {
-                throw .tooSoon(retryAfterSeconds: Int(attempts.lastFailure + wait - now))
-            }
-        }
-        // Count the attempt before trying it, so killing the process mid-check cannot win a free guess.
-        let counted = ProtectionRecords.Attempts(failures: attempts.failures + 1, lastFailure: now)
-        // The KDF runs on another thread while the count is made durable; the result is used only after both.
-        let pepper = pinPepper
-        let allowInsecure = configuration.allowInsecureKDF
-        let derivation = Task.detached { () throws(CofferCryptoError) -> SymmetricKey in
-            try PINKeyDerivation.deriveKey(
-                pin: pin,
-                salt: wrap.salt,
-                parameters: wrap.parameters,
-                devicePepper: pepper,
-                allowInsecureParameters: allowInsecure
-            )
-        }
-        do {
-            try writeAttempts(counted)
-        } catch {
-            _ = await derivation.result
-            throw error
-        }
-        let kek: SymmetricKey
-        switch await derivation.result {
-        case .success(let derived): kek = derived
-        case .failure(let error): throw .crypto(error as? CofferCryptoError ?? .primitiveFailure("scrypt"))
-        }
-        let secret: SecretBytes
-        do {
-            secret = try Envelope.openSecret(wrap.envelope, with: EnvelopeKey(kek), context: pinContext)
-        } catch .wrongKey {
-            // Another PIN derives another KEK, whose key id does not match the wrap's.
-            let left = configuration.maxFailedAttempts - counted.failures
-            eventSink.yield(.unlockFailed(attemptsLeft: left))
-            if left <= 0 {
-                try destroy(reason: .tooManyAttempts)
-                throw .mainKeyDestroyed
-            }
-            throw .wrongPIN(attemptsLeft: left)
-        } catch {
-            throw .corrupt("PIN wrap")
-        }
-        guard secret.count == MainKey.byteCount else { throw .corrupt("PIN wrap") }
-        // The reset after a success is written in the background (off the unlock's critical path) on the serial
-        // attempts queue; every later read of the record waits for it, and `flush()` waits before the process ends.
-        // Losing it to a crash leaves a higher count, never a lower one.
-        resetAttemptsInBackground()
-        install(MainKey(secret: secret))
+        if strategies.isEmpty { try vault.delete(vault.autolockAddress) }
+        try step(.leftoversRemoved)
     }
 
     private func derivePINKey(
@@ -521,14 +522,6 @@ public actor Keymaker {
         } catch {
             throw .crypto(error)
         }
-    }
-
-    private func validate(_ pin: SecretBytes) throws(KeymakerError) {
-        let characters = pin.withUnsafeBytes { raw in String(decoding: raw, as: UTF8.self).count }
-        guard characters >= configuration.minimumPINLength else {
-            throw .invalidPIN("it must have at least \(configuration.minimumPINLength) characters")
-        }
-        guard pin.count <= 256 else { throw .invalidPIN("it must be at most 256 bytes") }
     }
 
     private func install(_ key: MainKey) {
@@ -581,86 +574,26 @@ public actor Keymaker {
 
     private func storeAutolock(_ policy: AutolockPolicy, with key: MainKey) throws(KeymakerError) {
         let locked = try Locked(clearValue: policy, with: key, label: "settings.autolock")
-        try setItem(locked.encrypted, at: KeychainAddress(service: Services.autolock, account: account))
+        try vault.set(locked.encrypted, at: vault.autolockAddress)
     }
 
-    /// Reads the stored policy; a missing or unreadable one falls back to the most private policy.
-    private func loadAutolock() throws(KeymakerError) {
+    /// Reads the stored policy; a missing or unreadable one falls back to the most private policy, and says so
+    /// (``autolockSettingFallback`` and an event).
+    private func loadAutolock() {
         guard let key = mainKey else { return }
         var policy = AutolockPolicy.mostPrivate
-        if let bytes = try? readItem(KeychainAddress(service: Services.autolock, account: account)),
-            let stored = try? Locked<AutolockPolicy>(encrypted: bytes, label: "settings.autolock").unlock(with: key)
-        {
-            policy = stored
-        }
-        perform(autolock.policyChanged(to: policy, clock.now()))
-    }
-
-    private func readProtection() throws(KeymakerError) -> Set<ProtectionStrategy>? {
-        guard let bytes = try readItem(KeychainAddress(service: Services.protection, account: account)) else {
-            return nil
-        }
-        return try ProtectionRecords.decodeProtection(bytes)
-    }
-
-    private func writeProtection(_ strategies: Set<ProtectionStrategy>) throws(KeymakerError) {
-        try setItem(
-            ProtectionRecords.encodeProtection(strategies),
-            at: KeychainAddress(service: Services.protection, account: account)
-        )
-    }
-
-    /// Waits until background writes of the attempt record are durable. Call before a short-lived process exits.
-    public func flush() { attemptWrites.sync {} }
-
-    private func resetAttemptsInBackground() {
-        let keychain = self.keychain
-        let address = KeychainAddress(service: Services.attempts, account: account)
-        let bytes = ProtectionRecords.Attempts(failures: 0, lastFailure: 0).encoded()
-        attemptWrites.async {
-            try? keychain.set(SecretBytes(copying: bytes), at: address, accessibility: .afterFirstUnlockThisDeviceOnly)
-        }
-    }
-
-    private func readAttempts() throws(KeymakerError) -> ProtectionRecords.Attempts? {
-        flush()
-        guard let bytes = try readItem(KeychainAddress(service: Services.attempts, account: account)) else {
-            return nil
-        }
-        return try ProtectionRecords.Attempts(decoding: bytes)
-    }
-
-    /// The attempt record, or `nil` when it is missing, edited or from another device: a record that cannot be
-    /// trusted counts as exhausted, never as a reset. Storage failures (permissions, I/O) are thrown instead.
-    private func readAttemptsOrExhausted() throws(KeymakerError) -> ProtectionRecords.Attempts? {
+        var fallback: AutolockFallback?
         do {
-            return try readAttempts()
-        } catch .corrupt, .keychain(.corruptItem), .keychain(.deviceMismatch) {
-            return nil
+            if let bytes = try vault.read(vault.autolockAddress) {
+                policy = try Locked<AutolockPolicy>(encrypted: bytes, label: "settings.autolock").unlock(with: key)
+            } else {
+                fallback = .missing
+            }
+        } catch {
+            fallback = .unreadable
         }
-    }
-
-    private func writeAttempts(_ attempts: ProtectionRecords.Attempts) throws(KeymakerError) {
-        flush()
-        try setItem(attempts.encoded(), at: KeychainAddress(service: Services.attempts, account: account))
-    }
-
-    private func readItem(_ address: KeychainAddress) throws(KeymakerError) -> [UInt8]? {
-        try keychainCall { () throws(KeychainError) in try keychain.readIfPresent(address) }?
-            .withUnsafeBytes { Array($0) }
-    }
-
-    private func setItem(_ bytes: [UInt8], at address: KeychainAddress) throws(KeymakerError) {
-        try keychainCall { () throws(KeychainError) in
-            try keychain.set(SecretBytes(copying: bytes), at: address, accessibility: .afterFirstUnlockThisDeviceOnly)
-        }
-    }
-
-    private func deleteItem(_ address: KeychainAddress) throws(KeymakerError) {
-        try keychainCall { () throws(KeychainError) in try keychain.delete(address) }
-    }
-
-    private func keychainCall<R>(_ body: () throws(KeychainError) -> R) throws(KeymakerError) -> R {
-        do { return try body() } catch { throw .keychain(error) }
+        autolockFallback = fallback
+        if let fallback { eventSink.yield(.autolockSettingFallback(fallback)) }
+        perform(autolock.policyChanged(to: policy, clock.now()))
     }
 }

@@ -18,8 +18,12 @@ public enum KeymakerError: Error, Sendable, Equatable, CustomStringConvertible {
     case mainKeyDestroyed
     /// The protection strategy is not active for this account.
     case strategyNotActive(ProtectionStrategy)
-    /// The PIN is not acceptable.
-    case invalidPIN(String)
+    /// A new PIN is shorter than the minimum (``PINPolicy``: 6 digits, or a passphrase of 6 characters).
+    case pinTooShort(minimumLength: Int)
+    /// A new PIN is longer than the maximum, in bytes of UTF-8.
+    case pinTooLong(maximumBytes: Int)
+    /// The typed confirmation (the account's name) did not match; nothing was erased.
+    case confirmationMismatch
     /// No secure element is available on this device.
     case secureElementUnavailable
     /// The secure element refused: user presence was not confirmed.
@@ -33,7 +37,7 @@ public enum KeymakerError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A cryptographic operation failed.
     case crypto(CofferCryptoError)
     /// A test hook stopped an operation between two steps (crash tests only).
-    case interrupted(step: String)
+    case interrupted(step: ProtectionStep)
 
     /// A sentence for people.
     public var description: String {
@@ -47,7 +51,10 @@ public enum KeymakerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .mainKeyDestroyed:
             "This account's key was erased after too many wrong PINs (or a tampered attempt record); log in again."
         case .strategyNotActive(let strategy): "\(strategy) protection is not active for this account."
-        case .invalidPIN(let why): "That PIN cannot be used: \(why)."
+        case .pinTooShort(let minimum):
+            "That PIN is too short: use at least \(minimum) digits, or a passphrase of at least \(minimum) characters."
+        case .pinTooLong(let maximum): "That PIN is too long: at most \(maximum) bytes."
+        case .confirmationMismatch: "The typed name does not match the account; nothing was erased."
         case .secureElementUnavailable: "No secure element is available on this device."
         case .presenceNotConfirmed: "User presence was not confirmed, so the secure element did not open the key."
         case .secureElementFailed(let why): "The secure element failed: \(why)."
@@ -109,4 +116,26 @@ public enum KeymakerEvent: Sendable, Equatable {
     case mainKeyRemoved(LockReason)
     /// An unlock attempt failed; `attemptsLeft` is `nil` for methods without a limit.
     case unlockFailed(attemptsLeft: Int?)
+    /// The MainKey and every wrap and record were destroyed (logout, too many wrong PINs, an untrusted attempt
+    /// record), whether or not the key was in memory; ``Keymaker/Configuration/onDestroy`` has run.
+    case mainKeyDestroyed(LockReason)
+    /// The stored autolock setting could not be used, so the most private policy (``AutolockPolicy/mostPrivate``)
+    /// is in force.
+    case autolockSettingFallback(AutolockFallback)
+}
+
+/// Why the autolock setting fell back to the most private policy.
+public enum AutolockFallback: String, Sendable, Equatable, Codable, CustomStringConvertible {
+    /// No setting is stored for the account.
+    case missing
+    /// The stored setting could not be read or opened (damaged, tampered with, or a storage error).
+    case unreadable
+
+    /// A sentence for people.
+    public var description: String {
+        switch self {
+        case .missing: "no autolock setting is stored, so the most private policy is in force"
+        case .unreadable: "the autolock setting could not be read, so the most private policy is in force"
+        }
+    }
 }

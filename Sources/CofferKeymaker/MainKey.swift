@@ -52,7 +52,7 @@ public final class MainKey: Sendable {
     /// Raw access to the key bytes, for tests that scan storage for them.
     ///
     /// - Warning: Never copy these bytes out of the closure in production code.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try secret.withUnsafeBytes(body)
     }
 

@@ -5,7 +5,8 @@ import Synchronization
 public final class TestClock: KeymakerClock {
     private struct State {
         var reading: ClockReading
-        var sleepers: [(deadline: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
+        var sleepers: [(id: UInt64, deadline: UInt64, continuation: CheckedContinuation<Void, Error>)] = []
+        var nextID: UInt64 = 0
     }
 
     private let state: Mutex<State>
@@ -18,15 +19,35 @@ public final class TestClock: KeymakerClock {
     /// The current reading.
     public func now() -> ClockReading { state.withLock { $0.reading } }
 
-    /// Suspends until ``advance(seconds:)`` moves the boot clock past `deadline`.
+    /// Suspends until ``advance(seconds:)`` moves the boot clock past `deadline`; throws `CancellationError` at once
+    /// if the task is (or was already) cancelled, as ``KeymakerClock/sleep(untilBoot:)`` requires.
     public func sleep(untilBoot deadline: UInt64) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.reading.boot >= deadline { return true }
-                state.sleepers.append((deadline, continuation))
-                return false
+        let id = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+                enum Outcome { case wait, resume, cancel }
+                let outcome = state.withLock { state -> Outcome in
+                    // Checked under the lock, so a cancellation that ran before the sleeper was added is not lost.
+                    if Task.isCancelled { return .cancel }
+                    if state.reading.boot >= deadline { return .resume }
+                    state.sleepers.append((id, deadline, continuation))
+                    return .wait
+                }
+                switch outcome {
+                case .wait: break
+                case .resume: continuation.resume()
+                case .cancel: continuation.resume(throwing: CancellationError())
+                }
             }
-            if resumeNow { continuation.resume() }
+        } onCancel: {
+            let cancelled = state.withLock { state in
+                let index = state.sleepers.firstIndex { $0.id == id }
+                return index.map { state.sleepers.remove(at: $0).continuation }
+            }
+            cancelled?.resume(throwing: CancellationError())
         }
     }
 

@@ -8,7 +8,10 @@ import CofferTesting
 enum StoreBench {
     static func run() async throws {
         let folder = TemporaryDirectory(prefix: "coffer-bench-store")
-        let device = try DeviceIdentity.load(secretPath: "\(folder.path)/state/device-secret")
+        let device = try DeviceIdentity.loadOrCreate(
+            secretPath: "\(folder.path)/state/device-secret",
+            keychainFolder: "\(folder.path)/keychain"
+        )
         let keychain = try FileKeychain(folder: "\(folder.path)/keychain", device: device)
         let keymaker = Keymaker(account: "bench", keychain: keychain, device: device)
         try await keymaker.createMainKey()

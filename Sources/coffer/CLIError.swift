@@ -13,15 +13,38 @@ struct CLIError: Error, CustomStringConvertible {
 
     init(_ sentence: String) { description = sentence }
 
+    /// Nothing has been set up in this home.
+    static let noAccount = CLIError("There is no account on this device yet; run `coffer init --account NAME`.")
+
+    /// The keychain was sealed by another device, or this device lost its secret.
+    static let otherDevice = CLIError(
+        "These files belong to another device (or the device secret is gone), so Coffer cannot open them here; "
+            + "nothing was changed. Use them on the machine that made them, or put its device secret back."
+    )
+
     /// The sentence for any error the modules throw; their descriptions never contain secrets.
     init(wrapping error: any Error) {
         if let error = error as? CLIError {
             self = error
+        } else if let keychain = Self.keychainError(in: error),
+            keychain == .deviceMismatch
+                || keychain == .deviceSecretMissing
+        {
+            self = .otherDevice
         } else if let error = error as? CustomStringConvertible {
             description = error.description
         } else {
             description = "An unexpected error occurred."
         }
+    }
+}
+
+extension CLIError {
+    /// The keychain error inside `error`, directly or as the Keymaker's cause.
+    fileprivate static func keychainError(in error: any Error) -> KeychainError? {
+        if let error = error as? KeychainError { return error }
+        if case .keychain(let inner)? = error as? KeymakerError { return inner }
+        return nil
     }
 }
 

@@ -48,9 +48,30 @@ struct CofferHome: Sendable {
         return String(cString: buffer)
     }
 
-    /// Opens the device identity, keychain and software secure element.
+    /// Opens the device identity, keychain and software secure element of a home that has been set up.
+    ///
+    /// Creates nothing: only ``openForSetUp(presence:)`` (`coffer init`) makes folders or the device secret.
+    ///
+    /// - Throws: "no account" if the keychain holds no items, ``KeychainError/deviceSecretMissing`` if it does but
+    ///   the device secret is gone, or another module error.
     func open(presence: any PresenceAuthenticator = TerminalPresence()) throws -> Device {
-        let identity = try DeviceIdentity.load(secretPath: deviceSecret)
+        guard let device = try openIfSetUp(presence: presence) else { throw CLIError.noAccount }
+        return device
+    }
+
+    /// As ``open(presence:)``, but `nil` when the home has no keychain items yet (nothing was set up here).
+    func openIfSetUp(presence: any PresenceAuthenticator = TerminalPresence()) throws -> Device? {
+        guard try FileKeychain.hasItems(in: keychain) else { return nil }
+        return try open(DeviceIdentity.load(secretPath: deviceSecret), presence: presence)
+    }
+
+    /// Opens the home for first set-up, creating its folders and the device secret if they are missing (never over
+    /// a keychain that already has items).
+    func openForSetUp(presence: any PresenceAuthenticator = TerminalPresence()) throws -> Device {
+        try open(DeviceIdentity.loadOrCreate(secretPath: deviceSecret, keychainFolder: keychain), presence: presence)
+    }
+
+    private func open(_ identity: DeviceIdentity, presence: any PresenceAuthenticator) throws -> Device {
         let keychain = try FileKeychain(folder: keychain, device: identity)
         let element = try SoftwareSecureElement(folder: secureElement, device: identity, presence: presence)
         return Device(home: self, identity: identity, keychain: keychain, secureElement: element)
@@ -92,7 +113,7 @@ struct Device: Sendable {
             return requested
         }
         switch known.count {
-        case 0: throw CLIError("There is no account on this device yet; run `coffer init --account NAME`.")
+        case 0: throw CLIError.noAccount
         case 1: return known[0]
         default: throw CLIError("There are \(known.count) accounts on this device; choose one with --account.")
         }

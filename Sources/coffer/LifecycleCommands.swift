@@ -17,9 +17,14 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let device = try home.resolve().open()
+            let device = try home.resolve().openForSetUp()
             let account = home.account ?? ""
-            try await device.keymaker(for: account).createMainKey()
+            let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
+            if try await !keymaker.isSetUp() {
+                // Mail left by a key destroyed earlier (by a process that could not delete it) is noise now.
+                SecureFile.removeTree(AppPaths(data: device.home.data, keychain: "", state: "").mail(account))
+            }
+            try await keymaker.createMainKey()
             print("Created a MainKey for \(account).")
             print("It rests in the keychain with no further protection; add some with `coffer protect pin` or")
             print("`coffer protect secure-element`.")
@@ -58,7 +63,7 @@ struct Protect: AsyncParsableCommand {
         try await runReportingErrors {
             if let agent = try AgentLink.connect(home) {
                 defer { agent.close() }
-                return try await AgentLifecycle.protect(
+                return try await AgentProof.protect(
                     agent,
                     home,
                     strategy: strategy.rawValue,
@@ -68,8 +73,13 @@ struct Protect: AsyncParsableCommand {
                 )
             }
             let session = try AccountSession.open(home)
-            try await session.unlock(pinFromStdin: pinOptions.pinStdin, preference: preference)
             let keymaker = session.keymaker
+            // A fresh proof by a current strategy, even to lower protection: a wrong PIN here counts as an attempt.
+            let proof = try await session.proof(
+                pinFromStdin: pinOptions.pinStdin,
+                preference: preference,
+                purpose: "Change the protection of"
+            )
             switch (strategy, remove) {
             case (.pin, false):
                 let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinOptions.pinStdin)
@@ -77,17 +87,16 @@ struct Protect: AsyncParsableCommand {
                     let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
                     guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
                 }
-                try await keymaker.activatePIN(pin)
+                let estimate = try await keymaker.activatePIN(pin, authorizedBy: proof)
+                print(estimate.sentence)
             case (.secureElement, false):
-                try await keymaker.activateSecureElement()
+                try await keymaker.activateSecureElement(authorizedBy: proof)
             case (.pin, true):
-                try await keymaker.deactivate(.pin)
+                try await keymaker.deactivate(.pin, authorizedBy: proof)
             case (.secureElement, true):
-                try await keymaker.deactivate(.secureElement)
+                try await keymaker.deactivate(.secureElement, authorizedBy: proof)
             case (.none, _):
-                for active in try await keymaker.strategies() where active != .none {
-                    try await keymaker.deactivate(active)
-                }
+                try await keymaker.deactivate(nil, authorizedBy: proof)
             }
             let now = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
             print("\(session.account) is now protected by: \(now).")
@@ -150,12 +159,17 @@ struct Status: AsyncParsableCommand {
                 defer { agent.close() }
                 return try await AgentLifecycle.status(agent, home)
             }
-            let device = try home.resolve().open()
+            guard let device = try home.resolve().openIfSetUp() else {
+                if home.account != nil { throw CLIError.noAccount }
+                print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
+                print("accounts: none; run `coffer init --account NAME`")
+                return
+            }
             let accounts = try home.account.map { [try device.chooseAccount($0)] } ?? device.accounts()
             print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
             if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
             for account in accounts {
-                let keymaker = device.keymaker(for: account)
+                let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
                 let strategies = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
                 print("account: \(account)")
                 print("  protection: \(strategies)")
@@ -203,16 +217,42 @@ struct AutolockCommand: AsyncParsableCommand {
 
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Log out: destroy the account's MainKey, which makes all its sealed data unreadable."
+        abstract: "Log out: destroy the account's MainKey, which makes all its sealed data unreadable.",
+        discussion: """
+            A protected account needs its current PIN (or presence) even when unlocked; with --pin-stdin the PIN is \
+            standard input's first line. Forgot the PIN? `logout --forgot-pin` erases the account after you type its \
+            name (the first line of standard input when it is not a terminal): everything of it is lost.
+            """
     )
 
     @OptionGroup var home: HomeOptions
-    @Flag(name: .long, help: "Do not ask for confirmation.") var yes = false
+    @OptionGroup var pinOptions: PINOptions
+    @Flag(name: .long, help: "Do not ask to type yes (a protected account still needs its PIN).") var yes = false
+    @Flag(name: .long, help: "The PIN is forgotten: erase the account after typing its name.") var forgotPin = false
+    @Option(name: .customLong("with"), help: "pin or secure-element, when both are active.")
+    var preference: UnlockPreference?
 
     func run() async throws {
         try await runReportingErrors {
-            let device = try home.resolve().open()
-            let account = try device.chooseAccount(home.account)
+            let session = try AccountSession.open(home)
+            let account = session.account
+            let keymaker = session.keymaker
+            if forgotPin {
+                if let agent = try AgentLink.connect(home) {
+                    agent.close()
+                    throw CLIError("An agent runs for this home; stop it first, then run `logout --forgot-pin` again.")
+                }
+                Terminal.printError(
+                    "Erasing \(account) without its PIN destroys its key: all its mail, settings and attachments are "
+                        + "lost for good. Type the account name to erase it: "
+                )
+                let typed = Terminal.readLine(fd: 0).map { String(decoding: $0, as: UTF8.self) }
+                guard let typed, typed == account else { throw CLIError("Not confirmed; nothing was erased.") }
+                try await keymaker.eraseForgotten(confirmingAccountName: typed)
+                try removeMail(session)
+                print("Erased \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
+                return
+            }
             if !yes {
                 guard Terminal.isInteractiveOutput else {
                     throw CLIError(
@@ -229,17 +269,115 @@ struct Logout: AsyncParsableCommand {
             }
             if let agent = try AgentLink.connect(home) {
                 defer { agent.close() }
-                return try await AgentLifecycle.logout(agent, account: account)
+                return try await AgentProof.logout(
+                    agent,
+                    account: account,
+                    pinFromStdin: pinOptions.pinStdin,
+                    preference: preference
+                )
             }
-            let keymaker = device.keymaker(for: account)
-            let mail = "\(device.home.data)/mail/\(account)"
-            if SecureFile.exists("\(mail)/cache") {
-                try AttachmentCache(folder: "\(mail)/cache", keymaker: keymaker).purgeAll()
-            }
-            try await keymaker.destroy()
-            // Without the key the sealed store is noise; it is deleted all the same.
-            SecureFile.removeTree(mail)
+            let proof = try await session.proof(
+                pinFromStdin: pinOptions.pinStdin,
+                preference: preference,
+                purpose: "Log out of"
+            )
+            // The proof is checked (a wrong PIN counted) before anything is deleted.
+            try await keymaker.logout(authorizedBy: proof)
+            try removeMail(session)
             print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
         }
+    }
+
+    /// Without the key the sealed store and cache are noise; they are deleted all the same (the Keymaker's
+    /// `onDestroy` did it already; this also empties a cache folder that could not be removed whole).
+    private func removeMail(_ session: AccountSession) throws {
+        let paths = AppPaths(data: session.device.home.data, keychain: "", state: "")
+        if SecureFile.exists(paths.cache(session.account)) {
+            _ = try? AttachmentCache(folder: paths.cache(session.account), keymaker: session.keymaker).purgeAll()
+        }
+        SecureFile.removeTree(paths.mail(session.account))
+    }
+}
+
+/// `protect` and `logout` when an agent runs: the agent holds the key, yet they need a fresh proof by a current
+/// strategy, sent with the request (`method`; a PIN in the secret frame, presence answered at this terminal).
+enum AgentProof {
+    /// The proof `account` needs: `none` when unprotected, else presence or a PIN (read here).
+    static func proof(
+        _ agent: AgentClient,
+        account: String,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws -> (method: String, pin: SecretBytes?) {
+        guard let current = try await AgentLink.status(agent, account: account).1.first else {
+            throw AppError.noAccount
+        }
+        let strategies = Set(current.protection)
+        if strategies.contains("none") { return ("none", nil) }
+        let useElement: Bool
+        switch preference {
+        case .pin?: useElement = false
+        case .secureElement?: useElement = true
+        case nil: useElement = strategies.contains("secure-element") && !(strategies.contains("pin") && pinFromStdin)
+        }
+        if useElement { return ("secure-element", nil) }
+        return ("pin", try Terminal.readPIN(prompt: "PIN for \(account): ", fromStdin: pinFromStdin))
+    }
+
+    static func protect(
+        _ agent: AgentClient,
+        _ home: HomeOptions,
+        strategy: String,
+        remove: Bool,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws {
+        let account = try AgentLink.account(home)
+        let (method, current) = try await proof(
+            agent,
+            account: account,
+            pinFromStdin: pinFromStdin,
+            preference: preference
+        )
+        var request = AgentRequest(.protect, account: account)
+        request.strategy = strategy
+        request.remove = remove
+        request.method = method
+        var secret = current
+        if strategy == "pin" && !remove {
+            let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinFromStdin)
+            if !pinFromStdin {
+                let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
+                guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
+            }
+            // One secret frame: the current PIN (if it is the proof), a newline, the new PIN.
+            var bytes: [UInt8] = current.map { $0.withUnsafeBytes { Array($0) } + [0x0A] } ?? []
+            bytes += pin.withUnsafeBytes { Array($0) }
+            defer { for index in bytes.indices { bytes[index] = 0 } }
+            secret = SecretBytes(copying: bytes)
+        }
+        let reply = try await agent.call(request, secret: secret) { event in
+            guard event.event == "presence" else { return nil }
+            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Change protection.")
+            return AgentAnswer(confirmed: confirmed)
+        }
+        print("\(account) is now protected by: \((reply.strategies ?? []).joined(separator: " + ")).")
+    }
+
+    static func logout(
+        _ agent: AgentClient,
+        account: String,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws {
+        let (method, pin) = try await proof(agent, account: account, pinFromStdin: pinFromStdin, preference: preference)
+        var request = AgentRequest(.logout, account: account)
+        request.method = method
+        _ = try await agent.call(request, secret: pin) { event in
+            guard event.event == "presence" else { return nil }
+            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Log out.")
+            return AgentAnswer(confirmed: confirmed)
+        }
+        print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
     }
 }

@@ -37,7 +37,7 @@ struct Tour: AsyncParsableCommand {
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
         let home = try CofferHome.resolve(home: root)
-        let device = try home.open(presence: TourPresence())
+        let device = try home.openForSetUp(presence: TourPresence())
         let account = "tour@example.com"
         let keymaker = device.keymaker(for: account)
 
@@ -53,15 +53,16 @@ struct Tour: AsyncParsableCommand {
         try SecureFile.writeAtomically(token.encrypted, to: "\(home.data)/token.sealed")
         print("Sealed an access token with Locked<String> under a MainKey subkey (\(token.encrypted.count) bytes).")
 
-        step("protect pin          # the tour types the PIN 2468 for you")
+        step("protect pin          # the tour types the PIN 246813 for you")
         let started = SystemClock().now().boot
-        try await keymaker.activatePIN(SecretBytes(copying: Array("2468".utf8)))
+        let estimate = try await keymaker.activatePIN(SecretBytes(copying: Array("246813".utf8)), authorizedBy: .none)
         let millis = (SystemClock().now().boot - started) / 1_000_000
         print("Wrapped the MainKey with a key from \(ScryptParameters.standard) + the device pepper (\(millis) ms).")
+        print(estimate.sentence)
         print("Only the MainKey was rewrapped; the sealed token did not change.")
 
         step("protect secure-element   # presence is confirmed automatically in the tour")
-        try await keymaker.activateSecureElement()
+        try await keymaker.activateSecureElement(authorizedBy: .pin(SecretBytes(copying: Array("246813".utf8))))
         print("Also sealed the MainKey to the software secure element with HPKE (P-256).")
 
         step("lock")
@@ -80,8 +81,8 @@ struct Tour: AsyncParsableCommand {
             print("coffer: \(error)")
         }
 
-        step("unlock --with pin    # with 2468")
-        try await keymaker.unlock(.pin(SecretBytes(copying: Array("2468".utf8))))
+        step("unlock --with pin    # with 246813")
+        try await keymaker.unlock(.pin(SecretBytes(copying: Array("246813".utf8))))
         let key = try await keymaker.key()
         let reopened = try Locked<String>(encrypted: token.encrypted, label: "account.token").unlock(with: key)
         print("Unlocked; the failure count is back to \(try await keymaker.failedAttempts()).")

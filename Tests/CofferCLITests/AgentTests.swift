@@ -211,13 +211,13 @@ func messageWithAttachment(canary: String) -> String {
     @Test func theAutolockFiresInTheAgentAndBackgroundLocksAtOnce() throws {
         let (cli, runtime) = AgentProcess.runner()
         _ = try cli.run(["init", "--account", "alice"])
-        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "7391\n").status == 0)
-        #expect(try cli.run(["autolock", "2s", "--pin-stdin"], input: "7391\n").status == 0)
+        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "739146\n").status == 0)
+        #expect(try cli.run(["autolock", "2s", "--pin-stdin"], input: "739146\n").status == 0)
         let agent = try AgentProcess(cli, runtime: runtime)
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "C-2").write(toFile: eml, atomically: true, encoding: .utf8)
 
-        let unlock = try cli.run(["unlock", "--pin-stdin"], input: "7391\n")
+        let unlock = try cli.run(["unlock", "--pin-stdin"], input: "739146\n")
         #expect(unlock.status == 0, "\(unlock.stderr)")
         #expect(unlock.stdout.contains("autolock: in "), "\(unlock.stdout)")
         // Import counts as activity; without more of it (status does not use the key), the timer fires 2 s later.
@@ -229,7 +229,7 @@ func messageWithAttachment(canary: String) -> String {
         #expect(list.status == 1 && list.stderr.contains("Coffer is locked"), "\(list.stderr)")
 
         // Under `background`, `coffer background` locks at once.
-        let background = try cli.run(["autolock", "background", "--pin-stdin"], input: "7391\n")
+        let background = try cli.run(["autolock", "background", "--pin-stdin"], input: "739146\n")
         #expect(background.status == 0, "\(background.stderr)")
         #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
         #expect(try cli.run(["background"]).status == 0)
@@ -237,10 +237,10 @@ func messageWithAttachment(canary: String) -> String {
         #expect(after.status == 1 && after.stderr.contains("Coffer is locked"))
 
         // SIGUSR1 does the same.
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "7391\n").status == 0)
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "739146\n").status == 0)
         agent.signal(SIGUSR1)
         #expect(try eventually(seconds: 10) { try cli.run(["status"]).stdout.contains("state: locked") })
-        #expect(!agent.logText.contains("7391"), "the PIN must never be logged")
+        #expect(!agent.logText.contains("739146"), "the PIN must never be logged")
     }
 
     @Test func fuzzedFramesLeaveTheAgentServingEveryoneElse() async throws {

@@ -17,7 +17,7 @@ import Testing
         #expect(try cli.run(["init", "--account", "alice@example.com"]).status == 0)
         let status = try cli.run(["status"])
         #expect(status.stdout.contains("protection: none"))
-        let protect = try cli.run(["protect", "pin", "--pin-stdin"], input: "7391\n")
+        let protect = try cli.run(["protect", "pin", "--pin-stdin"], input: "739146\n")
         #expect(protect.status == 0, "\(protect.stderr)")
         #expect(protect.stdout.contains("protected by: pin"))
 
@@ -26,19 +26,19 @@ import Testing
         #expect(wrong.stderr == "coffer: Wrong PIN. 9 attempts left.\n")
         #expect(try cli.run(["status"]).stdout.contains("failed PIN attempts: 1 of 10"))
 
-        let right = try cli.run(["unlock", "--pin-stdin"], input: "7391\n")
+        let right = try cli.run(["unlock", "--pin-stdin"], input: "739146\n")
         #expect(right.status == 0, "\(right.stderr)")
         #expect(try cli.run(["status"]).stdout.contains("failed PIN attempts: 0 of 10"))
 
-        let autolock = try cli.run(["autolock", "5m", "--pin-stdin"], input: "7391\n")
+        let autolock = try cli.run(["autolock", "5m", "--pin-stdin"], input: "739146\n")
         #expect(autolock.stdout.contains("Autolock for alice@example.com: 5m"))
 
-        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "7391\n")
+        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "739146\n")
         #expect(none.stdout.contains("protected by: none"))
         #expect(try cli.run(["logout", "--yes"]).status == 0)
         #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
         let all = [status, protect, wrong, right, autolock, none].map { $0.stdout + $0.stderr }.joined()
-        #expect(!all.contains("7391"), "the PIN must never be echoed")
+        #expect(!all.contains("739146"), "the PIN must never be echoed")
     }
 
     @Test(arguments: [

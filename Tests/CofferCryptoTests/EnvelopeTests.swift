@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTesting
 import Foundation
 import Testing
 
@@ -91,15 +92,51 @@ import Testing
         #expect(secret == SecretBytes(copying: [7, 7, 7]))
     }
 
-    @Test func errorsNeverCarryPlaintextOrContext() {
-        let all: [CofferCryptoError] = [
-            .truncated, .notCofferFormat, .unsupportedVersion(3), .unsupportedAlgorithm(4), .wrongKey, .wrongContext,
-            .authenticationFailed, .keyWiped,
+    @Test func errorsFromRealFailuresCarryNoPlaintextKeyOrContext() throws {
+        let rootBytes = (0..<32).map { UInt8(0xA0 &+ $0) }
+        let key = try EnvelopeKey(SecretBytes(copying: rootBytes))
+        let plaintext = Array("CANARY-PLAINTEXT-4711".utf8)
+        let context: EnvelopeContext = ["store", "messages", "CANARY-CONTEXT-0815", "42"]
+        let sealed = try Envelope.seal(plaintext, with: key, context: context)
+        var flipped = sealed
+        flipped[sealed.count - 1] ^= 1
+        var version = sealed
+        version[4] = 9
+        let other = try EnvelopeKey(SecretBytes(randomCount: 32))
+        let failures: [(CofferCryptoError, () throws(CofferCryptoError) -> [UInt8])] = [
+            (
+                .authenticationFailed,
+                { () throws(CofferCryptoError) in try Envelope.open(flipped, with: key, context: context) }
+            ),
+            (.wrongKey, { () throws(CofferCryptoError) in try Envelope.open(sealed, with: other, context: context) }),
+            (.wrongContext, { () throws(CofferCryptoError) in try Envelope.open(sealed, with: key, context: ["x"]) }),
+            (
+                .unsupportedVersion(9),
+                { () throws(CofferCryptoError) in try Envelope.open(version, with: key, context: context) }
+            ),
+            (
+                .truncated,
+                { () throws(CofferCryptoError) in
+                    try Envelope.open(Array(sealed.prefix(40)), with: key, context: context)
+                }
+            ),
         ]
-        for error in all {
-            #expect(!error.description.isEmpty)
-            #expect(!error.description.contains("subject"))
+        for (expected, attempt) in failures {
+            do throws(CofferCryptoError) {
+                _ = try attempt()
+                Issue.record("\(expected) was not thrown")
+            } catch {
+                #expect(error == expected)
+                #expect(error.description.hasSuffix("."))
+                for secret in [plaintext, Array("CANARY-CONTEXT-0815".utf8), rootBytes, context.encoded] {
+                    #expect(Redaction.leaks(of: secret, in: error).isEmpty, "\(expected)")
+                }
+            }
         }
+        // The key itself prints only its public id.
+        #expect(Redaction.leaks(of: rootBytes, in: key).isEmpty)
+        #expect(Redaction.leaks(of: context.encoded, in: context).isEmpty)
+        #expect(String(describing: key) == "EnvelopeKey(id: \(key.id.hexString))")
     }
 
     // Known answers computed independently by Fixtures/make_vectors.py (Python `cryptography`) from FORMAT.md.

@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferTesting
 import Testing
 
 @Suite struct SecretBytesTests {
@@ -13,6 +14,9 @@ import Testing
         #expect(!dumped.contains("hunter2"))
         #expect(!dumped.contains("104"))  // 'h' as a number would show up in a reflected byte array
         #expect(Mirror(reflecting: secret).children.isEmpty)
+        #expect(Redaction.leaks(of: Array("hunter2-marker".utf8), in: secret).isEmpty)
+        let random = SecretBytes(randomCount: 32)
+        #expect(Redaction.leaks(of: random.withUnsafeBytes { Array($0) }, in: random).isEmpty)
     }
 
     @Test func equalityComparesBytes() {

@@ -2,6 +2,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferTesting
 import Foundation
+import Synchronization
 import Testing
 
 @Suite struct FileKeychainTests {
@@ -13,8 +14,19 @@ import Testing
         var secret: String { "\(root.path)/state/device-secret" }
         var machine: String { "\(root.path)/machine-id" }
 
+        /// Loads the device secret, creating it on first set-up, with `machineID` as the machine id.
         func device(machineID: String = "machine-A") throws -> DeviceIdentity {
             try SecureFile.makePrivateDirectory(root.path)
+            try SecureFile.writeAtomically(Array("\(machineID)\n".utf8), to: machine)
+            return try DeviceIdentity.loadOrCreate(
+                secretPath: secret,
+                keychainFolder: keychain,
+                machineIDPaths: [machine]
+            )
+        }
+
+        /// Loads the device secret as every command but set-up does: never creating it.
+        func loadOnly(machineID: String = "machine-A") throws -> DeviceIdentity {
             try SecureFile.writeAtomically(Array("\(machineID)\n".utf8), to: machine)
             return try DeviceIdentity.load(secretPath: secret, machineIDPaths: [machine])
         }
@@ -58,13 +70,127 @@ import Testing
         #expect(try elsewhere.read(portable) == SecretBytes(copying: [2]))
     }
 
-    @Test func missingDeviceSecretIsADeviceMismatch() throws {
+    @Test func aMissingDeviceSecretIsNeverRegeneratedOverItems() throws {
         let home = Home()
         try FileKeychain(folder: home.keychain, device: home.device())
             .add(SecretBytes(copying: [1]), at: address, accessibility: .afterFirstUnlock)
         try SecureFile.remove(home.secret)
-        let fresh = try FileKeychain(folder: home.keychain, device: home.device())
-        #expect(throws: KeychainError.deviceMismatch) { try fresh.read(address) }
+        // Neither an ordinary load nor first set-up makes a new secret over a keychain sealed with the lost one.
+        #expect(throws: KeychainError.deviceSecretMissing) { try home.loadOnly() }
+        #expect(throws: KeychainError.deviceSecretMissing) { try home.device() }
+        #expect(!SecureFile.exists(home.secret))
+    }
+
+    @Test func loadingNeverCreatesTheSecretAndSetUpDoes() throws {
+        let home = Home()
+        try SecureFile.makePrivateDirectory(home.root.path)
+        #expect(throws: KeychainError.deviceSecretMissing) { try home.loadOnly() }
+        #expect(!SecureFile.exists(home.secret))
+        #expect(!SecureFile.exists("\(home.root.path)/state"))
+        let created = try home.device()
+        #expect(SecureFile.exists(home.secret))
+        // Set-up again, and an ordinary load, both give back the same secret (same pepper), not a new one.
+        #expect(try home.device().pepper(label: "x") == created.pepper(label: "x"))
+        #expect(try home.loadOnly().pepper(label: "x") == created.pepper(label: "x"))
+    }
+
+    @Test func listingOnAnotherMachineIsADeviceMismatchNotAnEmptyList() throws {
+        let home = Home()
+        let protection = KeychainAddress(service: "coffer.protection", account: "alice")
+        let keychain = try FileKeychain(folder: home.keychain, device: home.device(machineID: "machine-A"))
+        try keychain.add(SecretBytes(copying: [1]), at: protection, accessibility: .afterFirstUnlockThisDeviceOnly)
+        #expect(try keychain.addresses(accessGroup: "coffer", service: "coffer.protection") == [protection])
+        let elsewhere = try FileKeychain(folder: home.keychain, device: home.device(machineID: "machine-B"))
+        #expect(throws: KeychainError.deviceMismatch) {
+            try elsewhere.addresses(accessGroup: "coffer", service: "coffer.protection")
+        }
+    }
+
+    @Test func listingSkipsADamagedItemButKeepsTheOthers() throws {
+        let home = Home()
+        let keychain = try FileKeychain(folder: home.keychain, device: home.device())
+        let alice = KeychainAddress(service: "coffer.protection", account: "alice")
+        try keychain.add(SecretBytes(copying: [1]), at: alice, accessibility: .afterFirstUnlockThisDeviceOnly)
+        try SecureFile.writeAtomically(
+            Array("CFKC".utf8) + [1, 5, 0, 0],
+            to: "\(home.keychain)/\(String(repeating: "0", count: 64)).item"
+        )
+        #expect(try keychain.addresses(accessGroup: "coffer", service: "coffer.protection") == [alice])
+    }
+
+    @Test func aLoosenedDeviceSecretIsRefused() throws {
+        let home = Home()
+        _ = try home.device()
+        chmod(home.secret, 0o644)
+        #expect(throws: KeychainError.self) { try home.loadOnly() }
+        #expect(notPrivate { try home.loadOnly() })
+        #expect(notPrivate { try home.device() })
+        chmod(home.secret, 0o600)
+        _ = try home.loadOnly()
+    }
+
+    @Test func aLoosenedStateFolderIsRefused() throws {
+        let home = Home()
+        _ = try home.device()
+        chmod("\(home.root.path)/state", 0o755)
+        #expect(notPrivate { try home.loadOnly() })
+        chmod("\(home.root.path)/state", 0o700)
+        _ = try home.loadOnly()
+    }
+
+    @Test func aLoosenedKeychainFolderIsRefused() throws {
+        let home = Home()
+        _ = try FileKeychain(folder: home.keychain, device: home.device())
+        chmod(home.keychain, 0o755)
+        #expect(notPrivate { try FileKeychain(folder: home.keychain, device: home.device()) })
+    }
+
+    @Test func aWriteInProgressSurvivesAnotherKeychainsStartUp() throws {
+        let home = Home()
+        let device = try home.device()
+        let paused = DispatchSemaphore(value: 0)
+        let resume = DispatchSemaphore(value: 0)
+        let folder = home.keychain
+        let writer = try FileKeychain(folder: folder, device: device) { step, path in
+            guard step == .written, path.hasPrefix(folder) else { return }
+            paused.signal()
+            resume.wait()
+        }
+        let outcome = Mutex<Result<Void, KeychainError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let address = self.address
+        Thread.detachNewThread {
+            let result = Result { () throws(KeychainError) in
+                try writer.add(
+                    SecretBytes(copying: [5, 6]),
+                    at: address,
+                    accessibility: .afterFirstUnlockThisDeviceOnly
+                )
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        paused.wait()
+        let temporaries = try SecureFile.list(folder).filter { $0.contains(".tmp-") }
+        #expect(temporaries.count == 1)
+        // Another process starting up now (here another instance with its own lock) must not delete that file.
+        _ = try FileKeychain(folder: folder, device: device)
+        #expect(try SecureFile.list(folder).filter { $0.contains(".tmp-") } == temporaries)
+        resume.signal()
+        done.wait()
+        #expect(throws: Never.self) { try outcome.withLock { $0 }?.get() }
+        #expect(try FileKeychain(folder: folder, device: device).read(address) == SecretBytes(copying: [5, 6]))
+    }
+
+    @Test func theDeviceIdentityNeverPrintsItsSecret() throws {
+        let secret = (0..<32).map { UInt8($0 &* 7 &+ 3) }
+        let identity = try DeviceIdentity(secret: SecretBytes(copying: secret), machineID: Array("m-1".utf8))
+        #expect(Redaction.leaks(of: secret, in: identity).isEmpty)
+        #expect(Redaction.renderings(of: identity).allSatisfy { !$0.contains("m-1") && !$0.contains("[109, 45, 49]") })
+        // A positive control: the same check finds the bytes when they are there.
+        #expect(!Redaction.leaks(of: secret, in: secret).isEmpty)
+        let pepper = identity.pepper(label: "pin-kdf").withUnsafeBytes { Array($0) }
+        #expect(Redaction.leaks(of: pepper, in: identity.pepper(label: "pin-kdf")).isEmpty)
     }
 
     @Test func everyFlippedByteOrTruncationIsCorruptNeverGarbage() throws {
@@ -109,14 +235,13 @@ import Testing
 
     @Test func interruptedWritesLeaveTheOldValueAndNoLeftovers() throws {
         let home = Home()
-        let keychain = try FileKeychain(folder: home.keychain, device: home.device())
-        try keychain.add(SecretBytes(copying: [1]), at: address, accessibility: .afterFirstUnlockThisDeviceOnly)
         let folder = home.keychain
-        SecureFile.testCrashPoint = { step, path in
-            if step == "synced" && path.hasPrefix(folder) { throw CancellationError() }
+        try FileKeychain(folder: folder, device: home.device())
+            .add(SecretBytes(copying: [1]), at: address, accessibility: .afterFirstUnlockThisDeviceOnly)
+        let keychain = try FileKeychain(folder: folder, device: home.device()) { step, path in
+            if step == .synced && path.hasPrefix(folder) { throw CancellationError() }
         }
         #expect(throws: KeychainError.self) { try keychain.update(SecretBytes(copying: [2]), at: address) }
-        SecureFile.testCrashPoint = nil
         let reopened = try FileKeychain(folder: home.keychain, device: home.device())
         #expect(try reopened.read(address) == SecretBytes(copying: [1]))
         #expect(try SecureFile.list(home.keychain).allSatisfy { !$0.contains(".tmp-") })
@@ -124,9 +249,21 @@ import Testing
 
     @Test func errorDescriptionsAreSentences() {
         let errors: [KeychainError] = [
-            .itemNotFound, .duplicateItem, .deviceMismatch, .corruptItem, .corruptDeviceSecret,
+            .itemNotFound, .duplicateItem, .deviceMismatch, .corruptItem, .corruptDeviceSecret, .deviceSecretMissing,
             .notAccessible(.whenUnlocked, because: "the device is locked"),
         ]
         for error in errors { #expect(error.description.hasSuffix(".")) }
+    }
+}
+
+/// Whether `body` throws the keychain's wrapping of ``CofferCryptoError/notPrivate(_:reason:)``.
+func notPrivate(_ body: () throws -> Any) -> Bool {
+    do {
+        _ = try body()
+        return false
+    } catch KeychainError.storage(.notPrivate(_, _)) {
+        return true
+    } catch {
+        return false
     }
 }

@@ -9,7 +9,7 @@ import Testing
         let world = try World()
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
-        try await keymaker.activatePIN(Fixtures.pin("1357"))
+        try await keymaker.activatePIN(Fixtures.pin("135790"), authorizedBy: .none)
         await keymaker.lock()
         return (world, keymaker)
     }
@@ -35,7 +35,7 @@ import Testing
         }
         let after = world.keymaker()
         #expect(try await after.isSetUp() == false)
-        await #expect(throws: KeymakerError.notSetUp) { try await after.unlock(.pin(Fixtures.pin("1357"))) }
+        await #expect(throws: KeymakerError.notSetUp) { try await after.unlock(.pin(Fixtures.pin("135790"))) }
         #expect(TemporaryDirectory.files(below: "\(world.root.path)/keychain").filter { $0.hasSuffix(".item") }.isEmpty)
     }
 
@@ -44,14 +44,14 @@ import Testing
         for _ in 1...4 { _ = try? await keymaker.unlock(.pin(Fixtures.pin("0000"))) }
         #expect(try await keymaker.failedAttempts() == 4)
         await #expect(throws: KeymakerError.tooSoon(retryAfterSeconds: 30)) {
-            try await keymaker.unlock(.pin(Fixtures.pin("1357")))
+            try await keymaker.unlock(.pin(Fixtures.pin("135790")))
         }
         world.clock.advance(seconds: 29)
         await #expect(throws: KeymakerError.tooSoon(retryAfterSeconds: 1)) {
-            try await keymaker.unlock(.pin(Fixtures.pin("1357")))
+            try await keymaker.unlock(.pin(Fixtures.pin("135790")))
         }
         world.clock.advance(seconds: 1)
-        try await keymaker.unlock(.pin(Fixtures.pin("1357")))
+        try await keymaker.unlock(.pin(Fixtures.pin("135790")))
         #expect(try await keymaker.failedAttempts() == 0)
     }
 
@@ -60,17 +60,17 @@ import Testing
         for _ in 1...4 { _ = try? await keymaker.unlock(.pin(Fixtures.pin("0000"))) }
         world.clock.jumpWallClock(seconds: -3600)
         await #expect(throws: KeymakerError.tooSoon(retryAfterSeconds: 30)) {
-            try await keymaker.unlock(.pin(Fixtures.pin("1357")))
+            try await keymaker.unlock(.pin(Fixtures.pin("135790")))
         }
         world.clock.advance(seconds: 30)
-        try await keymaker.unlock(.pin(Fixtures.pin("1357")))
+        try await keymaker.unlock(.pin(Fixtures.pin("135790")))
     }
 
     @Test func aDeletedAttemptRecordCountsAsExhausted() async throws {
         let (world, _) = try await protectedWorld()
         try world.keychain.delete(KeychainAddress(service: "coffer.attempts", account: "alice"))
         let keymaker = world.keymaker()
-        await #expect(throws: KeymakerError.self) { try await keymaker.unlock(.pin(Fixtures.pin("1357"))) }
+        await #expect(throws: KeymakerError.self) { try await keymaker.unlock(.pin(Fixtures.pin("135790"))) }
         #expect(try await keymaker.isSetUp() == false)
     }
 
@@ -107,7 +107,7 @@ import Testing
             #expect(found)
         }
         let keymaker = world.keymaker()
-        await #expect(throws: KeymakerError.self) { try await keymaker.unlock(.pin(Fixtures.pin("1357"))) }
+        await #expect(throws: KeymakerError.self) { try await keymaker.unlock(.pin(Fixtures.pin("135790"))) }
         #expect(try await keymaker.isSetUp() == false)
     }
 }

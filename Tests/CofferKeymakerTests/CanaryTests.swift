@@ -12,7 +12,10 @@ import Testing
         let folders = (
             data: "\(root.path)/data", keychain: "\(root.path)/data/keychain", state: "\(root.path)/state"
         )
-        let device = try DeviceIdentity.load(secretPath: "\(folders.state)/device-secret")
+        let device = try DeviceIdentity.loadOrCreate(
+            secretPath: "\(folders.state)/device-secret",
+            keychainFolder: folders.keychain
+        )
         let keychain = try FileKeychain(folder: folders.keychain, device: device)
         let presence = TestPresence()
         let element = try SoftwareSecureElement(
@@ -41,15 +44,14 @@ import Testing
             let sealed = try Locked(clearValue: marker, with: key, label: "canary.\(index)")
             try SecureFile.writeAtomically(sealed.encrypted, to: "\(folders.data)/value-\(index).sealed")
         }
-        try await first.activatePIN(Fixtures.pin(pin))
-        try await first.activateSecureElement()
+        try await first.activatePIN(Fixtures.pin(pin), authorizedBy: .none)
+        try await first.activateSecureElement(authorizedBy: .pin(Fixtures.pin(pin)))
         try await first.setAutolock(.after(seconds: 90))
         await first.lock()
         _ = try? await first.unlock(.pin(Fixtures.pin("0000")))
         let second = keymaker()
         try await second.unlock(.pin(Fixtures.pin(pin)))
-        await second.flush()
-        try await second.deactivate(.secureElement)
+        try await second.deactivate(.secureElement, authorizedBy: .pin(Fixtures.pin(pin)))
 
         let needles = markers.map { Array($0.utf8) } + [Array(pin.utf8), knownKey]
         func scan() -> [(file: String, needle: Int)] { CanaryScanner.occurrences(of: needles, under: [root.path]) }

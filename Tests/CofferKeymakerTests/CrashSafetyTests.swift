@@ -14,10 +14,10 @@ import Testing
 
     /// Records step names, and throws at the `stopAt`-th one.
     final class Stopper: Sendable {
-        let steps = Mutex<[String]>([])
+        let steps = Mutex<[ProtectionStep]>([])
         let stopAt: Int?
         init(stopAt: Int?) { self.stopAt = stopAt }
-        func hook(_ step: String) throws {
+        func hook(_ step: ProtectionStep) throws {
             let count = steps.withLock { steps in
                 steps.append(step)
                 return steps.count
@@ -33,21 +33,24 @@ import Testing
         switch change {
         case .activatePINFromNone: break
         case .activateElementWithPIN, .changePIN, .removeLastPIN, .logout:
-            try await keymaker.activatePIN(Fixtures.pin("1234"))
+            try await keymaker.activatePIN(Fixtures.pin("123456"), authorizedBy: .none)
         case .removePINKeepElement:
-            try await keymaker.activatePIN(Fixtures.pin("1234"))
-            try await keymaker.activateSecureElement()
+            try await keymaker.activatePIN(Fixtures.pin("123456"), authorizedBy: .none)
+            try await keymaker.activateSecureElement(authorizedBy: .pin(Fixtures.pin("123456")))
         }
         return bytes
     }
 
     func perform(_ change: Change, _ keymaker: Keymaker) async throws {
         switch change {
-        case .activatePINFromNone: try await keymaker.activatePIN(Fixtures.pin("1234"))
-        case .activateElementWithPIN: try await keymaker.activateSecureElement()
-        case .changePIN: try await keymaker.activatePIN(Fixtures.pin("5678"))
-        case .removeLastPIN, .removePINKeepElement: try await keymaker.deactivate(.pin)
-        case .logout: try await keymaker.destroy()
+        case .activatePINFromNone: try await keymaker.activatePIN(Fixtures.pin("123456"), authorizedBy: .none)
+        case .activateElementWithPIN:
+            try await keymaker.activateSecureElement(authorizedBy: .pin(Fixtures.pin("123456")))
+        case .changePIN:
+            try await keymaker.activatePIN(Fixtures.pin("567890"), authorizedBy: .pin(Fixtures.pin("123456")))
+        case .removeLastPIN, .removePINKeepElement:
+            try await keymaker.deactivate(.pin, authorizedBy: .pin(Fixtures.pin("123456")))
+        case .logout: try await keymaker.logout(authorizedBy: .pin(Fixtures.pin("123456")))
         }
     }
 
@@ -59,9 +62,9 @@ import Testing
             try await keymaker.unlock(.secureElement(reason: "test"))
         } else {
             do {
-                try await keymaker.unlock(.pin(Fixtures.pin("1234")))
+                try await keymaker.unlock(.pin(Fixtures.pin("123456")))
             } catch .wrongPIN {
-                try await keymaker.unlock(.pin(Fixtures.pin("5678")))
+                try await keymaker.unlock(.pin(Fixtures.pin("567890")))
             }
         }
         return try await keymaker.keyBytes()
@@ -116,11 +119,28 @@ import Testing
     @Test func anInterruptedLoginLeavesNothing() async throws {
         let world = try World()
         let keymaker = world.keymaker()
-        await keymaker.setStepHook { step in if step == "none-written" { throw CancellationError() } }
-        await #expect(throws: KeymakerError.interrupted(step: "none-written")) { try await keymaker.createMainKey() }
+        await keymaker.setStepHook { step in if step == .noneWritten { throw CancellationError() } }
+        await #expect(throws: KeymakerError.interrupted(step: .noneWritten)) { try await keymaker.createMainKey() }
         let restarted = world.keymaker()
         #expect(try await restarted.isSetUp() == false)
         #expect(TemporaryDirectory.files(below: "\(world.root.path)/keychain").filter { $0.hasSuffix(".item") }.isEmpty)
         try await restarted.createMainKey()
+    }
+
+    @Test func theChangesTogetherPassEveryStep() async throws {
+        var seen = Set<ProtectionStep>()
+        for change in Change.allCases {
+            let world = try World()
+            let keymaker = world.keymaker()
+            let recorder = Stopper(stopAt: nil)
+            await keymaker.setStepHook { try recorder.hook($0) }
+            _ = try await prepare(change, keymaker)
+            recorder.steps.withLock { $0.removeAll() }
+            try await perform(change, keymaker)
+            seen.formUnion(recorder.steps.withLock { $0 })
+        }
+        // The login (prepare) passes noneWritten; every other step is walked by the crash test above.
+        seen.insert(.noneWritten)
+        #expect(seen == Set(ProtectionStep.allCases))
     }
 }

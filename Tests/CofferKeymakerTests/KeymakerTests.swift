@@ -25,8 +25,6 @@ import Testing
         await #expect(throws: KeymakerError.locked) { try await keymaker.key() }
         await #expect(throws: KeymakerError.locked) { try await keymaker.subkey("x") }
         await #expect(throws: KeymakerError.locked) { try await keymaker.setAutolock(.never) }
-        await #expect(throws: KeymakerError.locked) { try await keymaker.activatePIN(Fixtures.pin("1234")) }
-        await #expect(throws: KeymakerError.locked) { try await keymaker.deactivate(.pin) }
     }
 
     @Test func lockingZeroesAKeyThatSomeoneKept() async throws {
@@ -57,24 +55,26 @@ import Testing
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
         let original = try await keymaker.keyBytes()
-        try await keymaker.activatePIN(Fixtures.pin("4711"))
+        try await keymaker.activatePIN(Fixtures.pin("471100"), authorizedBy: .none)
         #expect(try await keymaker.strategies() == [.pin])
         await keymaker.lock()
         await #expect(throws: KeymakerError.strategyNotActive(.none)) { try await keymaker.unlock(.none) }
         await #expect(throws: KeymakerError.wrongPIN(attemptsLeft: 9)) {
             try await keymaker.unlock(.pin(Fixtures.pin("0000")))
         }
-        try await keymaker.unlock(.pin(Fixtures.pin("4711")))
+        try await keymaker.unlock(.pin(Fixtures.pin("471100")))
         #expect(try await keymaker.keyBytes() == original)
         #expect(try await keymaker.failedAttempts() == 0)
     }
 
-    @Test(arguments: ["", "12", "abc"])
+    @Test(arguments: ["", "12", "abc", "12345", "abcde", "ÄÖÜäö"])
     func shortPINsAreRefused(pin: String) async throws {
         let world = try World()
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
-        await #expect(throws: KeymakerError.self) { try await keymaker.activatePIN(Fixtures.pin(pin)) }
+        await #expect(throws: KeymakerError.pinTooShort(minimumLength: 6)) {
+            try await keymaker.activatePIN(Fixtures.pin(pin), authorizedBy: .none)
+        }
         #expect(try await keymaker.strategies() == [.none])
     }
 
@@ -83,7 +83,7 @@ import Testing
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
         let original = try await keymaker.keyBytes()
-        try await keymaker.activateSecureElement()
+        try await keymaker.activateSecureElement(authorizedBy: .none)
         #expect(try await keymaker.strategies() == [.secureElement])
         await keymaker.lock()
         world.presence.setPresent(false)
@@ -102,18 +102,20 @@ import Testing
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
         let original = try await keymaker.keyBytes()
-        try await keymaker.activatePIN(Fixtures.pin("2468"))
-        try await keymaker.activateSecureElement()
+        try await keymaker.activatePIN(Fixtures.pin("246813"), authorizedBy: .none)
+        try await keymaker.activateSecureElement(authorizedBy: .pin(Fixtures.pin("246813")))
         #expect(try await keymaker.strategies() == [.pin, .secureElement])
         await keymaker.lock()
-        try await keymaker.unlock(.pin(Fixtures.pin("2468")))
+        try await keymaker.unlock(.pin(Fixtures.pin("246813")))
         await keymaker.lock()
         try await keymaker.unlock(.secureElement(reason: "test"))
-        try await keymaker.deactivate(.pin)
+        try await keymaker.deactivate(.pin, authorizedBy: .secureElement(reason: "test"))
         #expect(try await keymaker.strategies() == [.secureElement])
-        try await keymaker.deactivate(.secureElement)
+        try await keymaker.deactivate(.secureElement, authorizedBy: .secureElement(reason: "test"))
         #expect(try await keymaker.strategies() == [.none])
-        await #expect(throws: KeymakerError.strategyNotActive(.pin)) { try await keymaker.deactivate(.pin) }
+        await #expect(throws: KeymakerError.strategyNotActive(.pin)) {
+            try await keymaker.deactivate(.pin, authorizedBy: .none)
+        }
         await keymaker.lock()
         try await keymaker.unlock(.none)
         #expect(try await keymaker.keyBytes() == original)
@@ -125,13 +127,13 @@ import Testing
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
         let original = try await keymaker.keyBytes()
-        try await keymaker.activatePIN(Fixtures.pin("1111"))
-        try await keymaker.activatePIN(Fixtures.pin("2222"))
+        try await keymaker.activatePIN(Fixtures.pin("111111"), authorizedBy: .none)
+        try await keymaker.activatePIN(Fixtures.pin("222222"), authorizedBy: .pin(Fixtures.pin("111111")))
         await keymaker.lock()
         await #expect(throws: KeymakerError.wrongPIN(attemptsLeft: 9)) {
-            try await keymaker.unlock(.pin(Fixtures.pin("1111")))
+            try await keymaker.unlock(.pin(Fixtures.pin("111111")))
         }
-        try await keymaker.unlock(.pin(Fixtures.pin("2222")))
+        try await keymaker.unlock(.pin(Fixtures.pin("222222")))
         #expect(try await keymaker.keyBytes() == original)
     }
 
@@ -139,10 +141,10 @@ import Testing
         let world = try World()
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
-        try await keymaker.activatePIN(Fixtures.pin("1234"))
-        try await keymaker.activateSecureElement()
+        try await keymaker.activatePIN(Fixtures.pin("123456"), authorizedBy: .none)
+        try await keymaker.activateSecureElement(authorizedBy: .pin(Fixtures.pin("123456")))
         let sealed = try Locked(clearValue: "token", with: await keymaker.key(), label: "token")
-        try await keymaker.destroy()
+        try await keymaker.logout(authorizedBy: .secureElement(reason: "test"))
         #expect(await keymaker.isLocked)
         #expect(try await keymaker.isSetUp() == false)
         #expect(TemporaryDirectory.files(below: "\(world.root.path)/keychain").filter { $0.hasSuffix(".item") }.isEmpty)
@@ -160,12 +162,12 @@ import Testing
         var events = keymaker.events.makeAsyncIterator()
         try await keymaker.createMainKey()
         #expect(await events.next() == .mainKeyObtained)
-        try await keymaker.activatePIN(Fixtures.pin("1234"))
+        try await keymaker.activatePIN(Fixtures.pin("123456"), authorizedBy: .none)
         await keymaker.lock()
         #expect(await events.next() == .mainKeyRemoved(.user))
         _ = try? await keymaker.unlock(.pin(Fixtures.pin("9999")))
         #expect(await events.next() == .unlockFailed(attemptsLeft: 9))
-        try await keymaker.unlock(.pin(Fixtures.pin("1234")))
+        try await keymaker.unlock(.pin(Fixtures.pin("123456")))
         #expect(await events.next() == .mainKeyObtained)
     }
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Known-answer vectors for Coffer's envelope v1, stream v1 and PIN KDF, computed from docs/FORMAT.md with
+"""Known-answer vectors for Coffer's envelope v1, stream v1, PIN KDF, device secret v1 and keychain item v1, computed
+from docs/FORMAT.md with
 Python's `cryptography` and `hashlib` -- an implementation independent of the Swift one. Run it to regenerate
 vectors.json; the Swift tests check that CofferCrypto produces and opens exactly these bytes."""
 import hashlib, hmac, json, struct, pathlib
@@ -62,6 +63,48 @@ for pin, log_n in (("1234", 10), ("correct horse", 12)):
     kek = hkdf(stretched, pepper, b"coffer.pin-kek.v1", 32)
     vectors["pinKDF"].append({"pin": pin, "salt": salt.hex(), "pepper": pepper.hex(), "logN": log_n, "r": 8, "p": 1,
                               "kek": kek.hex()})
+
+# Device secret v1 and keychain item v1 (FORMAT.md "Device secret v1", "Keychain item v1", "Key derivation").
+def lp(b):
+    return struct.pack(">I", len(b)) + b
+
+def machine_id(file_bytes):
+    return bytes(c for c in file_bytes if c > 0x20)
+
+def device_key(secret, info):
+    return hkdf(secret, b"coffer.device.v1", info, 32)
+
+def item_key(secret, mid, accessibility):
+    this_device_only = accessibility in (3, 4, 5)
+    return device_key(secret, b"item-key.this-device-only" + mid if this_device_only else b"item-key.portable")
+
+devices = [
+    (bytes(range(0x40, 0x60)), b"0123456789abcdef0123456789abcdef\n"),
+    (bytes([0xC3]) * 32, b" \t\n"),  # no usable machine id: only the device secret binds
+]
+vectors["deviceSecret"] = []
+vectors["keychainItem"] = []
+items = [
+    ("coffer", "coffer.protection", "alice@example.com", 5, bytes(range(1, 41))),
+    ("coffer", "coffer.mainkey.none", "b\u00f6b", 1, b"portable value"),
+    ("elsewhere", "coffer.test", "", 3, b""),
+]
+for d, (secret, mid_file) in enumerate(devices):
+    mid = machine_id(mid_file)
+    vectors["deviceSecret"].append({
+        "secretFile": (b"CFDS" + bytes([1]) + secret).hex(), "machineIDFile": mid_file.hex(), "machineID": mid.hex(),
+        "pepperLabel": "pin-kdf", "pepper": device_key(secret, b"pepper.pin-kdf\0" + mid).hex()})
+    for i, (group, service, account, acc, value) in enumerate(items):
+        address = lp(group.encode()) + lp(service.encode()) + lp(account.encode())
+        name = hashlib.sha256(address).hexdigest() + ".item"
+        nonce = bytes([0xD0 + d, i]) + bytes(10)
+        sealed = envelope(item_key(secret, mid, acc), ["coffer.keychain.item.v1", name, str(acc)], 1, nonce,
+                          address + value)
+        vectors["keychainItem"].append({
+            "device": d, "accessGroup": group, "service": service, "account": account, "accessibility": acc,
+            "value": value.hex(), "nonce": nonce.hex(), "fileName": name,
+            "file": (b"CFKC" + bytes([1, acc]) + sealed).hex()})
+
 out = pathlib.Path(__file__).with_name("vectors.json")
 out.write_text(json.dumps(vectors, indent=1) + "\n")
 print(f"wrote {out}")
