@@ -118,7 +118,8 @@ let package = Package(
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
         .testTarget(
             name: "CofferStoreTests",
-            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"]
+            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting", "CofferApp"], exclude: ["tty_driver.py"]),
         .testTarget(
