@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
         .library(name: "CofferApp", targets: ["CofferApp"]),
+        .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -23,6 +24,10 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // Two Linux calls Swift cannot import directly (prctl is variadic; <malloc.h> is not in Glibc's module map).
@@ -65,13 +70,26 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
+        // Pinned TLS client channels (NIO + NIOSSL): chain and hostname validation, then the SPKI pin check.
+        .target(
+            name: "CofferTransport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "coffer",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "CofferContent", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferContent", "CofferTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -90,18 +108,32 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
-        .testTarget(name: "CofferKeymakerTests", dependencies: ["CofferKeymaker", "CofferTesting"]),
+        .testTarget(
+            name: "CofferKeymakerTests",
+            dependencies: ["CofferKeymaker", "CofferTesting"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
         .testTarget(
             name: "CofferStoreTests",
-            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"]
+            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"],
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["CofferTesting", "CofferApp"],
             exclude: ["tty_driver.py", "signal_driver.py"]
+        ),
+        .testTarget(
+            name: "CofferTransportTests",
+            dependencies: [
+                "CofferTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         .testTarget(
             name: "CofferAppTests",

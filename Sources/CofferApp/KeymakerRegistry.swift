@@ -18,6 +18,7 @@ public final class KeymakerRegistry: Sendable {
     public init(dependencies: any Dependencies, makeUser: @escaping @Sendable (String) -> UserContainer) {
         self.dependencies = dependencies
         self.makeUser = makeUser
+        FreedMemory.overwriteOnFree()
     }
 
     /// The accounts that have a MainKey on this device, sorted.
@@ -56,20 +57,27 @@ public final class KeymakerRegistry: Sendable {
         return user
     }
 
-    /// Logs lock events and drops the store's and cache's derived keys whenever the MainKey leaves memory (a lock,
-    /// the autolock timer, the background policy).
+    /// Logs lock events and, whenever the MainKey leaves memory (a lock, the autolock timer, the background policy),
+    /// drops the account's store and cache with their derived keys and hands freed pages back to the kernel, so no
+    /// decrypted mail stays behind (see ``FreedMemory``).
     private func watch(_ user: UserContainer) {
         guard let keymaker = try? user.keymaker else { return }
         let logger = try? dependencies.logger
         let account = user.account
         let events = keymaker.events
-        Task { [weak user] in
+        Task { [weak user, weak self] in
             for await event in events {
+                if case .mainKeyDestroyed = event {
+                    // The key is gone and its mail folder deleted: a later login of the name starts afresh.
+                    if let user, user.hasOpenedMailStore { try? user.mailStore.close() }
+                    self?.remove(account)
+                    continue
+                }
                 guard case .mainKeyRemoved(let reason) = event else { continue }
                 logger?.info("locked", metadata: ["account": "\(account)", "reason": "\(reason)"])
                 guard let user else { continue }
-                if user.hasOpenedMailStore { try? user.mailStore.forgetKeys() }
-                if user.storage.contains("attachmentCacheFactory") { try? user.attachmentCache.forgetKeys() }
+                user.dropMailState()
+                FreedMemory.releaseFreePages()
             }
         }
     }

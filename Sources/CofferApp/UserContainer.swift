@@ -52,6 +52,15 @@ public final class UserContainer: Sendable {
 
     /// Whether the mail store was opened (so shutting down knows whether to close it).
     public var hasOpenedMailStore: Bool { storage.contains("mailStoreFactory") }
+
+    /// At lock: forgets the store's and cache's derived keys and drops both instances (their connections, statement
+    /// caches and anything decoded with them); the next request opens them again. Test overrides stay registered.
+    public func dropMailState() {
+        if hasOpenedMailStore, let store = try? mailStore { store.forgetKeys() }
+        if storage.contains("attachmentCacheFactory"), let cache = try? attachmentCache { cache.forgetKeys() }
+        storage.dropInstance("mailStoreFactory")
+        storage.dropInstance("attachmentCacheFactory")
+    }
 }
 
 extension UserContainer: HasAccount {}

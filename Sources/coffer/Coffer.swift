@@ -17,6 +17,7 @@ struct Coffer: AsyncParsableCommand {
             Logout.self, AgentCommand.self, BackgroundCommand.self, ImportCommand.self, ListCommand.self,
             ShowCommand.self, SearchCommand.self,
             AttachmentsCommand.self, AttachmentCommand.self, RenderCommand.self,
+            PinCommand.self,
         ],
         defaultSubcommand: Tour.self
     )

@@ -1,27 +1,44 @@
 import CofferTesting
+import Synchronization
 import Testing
 
 /// The test doubles in CofferTesting keep the promises other suites rely on.
 @Suite(.timeLimit(.minutes(1))) struct TestSupportTests {
+    /// Yields until `done()` holds, at most `limit` times (no clock time is involved).
+    static func spin(limit: Int = 10_000, until done: () -> Bool) async {
+        var spins = 0
+        while !done() && spins < limit {
+            await Task.yield()
+            spins += 1
+        }
+    }
+
     @Test func aCancelledSleeperWakesWithCancellationAndLeavesTheClock() async throws {
         let clock = TestClock()
         let deadline = clock.now().boot + 3_600_000_000_000
         let sleeper = Task { try await clock.sleep(untilBoot: deadline) }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await Self.spin { clock.sleeperCount == 1 }
         sleeper.cancel()
+        await Self.spin { clock.sleeperCount == 0 }
+        #expect(clock.sleeperCount == 0, "the cancelled sleeper still waits on the clock")
+        // A clock that ignored cancellation would wait forever: release it, so that the test fails instead of hanging.
+        clock.advance(seconds: 7_200)
         await #expect(throws: CancellationError.self) { try await sleeper.value }
-        #expect(clock.sleeperCount == 0)
     }
 
     @Test func aSleeperCancelledBeforeItSleepsDoesNotWait() async throws {
         let clock = TestClock()
         let deadline = clock.now().boot + 3_600_000_000_000
+        let finished = Mutex(false)
         let sleeper = Task {
+            defer { finished.withLock { $0 = true } }
             withUnsafeCurrentTask { $0?.cancel() }
             try await clock.sleep(untilBoot: deadline)
         }
+        await Self.spin { finished.withLock { $0 } || clock.sleeperCount > 0 }
+        #expect(clock.sleeperCount == 0, "an already cancelled task was put to sleep")
+        clock.advance(seconds: 7_200)
         await #expect(throws: CancellationError.self) { try await sleeper.value }
-        #expect(clock.sleeperCount == 0)
     }
 
     @Test func advancingPastTheDeadlineWakesOnlyDueSleepers() async throws {
@@ -34,6 +51,8 @@ import Testing
         try await soon.value
         #expect(clock.sleeperCount == 1)
         later.cancel()
+        await Self.spin { clock.sleeperCount == 0 }
+        clock.advance(seconds: 20)  // releases `later` from a clock that ignored its cancellation
         await #expect(throws: CancellationError.self) { try await later.value }
     }
 

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""A private Dovecot for tests: loopback only, its own config, users, Maildir and logs under one folder.
+
+Installs nothing (scripts/setup.sh installs dovecot-imapd and dovecot-lmtpd). When run as root, Dovecot runs as an
+unprivileged user (nobody, or --user) and every Dovecot process keeps that user: no chroot, no privilege change.
+
+  dovecot.py start   --dir DIR --cert CHAIN.pem --key KEY.pem [--user-pass NAME:PASSWORD]... [--run-as USER]
+      writes DIR/dovecot.conf and DIR/users, starts `dovecot -F -c DIR/dovecot.conf` in the background, waits until
+      both ports answer, and prints one JSON line: {"imaps_port": N, "lmtp_port": M, "pid": P, "dir": DIR}
+      (also saved as DIR/server.json). Exit 0 on success; on failure exit 2 and print why (with the log's tail).
+  dovecot.py stop    --dir DIR                          stops it (SIGTERM, then SIGKILL) and waits.
+  dovecot.py deliver --dir DIR --to NAME [--file MESSAGE]  delivers a message (stdin or file) over LMTP.
+  dovecot.py fetch   --dir DIR --user-pass NAME:PASSWORD --ca CA.pem [--name HOST]
+      logs in over IMAPS (certificate checked against CA.pem and HOST) and prints INBOX's messages as JSON.
+  dovecot.py selftest --dir DIR --cert ... --key ... --ca CA.pem   start, deliver, fetch over IMAPS, compare, stop.
+"""
+import argparse
+import imaplib
+import json
+import os
+import pwd
+import shutil
+import signal
+import smtplib
+import socket
+import ssl
+import subprocess
+import sys
+import time
+
+TEST_NAME = "mail.coffer.test"
+
+
+def fail(message):
+    print(f"dovecot.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_tail(d):
+    try:
+        with open(os.path.join(d, "dovecot.log"), encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-15:])
+    except OSError:
+        return "(no log)"
+
+
+def write_config(d, cert, key, users, account, imaps_port, lmtp_port):
+    uid, gid = account.pw_uid, account.pw_gid
+    group = subprocess.run(["id", "-gn", account.pw_name], capture_output=True, text=True).stdout.strip()
+    for sub in ("run", "state", "mail", "home"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    shutil.copy(cert, os.path.join(d, "server-chain.pem"))
+    shutil.copy(key, os.path.join(d, "server.key"))
+    os.chmod(os.path.join(d, "server.key"), 0o600)
+    with open(os.path.join(d, "users"), "w", encoding="utf-8") as f:
+        for name, password in users:
+            f.write(f"{name}:{{PLAIN}}{password}:{uid}:{gid}::{d}/home/{name}::\n")
+    conf = f"""# Written by Tests/servers/dovecot.py: a private test server, loopback only, no system paths.
+base_dir = {d}/run
+state_dir = {d}/state
+log_path = {d}/dovecot.log
+info_log_path = {d}/dovecot.log
+debug_log_path = {d}/dovecot.log
+instance_name = coffer-test-{imaps_port}
+listen = 127.0.0.1
+protocols = imap lmtp
+ssl = required
+ssl_cert = <{d}/server-chain.pem
+ssl_key = <{d}/server.key
+ssl_min_protocol = TLSv1.2
+disable_plaintext_auth = yes
+auth_mechanisms = plain login
+default_internal_user = {account.pw_name}
+default_internal_group = {group}
+default_login_user = {account.pw_name}
+first_valid_uid = {uid}
+last_valid_uid = {uid}
+first_valid_gid = {gid}
+last_valid_gid = {gid}
+mail_location = maildir:{d}/mail/%u
+postmaster_address = postmaster@coffer.test
+hostname = {TEST_NAME}
+passdb {{
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%u {d}/users
+}}
+userdb {{
+  driver = passwd-file
+  args = username_format=%u {d}/users
+}}
+service imap-login {{
+  chroot =
+  user = {account.pw_name}
+  inet_listener imap {{
+    port = 0
+  }}
+  inet_listener imaps {{
+    address = 127.0.0.1
+    port = {imaps_port}
+    ssl = yes
+  }}
+}}
+service pop3-login {{
+  chroot =
+}}
+service submission-login {{
+  chroot =
+}}
+service imap {{
+  user = {account.pw_name}
+}}
+service lmtp {{
+  user = {account.pw_name}
+  inet_listener lmtp {{
+    address = 127.0.0.1
+    port = {lmtp_port}
+  }}
+}}
+service auth {{
+  user = {account.pw_name}
+}}
+service auth-worker {{
+  user = {account.pw_name}
+}}
+service anvil {{
+  chroot =
+  user = {account.pw_name}
+}}
+service stats {{
+  user = {account.pw_name}
+}}
+service dict {{
+  user = {account.pw_name}
+}}
+service dict-async {{
+  user = {account.pw_name}
+}}
+"""
+    with open(os.path.join(d, "dovecot.conf"), "w", encoding="utf-8") as f:
+        f.write(conf)
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            os.chown(os.path.join(root, n), uid, gid)
+    os.chown(d, uid, gid)
+
+
+def wait_port(port, proc, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def start(a):
+    d = os.path.abspath(a.dir)
+    dovecot = shutil.which("dovecot") or ("/usr/sbin/dovecot" if os.path.exists("/usr/sbin/dovecot") else None)
+    if dovecot is None:
+        fail("the dovecot command is not installed (scripts/setup.sh installs dovecot-imapd and dovecot-lmtpd)")
+    os.makedirs(d, exist_ok=True)
+    account = pwd.getpwnam(a.run_as) if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
+    users = [tuple(u.split(":", 1)) for u in (a.user_pass or ["alice:alice-test-password"])]
+    imaps_port, lmtp_port = free_port(), free_port()
+    write_config(d, a.cert, a.key, users, account, imaps_port, lmtp_port)
+    kwargs = {}
+    if os.geteuid() == 0:
+        kwargs = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+    out = open(os.path.join(d, "dovecot.stdout"), "w")
+    proc = subprocess.Popen(
+        [dovecot, "-F", "-c", os.path.join(d, "dovecot.conf")],
+        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=d, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **kwargs,
+        # A caller (the Swift test runner) may block signals; Dovecot must see SIGTERM to stop cleanly.
+        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []),
+    )
+    if not (wait_port(imaps_port, proc) and wait_port(lmtp_port, proc)):
+        code = proc.poll()
+        if code is None:
+            proc.kill()
+            proc.wait()
+        with open(os.path.join(d, "dovecot.stdout"), encoding="utf-8", errors="replace") as f:
+            early = f.read()[-2000:]
+        fail(f"dovecot did not start (exit {code}):\n{early}\n{log_tail(d)}")
+    info = {"imaps_port": imaps_port, "lmtp_port": lmtp_port, "pid": proc.pid, "dir": d}
+    with open(os.path.join(d, "server.json"), "w", encoding="utf-8") as f:
+        json.dump(info, f)
+    print(json.dumps(info), flush=True)
+    return info
+
+
+def load(d):
+    with open(os.path.join(os.path.abspath(d), "server.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def gone(pid):
+    """True once the process has exited (a zombie left for an init that does not reap counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def stop(a):
+    """SIGTERM to the master (it stops its children), then SIGKILL to its process group after 10 seconds."""
+    pid = load(a.dir)["pid"]
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            pass
+        if gone(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def deliver(a, message=None):
+    info = load(a.dir)
+    if message is None:
+        message = open(a.file, "rb").read() if a.file else sys.stdin.buffer.read()
+    with smtplib.LMTP("127.0.0.1", info["lmtp_port"]) as lmtp:
+        refused = lmtp.sendmail("sender@coffer.test", [a.to], message)
+    if refused:
+        fail(f"LMTP refused {refused}")
+
+
+class IMAPS(imaplib.IMAP4_SSL):
+    """IMAP4_SSL that connects to 127.0.0.1 but checks the certificate for a given name."""
+
+    def __init__(self, port, name, context):
+        self._name = name
+        super().__init__("127.0.0.1", port, ssl_context=context)
+
+    def _create_socket(self, timeout):
+        sock = imaplib.IMAP4._create_socket(self, timeout)
+        return self.ssl_context.wrap_socket(sock, server_hostname=self._name)
+
+
+def fetch(a):
+    info = load(a.dir)
+    context = ssl.create_default_context(cafile=a.ca)
+    name, password = a.user_pass[0].split(":", 1)
+    with IMAPS(info["imaps_port"], a.name, context) as imap:
+        imap.login(name, password)
+        imap.select("INBOX", readonly=True)
+        _, data = imap.uid("SEARCH", None, "ALL")
+        messages = []
+        for uid in data[0].split():
+            _, parts = imap.uid("FETCH", uid, "(BODY.PEEK[])")
+            messages.append({"uid": int(uid), "body": parts[0][1].decode("utf-8", "replace")})
+        imap.logout()
+    return messages
+
+
+def selftest(a):
+    a.user_pass = a.user_pass or ["alice:alice-test-password"]
+    start(a)
+    try:
+        subject = f"harness selftest {time.time_ns()}"
+        body = f"From: sender@coffer.test\r\nTo: alice@coffer.test\r\nSubject: {subject}\r\n\r\nHello over LMTP.\r\n"
+        a.to = a.user_pass[0].split(":", 1)[0]
+        deliver(a, body.encode())
+        messages = fetch(a)
+        if not any(subject in m["body"] for m in messages):
+            fail(f"the delivered message is not in INBOX over IMAPS: {messages}\n{log_tail(os.path.abspath(a.dir))}")
+        print(json.dumps({"selftest": "ok", "messages": len(messages)}))
+    finally:
+        stop(a)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("command", choices=["start", "stop", "deliver", "fetch", "selftest"])
+    p.add_argument("--dir", required=True)
+    p.add_argument("--cert")
+    p.add_argument("--key")
+    p.add_argument("--ca")
+    p.add_argument("--name", default=TEST_NAME)
+    p.add_argument("--user-pass", action="append")
+    p.add_argument("--run-as", default="nobody")
+    p.add_argument("--to")
+    p.add_argument("--file")
+    a = p.parse_args()
+    if a.command in ("start", "selftest") and not (a.cert and a.key):
+        fail("start needs --cert and --key")
+    if a.command in ("fetch", "selftest") and not a.ca:
+        fail(f"{a.command} needs --ca")
+    if a.command == "start":
+        start(a)
+    elif a.command == "stop":
+        stop(a)
+    elif a.command == "deliver":
+        if not a.to:
+            fail("deliver needs --to")
+        deliver(a)
+    elif a.command == "fetch":
+        if not a.user_pass:
+            fail("fetch needs --user-pass")
+        print(json.dumps(fetch(a)))
+    else:
+        selftest(a)
+
+
+if __name__ == "__main__":
+    main()
