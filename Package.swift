@@ -108,7 +108,11 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
-        .testTarget(name: "CofferKeymakerTests", dependencies: ["CofferKeymaker", "CofferTesting"]),
+        .testTarget(
+            name: "CofferKeymakerTests",
+            dependencies: ["CofferKeymaker", "CofferTesting"],
+            exclude: ["Fixtures"]
+        ),
         .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
         .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),

@@ -23,11 +23,14 @@ public final class AgentDispatcher: Sendable {
         self.socketPath = socketPath
     }
 
-    /// Whether `request` is followed by a secret frame (a PIN).
+    /// Whether `request` is followed by a secret frame (a PIN). `protect` and `logout` carry their proof in
+    /// `method` (`none`, `pin`, `secure-element`); with `pin`, the frame starts with the current PIN (for adding a
+    /// PIN: current PIN, a newline, new PIN; see ``SessionHandler/splitSecret(_:proof:addingPIN:)``).
     public static func expectsSecret(_ request: AgentRequest) -> Bool {
         switch request.op {
         case .unlock: request.method == "pin"
-        case .protect: request.strategy == "pin" && request.remove != true
+        case .protect: (request.strategy == "pin" && request.remove != true) || request.method == "pin"
+        case .logout: request.method == "pin"
         default: false
         }
     }
@@ -86,7 +89,12 @@ public final class AgentDispatcher: Sendable {
             try await BackgroundHandler(dependencies: dependencies).enteredBackground()
         case .logout:
             let registry = try dependencies.keymakerRegistry
-            try await LogoutHandler(dependencies: dependencies).logout(try registry.chooseAccount(request.account))
+            try await LogoutHandler(dependencies: dependencies).logout(
+                try registry.chooseAccount(request.account),
+                currentPIN: request.method == "pin" ? secret : nil,
+                conversation: request.method == "secure-element" ? conversation : nil,
+                forgottenConfirmation: nil
+            )
         case .unlock:
             let user = try user(request)
             reply.alreadyUnlocked = try await SessionHandler(dependencies: user)
@@ -97,8 +105,21 @@ public final class AgentDispatcher: Sendable {
             reply.policy = try await SessionHandler(dependencies: try user(request))
                 .setAutolock(try need(request.policy, "policy"))
         case .protect:
+            let strategy = try need(request.strategy, "strategy")
+            let remove = request.remove ?? false
+            let (current, new) = try SessionHandler.splitSecret(
+                secret,
+                proof: request.method,
+                addingPIN: strategy == "pin" && !remove
+            )
             reply.strategies = try await SessionHandler(dependencies: try user(request))
-                .protect(strategy: try need(request.strategy, "strategy"), remove: request.remove ?? false, pin: secret)
+                .protect(
+                    strategy: strategy,
+                    remove: remove,
+                    newPIN: new,
+                    currentPIN: current,
+                    conversation: request.method == "secure-element" ? conversation : nil
+                )
         case .list:
             reply.summaries = try await MailHandler(dependencies: try user(request))
                 .list(label: request.label, limit: request.limit ?? 50, offset: request.offset ?? 0)

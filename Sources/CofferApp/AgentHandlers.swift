@@ -158,6 +158,28 @@ public final class SessionHandler: Sendable {
         return try await keymaker.strategies().map(\.description).sorted()
     }
 
+    /// Splits a `protect` request's secret frame into the current PIN (when the proof is `pin`) and the new PIN
+    /// (when adding a PIN): `current ‖ 0x0A ‖ new` when both are there (a PIN never holds a newline: the CLI reads
+    /// it by lines).
+    public static func splitSecret(
+        _ secret: SecretBytes?,
+        proof: String?,
+        addingPIN: Bool
+    ) throws -> (current: SecretBytes?, new: SecretBytes?) {
+        guard let secret else { return (nil, nil) }
+        guard proof == "pin" else { return (nil, addingPIN ? secret : nil) }
+        guard addingPIN else { return (secret, nil) }
+        return try secret.withUnsafeBytes { raw in
+            guard let newline = raw.firstIndex(of: 0x0A) else {
+                throw AgentFailure(.badRequest, "The secret frame must hold the current PIN and the new PIN.")
+            }
+            return (
+                SecretBytes(copying: raw[raw.startIndex..<newline]),
+                SecretBytes(copying: raw[(newline + 1)..<raw.endIndex])
+            )
+        }
+    }
+
     /// The proof a protection change or a logout takes: `none` while unprotected, else the current PIN, else
     /// presence through `conversation`.
     static func proof(

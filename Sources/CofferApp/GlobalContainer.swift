@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import Logging
@@ -18,11 +19,16 @@ public final class GlobalContainer: Sendable {
     /// - Parameters:
     ///   - paths: The home.
     ///   - logger: The process's logger (libraries accept one; they do not make one).
-    ///   - keymakerConfiguration: Tunables for every Keymaker.
+    ///   - keymakerConfiguration: Tunables for every Keymaker. Without an `onDestroy` action, a destroyed
+    ///     MainKey (logout, too many wrong PINs) deletes the account's mail folder, `paths.mail(account)`.
     public init(paths: AppPaths, logger: Logger, keymakerConfiguration: Keymaker.Configuration = .init()) {
         self.paths = paths
         self.baseLogger = logger
-        self.keymakerConfiguration = keymakerConfiguration
+        var configuration = keymakerConfiguration
+        if configuration.onDestroy == nil {
+            configuration.onDestroy = { account in SecureFile.removeTree(paths.mail(account)) }
+        }
+        self.keymakerConfiguration = configuration
     }
 
     /// The device identity, loaded once; created only while the keychain has no items (never over a lost secret).

@@ -61,8 +61,14 @@ public final class KeymakerRegistry: Sendable {
         let logger = try? dependencies.logger
         let account = user.account
         let events = keymaker.events
-        Task { [weak user] in
+        Task { [weak user, weak self] in
             for await event in events {
+                if case .mainKeyDestroyed = event {
+                    // The key is gone and its mail folder deleted: a later login of the name starts afresh.
+                    if let user, user.hasOpenedMailStore { try? user.mailStore.close() }
+                    self?.remove(account)
+                    continue
+                }
                 guard case .mainKeyRemoved(let reason) = event else { continue }
                 logger?.info("locked", metadata: ["account": "\(account)", "reason": "\(reason)"])
                 guard let user else { continue }

@@ -142,9 +142,17 @@ public actor Keymaker {
     }
 
     /// Consecutive failed PIN attempts so far.
+    ///
+    /// - Throws: ``KeymakerError/mainKeyDestroyed`` after destroying the key when a PIN is active and its attempt
+    ///   record cannot be trusted (missing, edited, from another device): such a record counts as exhausted.
     public func failedAttempts() throws(KeymakerError) -> Int {
         try prepare()
-        return try vault.readAttempts()?.failures ?? 0
+        guard let strategies = try vault.readProtection(), strategies.contains(.pin) else { return 0 }
+        guard let record = try vault.readAttemptsOrExhausted() else {
+            try destroy(reason: .tooManyAttempts)
+            throw .mainKeyDestroyed
+        }
+        return record.failures
     }
 
     /// The autolock policy in force.
@@ -213,6 +221,7 @@ public actor Keymaker {
             try vault.delete(address)
         }
         configuration.onDestroy?(account)
+        eventSink.yield(.mainKeyDestroyed(reason))
     }
 
     // MARK: - Unlock and lock

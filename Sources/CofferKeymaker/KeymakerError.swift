@@ -116,6 +116,9 @@ public enum KeymakerEvent: Sendable, Equatable {
     case mainKeyRemoved(LockReason)
     /// An unlock attempt failed; `attemptsLeft` is `nil` for methods without a limit.
     case unlockFailed(attemptsLeft: Int?)
+    /// The MainKey and every wrap and record were destroyed (logout, too many wrong PINs, an untrusted attempt
+    /// record), whether or not the key was in memory; ``Keymaker/Configuration/onDestroy`` has run.
+    case mainKeyDestroyed(LockReason)
     /// The stored autolock setting could not be used, so the most private policy (``AutolockPolicy/mostPrivate``)
     /// is in force.
     case autolockSettingFallback(AutolockFallback)

@@ -19,7 +19,12 @@ struct Init: AsyncParsableCommand {
         try await runReportingErrors {
             let device = try home.resolve().openForSetUp()
             let account = home.account ?? ""
-            try await device.keymaker(for: account).createMainKey()
+            let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
+            if try await !keymaker.isSetUp() {
+                // Mail left by a key destroyed earlier (by a process that could not delete it) is noise now.
+                SecureFile.removeTree(AppPaths(data: device.home.data, keychain: "", state: "").mail(account))
+            }
+            try await keymaker.createMainKey()
             print("Created a MainKey for \(account).")
             print("It rests in the keychain with no further protection; add some with `coffer protect pin` or")
             print("`coffer protect secure-element`.")
@@ -58,7 +63,7 @@ struct Protect: AsyncParsableCommand {
         try await runReportingErrors {
             if let agent = try AgentLink.connect(home) {
                 defer { agent.close() }
-                return try await AgentLifecycle.protect(
+                return try await AgentProof.protect(
                     agent,
                     home,
                     strategy: strategy.rawValue,
@@ -164,7 +169,7 @@ struct Status: AsyncParsableCommand {
             print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
             if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
             for account in accounts {
-                let keymaker = device.keymaker(for: account)
+                let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
                 let strategies = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
                 print("account: \(account)")
                 print("  protection: \(strategies)")
@@ -264,7 +269,12 @@ struct Logout: AsyncParsableCommand {
             }
             if let agent = try AgentLink.connect(home) {
                 defer { agent.close() }
-                return try await AgentLifecycle.logout(agent, account: account)
+                return try await AgentProof.logout(
+                    agent,
+                    account: account,
+                    pinFromStdin: pinOptions.pinStdin,
+                    preference: preference
+                )
             }
             let proof = try await session.proof(
                 pinFromStdin: pinOptions.pinStdin,
@@ -286,5 +296,88 @@ struct Logout: AsyncParsableCommand {
             _ = try? AttachmentCache(folder: paths.cache(session.account), keymaker: session.keymaker).purgeAll()
         }
         SecureFile.removeTree(paths.mail(session.account))
+    }
+}
+
+/// `protect` and `logout` when an agent runs: the agent holds the key, yet they need a fresh proof by a current
+/// strategy, sent with the request (`method`; a PIN in the secret frame, presence answered at this terminal).
+enum AgentProof {
+    /// The proof `account` needs: `none` when unprotected, else presence or a PIN (read here).
+    static func proof(
+        _ agent: AgentClient,
+        account: String,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws -> (method: String, pin: SecretBytes?) {
+        guard let current = try await AgentLink.status(agent, account: account).1.first else {
+            throw AppError.noAccount
+        }
+        let strategies = Set(current.protection)
+        if strategies.contains("none") { return ("none", nil) }
+        let useElement: Bool
+        switch preference {
+        case .pin?: useElement = false
+        case .secureElement?: useElement = true
+        case nil: useElement = strategies.contains("secure-element") && !(strategies.contains("pin") && pinFromStdin)
+        }
+        if useElement { return ("secure-element", nil) }
+        return ("pin", try Terminal.readPIN(prompt: "PIN for \(account): ", fromStdin: pinFromStdin))
+    }
+
+    static func protect(
+        _ agent: AgentClient,
+        _ home: HomeOptions,
+        strategy: String,
+        remove: Bool,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws {
+        let account = try AgentLink.account(home)
+        let (method, current) = try await proof(
+            agent,
+            account: account,
+            pinFromStdin: pinFromStdin,
+            preference: preference
+        )
+        var request = AgentRequest(.protect, account: account)
+        request.strategy = strategy
+        request.remove = remove
+        request.method = method
+        var secret = current
+        if strategy == "pin" && !remove {
+            let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinFromStdin)
+            if !pinFromStdin {
+                let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
+                guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
+            }
+            // One secret frame: the current PIN (if it is the proof), a newline, the new PIN.
+            var bytes: [UInt8] = current.map { $0.withUnsafeBytes { Array($0) } + [0x0A] } ?? []
+            bytes += pin.withUnsafeBytes { Array($0) }
+            defer { for index in bytes.indices { bytes[index] = 0 } }
+            secret = SecretBytes(copying: bytes)
+        }
+        let reply = try await agent.call(request, secret: secret) { event in
+            guard event.event == "presence" else { return nil }
+            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Change protection.")
+            return AgentAnswer(confirmed: confirmed)
+        }
+        print("\(account) is now protected by: \((reply.strategies ?? []).joined(separator: " + ")).")
+    }
+
+    static func logout(
+        _ agent: AgentClient,
+        account: String,
+        pinFromStdin: Bool,
+        preference: UnlockPreference?
+    ) async throws {
+        let (method, pin) = try await proof(agent, account: account, pinFromStdin: pinFromStdin, preference: preference)
+        var request = AgentRequest(.logout, account: account)
+        request.method = method
+        _ = try await agent.call(request, secret: pin) { event in
+            guard event.event == "presence" else { return nil }
+            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Log out.")
+            return AgentAnswer(confirmed: confirmed)
+        }
+        print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
     }
 }
