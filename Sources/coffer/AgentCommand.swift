@@ -29,6 +29,18 @@ struct AgentCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Write a systemd user unit (~/.config/systemd/user/coffer-agent.service) and exit.")
     var installUserService = false
 
+    @Option(
+        name: .long,
+        help: "Seconds an unlock or protect request may wait for presence (default 120; 1 to 3600)."
+    )
+    var unlockTimeout: Int?
+
+    func validate() throws {
+        if let unlockTimeout, !(1...3600).contains(unlockTimeout) {
+            throw ValidationError("--unlock-timeout must be between 1 and 3600 seconds.")
+        }
+    }
+
     func run() async throws {
         try await runReportingErrors {
             let resolved = try CofferHome.resolve(home: home)
@@ -45,7 +57,9 @@ struct AgentCommand: AsyncParsableCommand {
             var logger = Logger(label: "coffer.agent")
             logger.logLevel = .info
             let global = GlobalContainer(paths: resolved.appPaths, logger: logger)
-            let server = AgentServer(dependencies: global, socketPath: socket)
+            var limits = AgentLimits()
+            if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }
+            let server = AgentServer(dependencies: global, socketPath: socket, limits: limits)
             let group = ServiceGroup(
                 services: [server],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -218,6 +218,17 @@ import X509
         }
     }
 
+    @Test func aServerThatAnswersInClearTextIsAHandshakeFailure() async throws {
+        let server = try await TestTLSServer.plaintext()
+        defer { Task { await server.stop() } }
+        let error = await refusal(pki.configuration(port: server.port, policy: try pki.policy("a")))
+        guard case .handshakeFailed(let host, _) = error else {
+            Issue.record("expected handshakeFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(host == TestPKI.name)
+    }
+
     @Test func anUnreadableCABundleIsTyped() async throws {
         var configuration = pki.configuration(port: 1, policy: nil)
         configuration.trustRoots = .caBundle(path: pki.path("a.pin"))

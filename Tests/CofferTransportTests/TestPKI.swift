@@ -129,6 +129,16 @@ struct TestTLSServer: Sendable {
         return TestTLSServer(channel: channel)
     }
 
+    /// A server that greets in clear text instead of TLS (IMAP on the wrong port, or garbage).
+    static func plaintext() async throws -> TestTLSServer {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture { try child.pipeline.syncOperations.addHandler(Greeter()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TestTLSServer(channel: channel)
+    }
+
     func stop() async { try? await channel.close() }
 }
 
