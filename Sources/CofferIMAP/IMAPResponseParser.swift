@@ -143,7 +143,8 @@ public struct IMAPResponseParser: Sendable {
         }
         guard let lf = end else {
             scanIndex = input.count
-            if input.count - readIndex > limits.maxLineLength { throw .lineTooLong(limit: limits.maxLineLength) }
+            // +1: the CR of a line of exactly the limit may already be here, waiting for its LF.
+            if input.count - readIndex > limits.maxLineLength + 1 { throw .lineTooLong(limit: limits.maxLineLength) }
             return .needMore
         }
         guard lf > readIndex, input[lf - 1] == 0x0D else {

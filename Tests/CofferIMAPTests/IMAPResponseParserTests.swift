@@ -420,6 +420,17 @@ let badResponses: [BadResponse] = [
         }
     }
 
+    @Test func aLineOfExactlyTheLimitIsAcceptedWhetherItsCRLFArrivesTogetherOrSplit() throws {
+        // Found by reasoning about the fuzzer's invariant: the CR alone must not count against the limit.
+        let line = "* OK " + String(repeating: "x", count: 95)
+        let limits = IMAPResponseParser.Limits(maxLineLength: 100)
+        let expected: [IMAPResponseEvent] = [
+            .response(.untagged(.condition(status: .ok, code: nil, text: String(repeating: "x", count: 95))))
+        ]
+        #expect(try parseAll(line + "\r\n", limits: limits) == expected)
+        #expect(try parseAll(line + "\r\n", limits: limits, byteByByte: true) == expected)
+    }
+
     @Test func aPartialResponseWaitsForMoreBytes() throws {
         var parser = IMAPResponseParser()
         parser.feed(Array("* 1 FETCH (BODY[] {10}\r\nhello".utf8))
