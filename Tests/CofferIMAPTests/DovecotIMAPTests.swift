@@ -252,6 +252,19 @@ enum TestMail {
         await client.logout()
     }
 
+    @Test func cancellingTheTaskEndsAWaitWithCancelledAndClosesTheConnection() async throws {
+        let server = try LiveDovecot.start()
+        defer { server.stop() }
+        let client = try await IMAPClient.connect(try server.configuration())
+        try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)
+        _ = try await client.select("INBOX")
+        let waiting = Task { try await client.idle(timeout: .seconds(120)) }
+        try await Task.sleep(for: .milliseconds(300))
+        waiting.cancel()
+        await #expect(throws: IMAPError.cancelled) { _ = try await waiting.value }
+        await #expect(throws: IMAPError.connectionClosed) { _ = try await client.noop() }
+    }
+
     @Test func aCertificateThatIsNotPinnedIsRefusedBeforeAnyIMAP() async throws {
         let server = try LiveDovecot.start()
         defer { server.stop() }
