@@ -149,6 +149,7 @@ let package = Package(
             dependencies: [
                 "CofferIMAP", "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .testTarget(
