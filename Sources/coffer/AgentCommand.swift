@@ -185,35 +185,4 @@ enum AgentLifecycle {
         let reply = try await agent.call(request)
         print("Autolock for \(account): \(reply.policy ?? policy) (stored sealed; the agent's timer enforces it).")
     }
-
-    static func protect(
-        _ agent: AgentClient,
-        _ home: HomeOptions,
-        strategy: String,
-        remove: Bool,
-        pinFromStdin: Bool,
-        preference: UnlockPreference?
-    ) async throws {
-        let account = try AgentLink.account(home)
-        try await AgentLink.unlock(agent, account: account, pinFromStdin: pinFromStdin, preference: preference)
-        var request = AgentRequest(.protect, account: account)
-        request.strategy = strategy
-        request.remove = remove
-        var secret: SecretBytes?
-        if strategy == "pin" && !remove {
-            let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinFromStdin)
-            if !pinFromStdin {
-                let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
-                guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
-            }
-            secret = pin
-        }
-        let reply = try await agent.call(request, secret: secret)
-        print("\(account) is now protected by: \((reply.strategies ?? []).joined(separator: " + ")).")
-    }
-
-    static func logout(_ agent: AgentClient, account: String) async throws {
-        _ = try await agent.call(AgentRequest(.logout, account: account))
-        print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
-    }
 }

@@ -201,6 +201,9 @@ enum AgentLink {
             throw CLIError("The viewer could not be started.")
         }
         _ = try await agent.call(AgentRequest(.previewEnd, account: mail.session.account))
+        guard status == 0 else {
+            throw CLIError("The viewer failed (exit status \(status)); the decrypted copy was deleted.")
+        }
         print("The viewer exited with status \(status); the decrypted copy was deleted.")
     }
 
