@@ -44,7 +44,7 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unencodable(let reason):
             "An IMAP command could not be encoded: \(reason)."
         case .commandFailed(let command, let status, let code, let text):
-            "The IMAP server refused \(command) with \(status)\(code.map { " [\($0)]" } ?? ""): \(text)"
+            "The IMAP server refused \(command) with \(status)\(code.map { " [\($0)]" } ?? "") (it said: \(text))."
         case .missingCapability(let name):
             "The IMAP server does not offer \(name), which this operation requires; nothing was sent."
         case .connectionClosed:
