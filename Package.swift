@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
         .library(name: "CofferApp", targets: ["CofferApp"]),
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
+        .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -83,6 +84,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The IMAP protocol layer: an incremental response parser, the command encoder and an async client.
+        .target(
+            name: "CofferIMAP",
+            dependencies: [
+                "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -131,6 +140,14 @@ let package = Package(
             dependencies: [
                 "CofferTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "CofferIMAPTests",
+            dependencies: [
+                "CofferIMAP", "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]

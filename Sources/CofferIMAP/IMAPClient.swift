@@ -1,0 +1,542 @@
+import CofferTransport
+import NIOCore
+import NIOPosix
+
+/// Where and how to reach an IMAP server.
+public struct IMAPConfiguration: Sendable {
+    /// The pinned TLS connection (implicit TLS, port 993 by default).
+    public var tls: PinnedTLSConfiguration
+    /// The parser's bounds.
+    public var limits: IMAPResponseParser.Limits
+
+    /// Creates a configuration.
+    public init(tls: PinnedTLSConfiguration, limits: IMAPResponseParser.Limits = .init()) {
+        self.tls = tls
+        self.limits = limits
+    }
+}
+
+/// What SELECT or EXAMINE reported.
+public struct SelectedMailbox: Sendable, Equatable {
+    /// The mailbox name.
+    public var name: String
+    /// The number of messages (`EXISTS`).
+    public var exists: UInt32 = 0
+    /// The UID validity; nil if the server did not send it.
+    public var uidValidity: UInt32?
+    /// The next UID; nil if the server did not send it.
+    public var uidNext: UInt32?
+    /// The highest mod-sequence (CONDSTORE); nil without CONDSTORE or with NOMODSEQ.
+    public var highestModSeq: UInt64?
+    /// The flags defined in the mailbox.
+    public var flags: [String] = []
+    /// The flags that can be changed permanently.
+    public var permanentFlags: [String] = []
+    /// True when selected read-only (EXAMINE, or the server said READ-ONLY).
+    public var readOnly: Bool = false
+}
+
+/// One message from UID FETCH.
+public struct FetchedMessage: Sendable, Equatable {
+    /// The message's UID.
+    public var uid: UInt32
+    /// Its flags.
+    public var flags: [String] = []
+    /// INTERNALDATE in seconds since 1970.
+    public var internalDate: Int64?
+    /// RFC822.SIZE.
+    public var size: UInt64?
+    /// MODSEQ (CONDSTORE).
+    public var modSeq: UInt64?
+    /// The BODY[] bytes, when fetched (assembled from streamed chunks if large).
+    public var body: [UInt8]?
+}
+
+/// How UID STORE changes flags.
+public enum StoreMode: String, Sendable {
+    /// Adds the flags (`+FLAGS.SILENT`).
+    case add = "+FLAGS.SILENT"
+    /// Removes the flags (`-FLAGS.SILENT`).
+    case remove = "-FLAGS.SILENT"
+    /// Replaces the flags (`FLAGS.SILENT`).
+    case replace = "FLAGS.SILENT"
+}
+
+/// An IMAP4rev1 client over one pinned TLS connection; the actor is the connection's only owner.
+///
+/// Each method sends one command and returns when its tagged completion arrives. Untagged responses that arrive
+/// meanwhile update `capabilities` and `selected`, and the latest are in `unsolicited` until `takeUnsolicited()`.
+/// Cancel the calling task to time out: the connection is then closed (its state is unknown).
+public actor IMAPClient {
+    private let channel: any Channel
+    private let queue: IMAPEventQueue
+    private var encoder = IMAPCommandEncoder()
+    private var closed = false
+    /// The capabilities last announced (greeting, CAPABILITY, or the login response code).
+    public private(set) var capabilities: Set<String> = []
+    /// The extensions ENABLE turned on.
+    public private(set) var enabled: Set<String> = []
+    /// The selected mailbox, if any.
+    public private(set) var selected: SelectedMailbox?
+    private var unsolicited: [UntaggedResponse] = []
+    /// The pins of the server's validated chain and the pin policy's decision.
+    public nonisolated let pinEvaluation: PinEvaluation
+
+    private init(channel: any Channel, queue: IMAPEventQueue, pinEvaluation: PinEvaluation) {
+        self.channel = channel
+        self.queue = queue
+        self.pinEvaluation = pinEvaluation
+    }
+
+    /// Connects over pinned TLS and reads the greeting.
+    ///
+    /// - Throws: `IMAPError.transport` with the transport's sentence for a TLS or pin failure (never bypassable),
+    ///   `.connectionClosed` for a BYE greeting, or a parse error.
+    public static func connect(_ configuration: IMAPConfiguration) async throws(IMAPError) -> IMAPClient {
+        let queue = IMAPEventQueue()
+        let limits = configuration.limits
+        let connection: PinnedConnection<any Channel>
+        do {
+            connection = try await PinnedTLS.connect(configuration.tls) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IMAPChannelHandler(limits: limits, queue: queue))
+                    return channel
+                }
+            }
+        } catch {
+            throw .transport(error.description)
+        }
+        let client = IMAPClient(channel: connection.output, queue: queue, pinEvaluation: connection.pinEvaluation)
+        try await client.readGreeting()
+        return client
+    }
+
+    private func readGreeting() async throws(IMAPError) {
+        let greeting = try await nextResponse(body: nil)
+        guard case .untagged(.condition(let status, let code, _)) = greeting else {
+            await closeChannel()
+            throw .unexpectedResponse(expected: "a greeting")
+        }
+        if case .capability(let names) = code { capabilities = Set(names.map { $0.uppercased() }) }
+        switch status {
+        case .ok, .preauth: break
+        default:
+            await closeChannel()
+            throw .connectionClosed
+        }
+    }
+
+    // MARK: - Commands
+
+    /// CAPABILITY: asks for and returns the capabilities (upper-cased).
+    public func capability() async throws(IMAPError) -> Set<String> {
+        _ = try await run(IMAPCommand("CAPABILITY"))
+        return capabilities
+    }
+
+    /// LOGIN with the password sent as a literal (never quoted into the command line).
+    ///
+    /// - Throws: `.missingCapability("LOGIN")` if the server advertises LOGINDISABLED; `.commandFailed` on refusal.
+    public func login(user: String, password: String) async throws(IMAPError) {
+        guard !capabilities.contains("LOGINDISABLED") else { throw .missingCapability("LOGIN") }
+        _ = try await run(IMAPCommand("LOGIN", [.string(user), .literal(Array(password.utf8))]), name: "LOGIN")
+        try await refreshCapabilitiesIfNeeded()
+    }
+
+    /// AUTHENTICATE PLAIN (RFC 4616), the credentials in the continuation (or initial response with SASL-IR).
+    public func authenticatePlain(user: String, password: String) async throws(IMAPError) {
+        guard capabilities.contains("AUTH=PLAIN") else { throw .missingCapability("AUTH=PLAIN") }
+        let token = Base64.encode([0] + Array(user.utf8) + [0] + Array(password.utf8))
+        let encoded = try encoder.encode(IMAPCommand("AUTHENTICATE", [.atom("PLAIN")]))
+        try await write(encoded.parts[0])
+        var done: TaggedResponse?
+        var untagged: [UntaggedResponse] = []
+        while done == nil {
+            switch try await nextResponse(body: nil) {
+            case .continuation:
+                try await write(Array(token.utf8) + [0x0D, 0x0A])
+            case .untagged(let response):
+                absorb(response, into: &untagged)
+            case .tagged(let tagged):
+                guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "the tag \(encoded.tag)") }
+                done = tagged
+            }
+        }
+        if let done { try check(done, command: "AUTHENTICATE") }
+        try await refreshCapabilitiesIfNeeded()
+    }
+
+    /// LIST: the mailboxes matching `pattern` under `reference`.
+    public func list(reference: String = "", pattern: String = "*") async throws(IMAPError) -> [MailboxListing] {
+        let untagged = try await run(IMAPCommand("LIST", [.string(reference), .string(pattern)]))
+        return untagged.compactMap { if case .list(let listing) = $0 { listing } else { nil } }
+    }
+
+    /// STATUS: the requested items (MESSAGES, UIDNEXT, UIDVALIDITY, UNSEEN, HIGHESTMODSEQ…) of a mailbox.
+    public func status(_ mailbox: String, items: [String]) async throws(IMAPError) -> [String: UInt64] {
+        let untagged = try await run(IMAPCommand("STATUS", [.string(mailbox), .list(items.map { .atom($0) })]))
+        var result: [String: UInt64] = [:]
+        for case .status(_, let values) in untagged { result.merge(values) { $1 } }
+        return result
+    }
+
+    /// SELECT (or EXAMINE when `readOnly`); asks for CONDSTORE data when the server offers it.
+    public func select(_ mailbox: String, readOnly: Bool = false) async throws(IMAPError) -> SelectedMailbox {
+        var arguments: [IMAPArgument] = [.string(mailbox)]
+        if capabilities.contains("CONDSTORE"), !enabled.contains("CONDSTORE") {
+            arguments.append(.list([.atom("CONDSTORE")]))
+        }
+        selected = nil
+        var mailboxState = SelectedMailbox(name: mailbox, readOnly: readOnly)
+        let untagged: [UntaggedResponse]
+        let done: TaggedResponse
+        (untagged, done) = try await runRaw(IMAPCommand(readOnly ? "EXAMINE" : "SELECT", arguments))
+        for response in untagged {
+            switch response {
+            case .exists(let count): mailboxState.exists = count
+            case .flags(let flags): mailboxState.flags = flags
+            case .condition(_, let code?, _): apply(code, to: &mailboxState)
+            default: break
+            }
+        }
+        if let code = done.code { apply(code, to: &mailboxState) }
+        try check(done, command: readOnly ? "EXAMINE" : "SELECT")
+        selected = mailboxState
+        return mailboxState
+    }
+
+    /// UID SEARCH with the given criteria (`ALL`, `UNSEEN`, `UID 100:*`…, as atoms).
+    public func uidSearch(_ criteria: [String] = ["ALL"]) async throws(IMAPError) -> [UInt32] {
+        let untagged = try await run(IMAPCommand("UID SEARCH", criteria.map { .atom($0) }))
+        var uids: [UInt32] = []
+        for case .search(let found, _) in untagged { uids += found }
+        return uids
+    }
+
+    /// UID FETCH of FLAGS, INTERNALDATE, RFC822.SIZE (and MODSEQ with CONDSTORE), and BODY.PEEK[] when `body`.
+    ///
+    /// Large bodies arrive as streamed chunks; `onBodyChunk` receives them (UID unknown until the response ends, so
+    /// the sequence number is given). Without `onBodyChunk` they are assembled into `FetchedMessage.body`.
+    public func uidFetch(
+        _ uidSet: String,
+        body: Bool = true,
+        onBodyChunk: (@Sendable (_ sequence: UInt32, _ chunk: [UInt8]) -> Void)? = nil
+    ) async throws(IMAPError) -> [FetchedMessage] {
+        var items: [IMAPArgument] = [.atom("UID"), .atom("FLAGS"), .atom("INTERNALDATE"), .atom("RFC822.SIZE")]
+        if capabilities.contains("CONDSTORE") { items.append(.atom("MODSEQ")) }
+        if body { items.append(.atom("BODY.PEEK[]")) }
+        var assembled: [UInt32: [UInt8]] = [:]
+        var current: UInt32 = 0
+        let sink: (IMAPResponseEvent) -> Void = { event in
+            switch event {
+            case .bodyBegin(let sequence, _, let size):
+                current = sequence
+                if onBodyChunk == nil { assembled[sequence, default: []].reserveCapacity(size) }
+            case .bodyChunk(let chunk):
+                if let onBodyChunk { onBodyChunk(current, chunk) } else { assembled[current, default: []] += chunk }
+            default: break
+            }
+        }
+        let untagged = try await run(IMAPCommand("UID FETCH", [.atom(uidSet), .list(items)]), body: sink)
+        var messages: [FetchedMessage] = []
+        for case .fetch(let sequence, let fetchItems) in untagged {
+            var message = FetchedMessage(uid: 0)
+            var hasUID = false
+            for item in fetchItems {
+                switch item {
+                case .uid(let uid):
+                    message.uid = uid
+                    hasUID = true
+                case .flags(let flags): message.flags = flags
+                case .internalDate(let seconds): message.internalDate = seconds
+                case .rfc822Size(let size): message.size = size
+                case .modSeq(let value): message.modSeq = value
+                case .body(let section, _, let data) where section.isEmpty: message.body = data ?? []
+                case .streamedBody(let section, _, _) where section.isEmpty:
+                    if onBodyChunk == nil { message.body = assembled.removeValue(forKey: sequence) ?? [] }
+                default: break
+                }
+            }
+            // A FETCH without UID is an unsolicited flag update, not an answer to this command.
+            if hasUID {
+                messages.append(message)
+            } else {
+                unsolicited.append(.fetch(sequence: sequence, items: fetchItems))
+            }
+        }
+        return messages
+    }
+
+    /// UID STORE: adds, removes or replaces flags (silently).
+    public func uidStore(_ uidSet: String, _ mode: StoreMode, flags: [String]) async throws(IMAPError) {
+        _ = try await run(
+            IMAPCommand("UID STORE", [.atom(uidSet), .atom(mode.rawValue), .list(flags.map { .atom($0) })])
+        )
+    }
+
+    /// UID EXPUNGE (RFC 4315): removes only the given messages marked `\Deleted`.
+    ///
+    /// - Throws: `.missingCapability("UIDPLUS")` without UIDPLUS (a plain EXPUNGE could remove other messages).
+    public func uidExpunge(_ uidSet: String) async throws(IMAPError) {
+        guard capabilities.contains("UIDPLUS") else { throw .missingCapability("UIDPLUS") }
+        _ = try await run(IMAPCommand("UID EXPUNGE", [.atom(uidSet)]))
+    }
+
+    /// ENABLE (RFC 5161) of the given extensions that the server offers; returns those it enabled.
+    public func enable(_ extensions: [String]) async throws(IMAPError) -> Set<String> {
+        let offered = extensions.filter { capabilities.contains($0.uppercased()) }
+        guard capabilities.contains("ENABLE"), !offered.isEmpty else { return [] }
+        let untagged = try await run(IMAPCommand("ENABLE", offered.map { .atom($0) }))
+        for case .enabled(let names) in untagged { enabled.formUnion(names.map { $0.uppercased() }) }
+        return enabled
+    }
+
+    /// IDLE (RFC 2177) until the server reports a change (EXISTS, EXPUNGE, FETCH, VANISHED) or `timeout` passes,
+    /// then DONE; returns the untagged responses received (empty on timeout).
+    public func idle(timeout: Duration) async throws(IMAPError) -> [UntaggedResponse] {
+        guard capabilities.contains("IDLE") else { throw .missingCapability("IDLE") }
+        let encoded = try encoder.encode(IMAPCommand("IDLE"))
+        try await write(encoded.parts[0])
+        var changes: [UntaggedResponse] = []
+        var timer: Task<Void, Never>?
+        defer { timer?.cancel() }
+        var sentDone = false
+        while true {
+            let response = try await nextResponseOrWakeUp(body: nil, wakeUp: true)
+            switch response {
+            case nil:
+                if !sentDone {
+                    sentDone = true
+                    try await write(try IMAPCommandEncoder.continuationLine("DONE"))
+                }
+            case .continuation?:
+                if timer == nil {
+                    let queue = self.queue
+                    timer = Task {
+                        try? await Task.sleep(for: timeout)
+                        if !Task.isCancelled { queue.push(.wakeUp) }
+                    }
+                }
+            case .untagged(let untagged)?:
+                absorb(untagged, into: &changes)
+                switch untagged {
+                case .exists, .expunge, .fetch, .vanished, .recent:
+                    if !sentDone {
+                        sentDone = true
+                        try await write(try IMAPCommandEncoder.continuationLine("DONE"))
+                    }
+                default: break
+                }
+            case .tagged(let tagged)?:
+                guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "the tag \(encoded.tag)") }
+                try check(tagged, command: "IDLE")
+                return changes
+            }
+        }
+    }
+
+    /// SETMETADATA (RFC 5464) on a mailbox (`""` for the server); a nil value removes the entry.
+    public func setMetadata(mailbox: String, entries: [(name: String, value: [UInt8]?)]) async throws(IMAPError) {
+        guard capabilities.contains("METADATA") || capabilities.contains("METADATA-SERVER") else {
+            throw .missingCapability("METADATA")
+        }
+        var list: [IMAPArgument] = []
+        for entry in entries {
+            list.append(.string(entry.name))
+            list.append(entry.value.map { .literal($0) } ?? .atom("NIL"))
+        }
+        _ = try await run(IMAPCommand("SETMETADATA", [.string(mailbox), .list(list)]))
+    }
+
+    /// GETMETADATA (RFC 5464) of the given entries.
+    public func getMetadata(mailbox: String, entries: [String]) async throws(IMAPError) -> [MetadataEntry] {
+        let untagged = try await run(
+            IMAPCommand("GETMETADATA", [.string(mailbox), .list(entries.map { .string($0) })])
+        )
+        var result: [MetadataEntry] = []
+        for case .metadata(_, let found) in untagged { result += found }
+        return result
+    }
+
+    /// NOOP: lets the server report changes; returns them.
+    public func noop() async throws(IMAPError) -> [UntaggedResponse] {
+        try await run(IMAPCommand("NOOP"))
+    }
+
+    /// Untagged responses not consumed by a command (flag changes, EXISTS, EXPUNGE…), oldest first; clears them.
+    public func takeUnsolicited() -> [UntaggedResponse] {
+        defer { unsolicited = [] }
+        return unsolicited
+    }
+
+    /// LOGOUT, then closes the connection (also when the server does not answer properly).
+    public func logout() async {
+        if !closed { _ = try? await run(IMAPCommand("LOGOUT")) }
+        await closeChannel()
+    }
+
+    // MARK: - Plumbing
+
+    private func apply(_ code: ResponseCode, to mailbox: inout SelectedMailbox) {
+        switch code {
+        case .uidValidity(let value): mailbox.uidValidity = value
+        case .uidNext(let value): mailbox.uidNext = value
+        case .highestModSeq(let value): mailbox.highestModSeq = value
+        case .noModSeq: mailbox.highestModSeq = nil
+        case .permanentFlags(let flags): mailbox.permanentFlags = flags
+        case .readOnly: mailbox.readOnly = true
+        case .readWrite: mailbox.readOnly = false
+        default: break
+        }
+    }
+
+    private func refreshCapabilitiesIfNeeded() async throws(IMAPError) {
+        // Servers may change capabilities after login without a CAPABILITY code; ask once.
+        _ = try await run(IMAPCommand("CAPABILITY"))
+    }
+
+    private func run(
+        _ command: IMAPCommand,
+        name: String? = nil,
+        body: ((IMAPResponseEvent) -> Void)? = nil
+    ) async throws(IMAPError) -> [UntaggedResponse] {
+        let (untagged, done) = try await runRaw(command, body: body)
+        try check(done, command: name ?? command.name)
+        return untagged
+    }
+
+    private func runRaw(
+        _ command: IMAPCommand,
+        body: ((IMAPResponseEvent) -> Void)? = nil
+    ) async throws(IMAPError) -> ([UntaggedResponse], TaggedResponse) {
+        guard !closed else { throw .connectionClosed }
+        encoder.literalPlus = capabilities.contains("LITERAL+")
+        let encoded = try encoder.encode(command)
+        var untagged: [UntaggedResponse] = []
+        for (index, part) in encoded.parts.enumerated() {
+            try await write(part)
+            guard index + 1 < encoded.parts.count else { break }
+            // A synchronising literal: wait for `+` (or the command's refusal).
+            waiting: while true {
+                switch try await nextResponseOrWakeUp(body: body, wakeUp: false) {
+                case .continuation?: break waiting
+                case .untagged(let response)?: absorb(response, into: &untagged)
+                case .tagged(let tagged)?:
+                    guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "'+'") }
+                    return (untagged, tagged)
+                case nil: break
+                }
+            }
+        }
+        while true {
+            switch try await nextResponseOrWakeUp(body: body, wakeUp: false) {
+            case .untagged(let response)?: absorb(response, into: &untagged)
+            case .tagged(let tagged)?:
+                guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "the tag \(encoded.tag)") }
+                if case .capability(let names)? = tagged.code { capabilities = Set(names.map { $0.uppercased() }) }
+                return (untagged, tagged)
+            case .continuation?:
+                await closeChannel()
+                throw .unexpectedResponse(expected: "no continuation")
+            case nil: break
+            }
+        }
+    }
+
+    private func absorb(_ response: UntaggedResponse, into untagged: inout [UntaggedResponse]) {
+        switch response {
+        case .capability(let names): capabilities = Set(names.map { $0.uppercased() })
+        case .condition(_, .capability(let names)?, _): capabilities = Set(names.map { $0.uppercased() })
+        case .enabled(let names): enabled.formUnion(names.map { $0.uppercased() })
+        case .exists(let count): selected?.exists = count
+        default: break
+        }
+        untagged.append(response)
+        if case .condition(.bye, _, _) = response { closed = true }
+    }
+
+    private func check(_ done: TaggedResponse, command: String) throws(IMAPError) {
+        guard done.status == .ok else {
+            throw .commandFailed(
+                command: command,
+                status: done.status.rawValue,
+                code: done.code.map(Self.codeName),
+                text: IMAPError.serverText(done.text)
+            )
+        }
+    }
+
+    private static func codeName(_ code: ResponseCode) -> String {
+        switch code {
+        case .other(let name, _): name
+        case .alert: "ALERT"
+        case .tryCreate: "TRYCREATE"
+        case .readOnly: "READ-ONLY"
+        default: "\(code)".split(separator: "(").first.map(String.init) ?? ""
+        }
+    }
+
+    /// The next response; nil for an IDLE wake-up when `wakeUp`. Body events go to `body`.
+    private func nextResponseOrWakeUp(
+        body: ((IMAPResponseEvent) -> Void)?,
+        wakeUp: Bool
+    ) async throws(IMAPError) -> IMAPResponse? {
+        while true {
+            switch await queue.next() {
+            case .wakeUp:
+                if wakeUp { return nil }
+            case .failed(let error):
+                await closeChannel()
+                throw error
+            case .event(.response(let response)):
+                return response
+            case .event(let event):
+                body?(event)
+            }
+        }
+    }
+
+    private func nextResponse(body: ((IMAPResponseEvent) -> Void)?) async throws(IMAPError) -> IMAPResponse {
+        while true {
+            if let response = try await nextResponseOrWakeUp(body: body, wakeUp: false) { return response }
+        }
+    }
+
+    private func write(_ bytes: [UInt8]) async throws(IMAPError) {
+        guard !closed else { throw .connectionClosed }
+        let buffer = channel.allocator.buffer(bytes: bytes)
+        do {
+            try await channel.writeAndFlush(buffer)
+        } catch {
+            await closeChannel()
+            throw .connectionClosed
+        }
+    }
+
+    private func closeChannel() async {
+        closed = true
+        try? await channel.close()
+    }
+}
+
+/// Base64 without Foundation (for AUTHENTICATE).
+enum Base64 {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index < bytes.count {
+            let b0 = bytes[index]
+            let b1 = index + 1 < bytes.count ? bytes[index + 1] : 0
+            let b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
+            out.append(alphabet[Int(b0 >> 2)])
+            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
+            out.append(index + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
+            out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,66 @@
+import Synchronization
+
+/// What the channel handler hands to the client: parser events, the timer of IDLE, or the end of the stream.
+enum IMAPInbound: Sendable {
+    case event(IMAPResponseEvent)
+    case wakeUp
+    case failed(IMAPError)
+}
+
+/// A queue between the event loop (producer) and the client actor (the single consumer).
+final class IMAPEventQueue: Sendable {
+    private struct State {
+        var items: [IMAPInbound] = []
+        var head = 0
+        var waiter: CheckedContinuation<IMAPInbound, Never>?
+        var terminal: IMAPError?
+    }
+
+    private let state = Mutex(State())
+
+    func push(_ item: IMAPInbound) {
+        let waiter: CheckedContinuation<IMAPInbound, Never>? = state.withLock { state in
+            if case .failed(let error) = item {
+                if state.terminal != nil { return nil }
+                state.terminal = error
+            }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.items.append(item)
+            return nil
+        }
+        waiter?.resume(returning: item)
+    }
+
+    /// The next item; on task cancellation `.failed(.cancelled)`.
+    func next() async -> IMAPInbound {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<IMAPInbound, Never>) in
+                let ready: IMAPInbound? = state.withLock { state in
+                    if state.head < state.items.count {
+                        let item = state.items[state.head]
+                        state.head += 1
+                        if state.head > 64, state.head * 2 > state.items.count {
+                            state.items.removeFirst(state.head)
+                            state.head = 0
+                        }
+                        return item
+                    }
+                    if let terminal = state.terminal { return .failed(terminal) }
+                    if Task.isCancelled { return .failed(.cancelled) }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: .failed(.cancelled))
+        }
+    }
+}

@@ -1,0 +1,286 @@
+import CofferTransport
+import Foundation
+import Testing
+
+@testable import CofferIMAP
+
+/// A private Dovecot (Tests/servers/dovecot.py) with certificates from Tests/servers/make_certs.sh.
+struct LiveDovecot {
+    static let name = "mail.coffer.test"
+    static let user = "alice"
+    static let password = "alice-test-password"
+    static var repoRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+    static var harness: String { repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path }
+
+    let dir: String
+    let port: Int
+
+    var certs: String { "\(dir)/certs" }
+
+    /// Makes certificates and starts Dovecot; throws (the test fails) with the reason when it cannot.
+    static func start() throws -> LiveDovecot {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-imap-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
+        let certs = try shell([
+            "/bin/bash", repoRoot.appendingPathComponent("Tests/servers/make_certs.sh").path, "\(dir.path)/certs", name,
+        ])
+        guard certs.code == 0 else { throw SetupFailure(reason: "make_certs.sh failed: \(certs.output)") }
+        let result = try shell([
+            "/usr/bin/env", "python3", harness, "start", "--dir", "\(dir.path)/server",
+            "--cert", "\(dir.path)/certs/a-chain.pem", "--key", "\(dir.path)/certs/a.key",
+            "--user-pass", "\(user):\(password)",
+        ])
+        guard result.code == 0, let line = result.output.split(separator: "\n").last,
+            let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+            let port = info["imaps_port"] as? Int
+        else { throw SetupFailure(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)") }
+        return LiveDovecot(dir: dir.path, port: port)
+    }
+
+    func stop() {
+        _ = try? shell(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", "\(dir)/server"])
+    }
+
+    func deliver(_ message: [UInt8]) throws {
+        let file = "\(dir)/message-\(UUID().uuidString).eml"
+        try Data(message).write(to: URL(fileURLWithPath: file))
+        let result = try shell([
+            "/usr/bin/env", "python3", Self.harness, "deliver", "--dir", "\(dir)/server", "--to", Self.user, "--file",
+            file,
+        ])
+        guard result.code == 0 else { throw SetupFailure(reason: "LMTP delivery failed: \(result.output)") }
+    }
+
+    func configuration() throws -> IMAPConfiguration {
+        let pins = try ["a", "backup"].map { key in
+            let text = try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let pin = SPKIPin(base64: text) else { throw SetupFailure(reason: "bad pin \(key)") }
+            return pin
+        }
+        let policy = try PinPolicy(hosts: [HostPinPolicy(host: Self.name, pins: pins)])
+        return IMAPConfiguration(
+            tls: PinnedTLSConfiguration(
+                serverName: Self.name,
+                port: port,
+                connectAddress: "127.0.0.1",
+                trustRoots: .caBundle(path: "\(certs)/ca.pem"),
+                pinPolicy: policy,
+                timeout: .seconds(10)
+            ),
+            // Small thresholds so the attachment message is streamed in chunks.
+            limits: .init(streamBodyThreshold: 4096, chunkSize: 1000)
+        )
+    }
+
+    /// Python's imaplib, as the reference: every INBOX message's UID, flags and exact bytes (base64).
+    func imaplibMessages() throws -> [(uid: UInt32, flags: [String], body: [UInt8])] {
+        let script = """
+            import base64, json, ssl, sys, imaplib, re
+            sys.path.insert(0, \(String(reflecting: Self.repoRoot.appendingPathComponent("Tests/servers").path)))
+            import dovecot
+            info = dovecot.load(\(String(reflecting: "\(dir)/server")))
+            ctx = ssl.create_default_context(cafile=\(String(reflecting: "\(certs)/ca.pem")))
+            out = []
+            with dovecot.IMAPS(info["imaps_port"], \(String(reflecting: Self.name)), ctx) as imap:
+                imap.login(\(String(reflecting: Self.user)), \(String(reflecting: Self.password)))
+                imap.select("INBOX", readonly=True)
+                _, data = imap.uid("SEARCH", None, "ALL")
+                for uid in data[0].split():
+                    _, parts = imap.uid("FETCH", uid, "(FLAGS BODY.PEEK[])")
+                    flags = re.search(rb"FLAGS \\(([^)]*)\\)", parts[0][0]).group(1).decode().split()
+                    out.append({"uid": int(uid), "flags": flags, "body": base64.b64encode(parts[0][1]).decode()})
+                imap.logout()
+            print(json.dumps(out))
+            """
+        let result = try shell(["/usr/bin/env", "python3", "-c", script])
+        guard result.code == 0, let line = result.output.split(separator: "\n").last,
+            let list = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [[String: Any]]
+        else { throw SetupFailure(reason: "imaplib failed: \(result.output)") }
+        return list.compactMap { item in
+            guard let uid = item["uid"] as? Int, let flags = item["flags"] as? [String],
+                let body = (item["body"] as? String).flatMap({ Data(base64Encoded: $0) })
+            else { return nil }
+            return (UInt32(uid), flags, Array(body))
+        }
+    }
+}
+
+struct SetupFailure: Error, CustomStringConvertible {
+    var reason: String
+    var description: String { reason }
+}
+
+func shell(_ arguments: [String]) throws -> (code: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: arguments[0])
+    process.arguments = Array(arguments.dropFirst())
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+enum TestMail {
+    static let plain = Array(
+        ("From: Bob <bob@coffer.test>\r\nTo: alice@coffer.test\r\nSubject: plain one\r\n"
+            + "Message-ID: <plain@coffer.test>\r\n\r\nHello Alice.\r\n").utf8
+    )
+    static let nonASCII = Array(
+        ("From: =?UTF-8?Q?J=C3=BCrgen?= <j@coffer.test>\r\nTo: alice@coffer.test\r\n"
+            + "Subject: =?UTF-8?B?R3LDvMOfZSBhdXMgS8O2bG4=?=\r\nX-Raw: Grüße\r\nMIME-Version: 1.0\r\n"
+            + "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+            + "Schöne Grüße, 東京.\r\n").utf8
+    )
+    static func attachment() -> [UInt8] {
+        var random = SystemRandomNumberGenerator()
+        let blob = (0..<30000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let base64 = Data(blob).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn])
+            .replacingOccurrences(of: "\r", with: "\r\n")
+        let text =
+            "From: carol@coffer.test\r\nTo: alice@coffer.test\r\nSubject: with attachment\r\nMIME-Version: 1.0\r\n"
+            + "Content-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n--b1\r\nContent-Type: text/plain\r\n\r\n"
+            + "See attached.\r\n--b1\r\nContent-Type: application/octet-stream\r\n"
+            + "Content-Disposition: attachment; filename=\"blob.bin\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+            + base64 + "\r\n--b1--\r\n"
+        return Array(text.utf8)
+    }
+}
+
+@Suite(.serialized) struct DovecotIMAPTests {
+    @Test func fetchesWhatImaplibFetchesAndStoresSeenAndIdleSeesADelivery() async throws {
+        let server = try LiveDovecot.start()
+        defer { server.stop() }
+        for message in [TestMail.plain, TestMail.attachment(), TestMail.nonASCII] { try server.deliver(message) }
+
+        let client = try await IMAPClient.connect(try server.configuration())
+        let greeting = await client.capabilities
+        #expect(!greeting.isEmpty)
+        try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)
+        let capabilities = await client.capabilities
+        print("Dovecot capabilities after login: \(capabilities.sorted().joined(separator: " "))")
+        #expect(capabilities.contains("IMAP4REV1"))
+        let enabled = try await client.enable(["CONDSTORE", "QRESYNC"])
+        #expect(enabled.contains("CONDSTORE"))
+
+        let listing = try await client.list()
+        #expect(listing.contains { $0.name == "INBOX" })
+        let status = try await client.status("INBOX", items: ["MESSAGES", "UIDNEXT", "UIDVALIDITY"])
+        #expect(status["MESSAGES"] == 3)
+
+        let inbox = try await client.select("INBOX")
+        #expect(inbox.exists == 3)
+        #expect(inbox.uidValidity != nil)
+        #expect(inbox.uidNext == 4)
+        #expect(inbox.highestModSeq != nil)
+        #expect(!inbox.readOnly)
+
+        let uids = try await client.uidSearch()
+        #expect(uids == [1, 2, 3])
+        let fetched = try await client.uidFetch("1:*")
+        let reference = try server.imaplibMessages()
+        #expect(fetched.map(\.uid) == reference.map(\.uid))
+        for (mine, theirs) in zip(fetched, reference) {
+            #expect(mine.body == theirs.body, "UID \(mine.uid): the bytes differ from imaplib's")
+            #expect(mine.size == UInt64(theirs.body.count))
+            #expect(mine.internalDate != nil)
+            #expect(mine.modSeq != nil)
+        }
+        #expect(fetched.count == 3)
+
+        try await client.uidStore("2", .add, flags: ["\\Seen"])
+        let after = try server.imaplibMessages()
+        #expect(after.first { $0.uid == 2 }?.flags.contains("\\Seen") == true)
+        #expect(after.first { $0.uid == 1 }?.flags.contains("\\Seen") == false)
+
+        try await client.uidStore("1", .add, flags: ["\\Deleted"])
+        try await client.uidExpunge("1")
+        #expect(try await client.uidSearch() == [2, 3])
+
+        // The harness's Dovecot runs without imap_metadata: SETMETADATA must refuse before sending anything.
+        if capabilities.contains("METADATA") {
+            try await client.setMetadata(
+                mailbox: "",
+                entries: [(name: "/private/comment", value: Array("coffer".utf8))]
+            )
+            let read = try await client.getMetadata(mailbox: "", entries: ["/private/comment"])
+            #expect(read == [MetadataEntry(name: "/private/comment", value: Array("coffer".utf8))])
+        } else {
+            await #expect(throws: IMAPError.missingCapability("METADATA")) {
+                try await client.setMetadata(mailbox: "", entries: [(name: "/private/comment", value: [0x61])])
+            }
+        }
+
+        let idleTask = Task { try await client.idle(timeout: .seconds(20)) }
+        try await Task.sleep(for: .milliseconds(500))
+        try server.deliver(TestMail.plain)
+        let changes = try await idleTask.value
+        #expect(changes.contains { if case .exists(3) = $0 { true } else { false } })
+
+        let quiet = try await client.idle(timeout: .milliseconds(300))
+        #expect(quiet.isEmpty)
+        await client.logout()
+    }
+
+    @Test func authenticatePlainAndAWrongPasswordIsATypedErrorWithoutThePassword() async throws {
+        let server = try LiveDovecot.start()
+        defer { server.stop() }
+        let client = try await IMAPClient.connect(try server.configuration())
+        let wrong = "wrong-password-canary-5521"
+        do {
+            try await client.login(user: LiveDovecot.user, password: wrong)
+            Issue.record("a wrong password logged in")
+        } catch {
+            guard case .commandFailed(let command, let status, _, _) = error else {
+                Issue.record("expected commandFailed, got \(error)")
+                return
+            }
+            #expect(command == "LOGIN")
+            #expect(status == "NO")
+            #expect(!error.description.contains(wrong))
+        }
+        try await client.authenticatePlain(user: LiveDovecot.user, password: LiveDovecot.password)
+        let inbox = try await client.select("INBOX", readOnly: true)
+        #expect(inbox.readOnly)
+        await client.logout()
+    }
+
+    @Test func cancellingTheTaskEndsAWaitWithCancelledAndClosesTheConnection() async throws {
+        let server = try LiveDovecot.start()
+        defer { server.stop() }
+        let client = try await IMAPClient.connect(try server.configuration())
+        try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)
+        _ = try await client.select("INBOX")
+        let waiting = Task { try await client.idle(timeout: .seconds(120)) }
+        try await Task.sleep(for: .milliseconds(300))
+        waiting.cancel()
+        await #expect(throws: IMAPError.cancelled) { _ = try await waiting.value }
+        await #expect(throws: IMAPError.connectionClosed) { _ = try await client.noop() }
+    }
+
+    @Test func aCertificateThatIsNotPinnedIsRefusedBeforeAnyIMAP() async throws {
+        let server = try LiveDovecot.start()
+        defer { server.stop() }
+        var configuration = try server.configuration()
+        let b = try String(contentsOfFile: "\(server.certs)/b.pin", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let backup = try String(contentsOfFile: "\(server.certs)/backup.pin", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        configuration.tls.pinPolicy = try PinPolicy(hosts: [
+            HostPinPolicy(host: LiveDovecot.name, pins: [SPKIPin(base64: b)!, SPKIPin(base64: backup)!])
+        ])
+        await #expect {
+            _ = try await IMAPClient.connect(configuration)
+        } throws: { error in
+            guard case .transport(let sentence) = error as? IMAPError else { return false }
+            return sentence.contains("refused")
+        }
+    }
+}
