@@ -70,7 +70,7 @@ struct LiveDovecot {
                 connectAddress: "127.0.0.1",
                 trustRoots: .caBundle(path: "\(certs)/ca.pem"),
                 pinPolicy: policy,
-                timeout: .seconds(10)
+                timeout: .seconds(60)
             ),
             // Small thresholds so the attachment message is streamed in chunks.
             limits: .init(streamBodyThreshold: 4096, chunkSize: 1000)

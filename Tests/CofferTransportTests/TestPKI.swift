@@ -73,7 +73,7 @@ struct TestPKI: Sendable {
             connectAddress: "127.0.0.1",
             trustRoots: .caBundle(path: path("ca.pem")),
             pinPolicy: policy,
-            timeout: .seconds(10),
+            timeout: .seconds(60),
             reporter: reporter,
             now: now
         )
