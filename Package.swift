@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
         .library(name: "CofferApp", targets: ["CofferApp"]),
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
+        .library(name: "CofferPush", targets: ["CofferPush"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -83,6 +84,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by
+        // coffer-notify (the sender) and the client's push handler (the receiver).
+        .target(name: "CofferPush", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -137,6 +141,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
     ],
     swiftLanguageModes: [.v6]
 )
