@@ -122,9 +122,14 @@ let package = Package(
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
         .testTarget(
             name: "CofferStoreTests",
-            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"]
+            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"],
+            exclude: ["Fixtures"]
         ),
-        .testTarget(name: "CofferCLITests", dependencies: ["CofferTesting", "CofferApp"], exclude: ["tty_driver.py"]),
+        .testTarget(
+            name: "CofferCLITests",
+            dependencies: ["CofferTesting", "CofferApp"],
+            exclude: ["tty_driver.py", "signal_driver.py"]
+        ),
         .testTarget(
             name: "CofferTransportTests",
             dependencies: [
@@ -139,7 +144,8 @@ let package = Package(
             dependencies: [
                 "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
     ],

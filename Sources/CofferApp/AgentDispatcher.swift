@@ -42,6 +42,10 @@ public final class AgentDispatcher: Sendable {
         conversation: any AgentConversation = SilentConversation()
     ) async -> AgentReply {
         do {
+            // The agent trusts no client: a name that breaks the rule is refused before it reaches a path or a log.
+            if let account = request.account, let problem = AccountName.problem(account) {
+                return .failure(AgentFailure(.badRequest, AppError.invalidAccountName(problem).description))
+            }
             return try await perform(request, secret: secret, conversation: conversation)
         } catch {
             return .failure(Self.failure(for: error, account: request.account))

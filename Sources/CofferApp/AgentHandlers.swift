@@ -334,6 +334,8 @@ public final class LogoutHandler: Sendable {
         conversation: (any AgentConversation)?,
         forgottenConfirmation: String?
     ) async throws {
+        try AccountName.validate(account)
+        dependencies.paths.migrateLegacyMail(account)
         let registry = try dependencies.keymakerRegistry
         let user = registry.user(account)
         let keymaker = try user.keymaker

@@ -195,12 +195,16 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     public var reason: String?
     /// progress: the counts so far.
     public var progress: ImportProgress?
+    /// presence: how many seconds the agent waits for the answer; the client stops asking after that (absent from
+    /// agents before this field: the client then uses its own limit).
+    public var seconds: Int?
 
     /// An event.
-    public init(event: String, reason: String? = nil, progress: ImportProgress? = nil) {
+    public init(event: String, reason: String? = nil, progress: ImportProgress? = nil, seconds: Int? = nil) {
         self.event = event
         self.reason = reason
         self.progress = progress
+        self.seconds = seconds
     }
 }
 

@@ -258,7 +258,8 @@ final class ConnectionConversation: AgentConversation {
     }
 
     func confirmPresence(reason: String) async -> Bool {
-        guard let question = try? AgentCoding.encode(AgentEvent(event: "presence", reason: reason)),
+        let seconds = Int(max(1, limits.unlockMilliseconds / 1000))
+        guard let question = try? AgentCoding.encode(AgentEvent(event: "presence", reason: reason, seconds: seconds)),
             (try? connection.send(.event, question)) != nil
         else { return false }
         // The answer is read on a thread of its own: a person may take a while, and the pool must not wait.

@@ -3,6 +3,8 @@
 public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `--account` names no account of this device.
     case unknownAccount(String)
+    /// An account name breaks the rule of ``AccountName`` (the case does not carry the name).
+    case invalidAccountName(AccountNameProblem)
     /// The device has no account yet.
     case noAccount
     /// Several accounts and none chosen.
@@ -31,6 +33,9 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .unknownAccount(let name):
             "There is no account named \(name) on this device; run `coffer init --account NAME`."
+        case .invalidAccountName(let problem):
+            "That account name cannot be used: \(problem.reason). A name is 1 to \(AccountName.maximumBytes) bytes, "
+                + "with no / or \\, no control characters, not starting with . or -."
         case .noAccount: "There is no account on this device yet; run `coffer init --account NAME`."
         case .chooseAccount(let count): "There are \(count) accounts on this device; choose one with --account."
         case .socket(let operation, let code): "The agent socket failed to \(operation) (errno \(code))."

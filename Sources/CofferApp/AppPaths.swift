@@ -6,7 +6,7 @@ import Glibc
 
 /// Where one Coffer home keeps its files (the CLI resolves `--home`, `$COFFER_HOME` or the XDG folders into this).
 public struct AppPaths: Sendable, Equatable {
-    /// Store and cache: `<data>/mail/<account>/{store,cache}`.
+    /// Store and cache: `<data>/mail/<folder>/{store,cache}`, where `<folder>` is ``AccountName/folderName(_:)``.
     public var data: String
     /// The keychain folder.
     public var keychain: String
@@ -24,8 +24,22 @@ public struct AppPaths: Sendable, Equatable {
     public var deviceSecret: String { "\(state)/device-secret" }
     /// The software secure element's folder.
     public var secureElement: String { "\(state)/secure-element" }
-    /// One account's mail folder.
-    public func mail(_ account: String) -> String { "\(data)/mail/\(account)" }
+    /// One account's mail folder: `<data>/mail/` and ``AccountName/folderName(_:)``, never the raw name.
+    public func mail(_ account: String) -> String { "\(data)/mail/\(AccountName.folderName(account))" }
+    /// Moves the folder an earlier version named after the raw account name (`<data>/mail/<name>`) to
+    /// ``mail(_:)``, once: only for a valid name, only a real folder of this user (not a link), and only when the new
+    /// folder does not exist yet. Whoever opens an account's store or cache, or logs it out, calls this first.
+    public func migrateLegacyMail(_ account: String) {
+        guard AccountName.problem(account) == nil else { return }
+        let legacy = "\(data)/mail/\(account)"
+        let current = mail(account)
+        guard legacy != current else { return }
+        var status = stat()
+        guard lstat(legacy, &status) == 0, status.st_mode & S_IFMT == S_IFDIR, status.st_uid == getuid() else { return }
+        guard lstat(current, &status) != 0, errno == ENOENT else { return }
+        _ = rename(legacy, current)
+    }
+
     /// One account's store folder.
     public func store(_ account: String) -> String { "\(mail(account))/store" }
     /// One account's attachment cache folder.

@@ -49,6 +49,9 @@ public final class FactoryStorage: Sendable {
         instances.withLock { $0[key] = nil }
     }
 
+    /// Drops the kept instance of `key` (an override stays registered); the next resolution makes a new one.
+    func dropInstance(_ key: String) { _ = instances.withLock { $0.removeValue(forKey: key) } }
+
     func reset(_ key: String) {
         overrides.withLock { $0[key] = nil }
         instances.withLock { $0[key] = nil }

@@ -18,6 +18,7 @@ public final class KeymakerRegistry: Sendable {
     public init(dependencies: any Dependencies, makeUser: @escaping @Sendable (String) -> UserContainer) {
         self.dependencies = dependencies
         self.makeUser = makeUser
+        FreedMemory.overwriteOnFree()
     }
 
     /// The accounts that have a MainKey on this device, sorted.
@@ -27,8 +28,10 @@ public final class KeymakerRegistry: Sendable {
 
     /// The account named `requested`, or the only one.
     ///
-    /// - Throws: ``AppError/unknownAccount(_:)``, ``AppError/noAccount`` or ``AppError/chooseAccount(count:)``.
+    /// - Throws: ``AppError/invalidAccountName(_:)``, ``AppError/unknownAccount(_:)``, ``AppError/noAccount`` or
+    ///   ``AppError/chooseAccount(count:)``.
     public func chooseAccount(_ requested: String?) throws -> String {
+        if let requested { try AccountName.validate(requested) }
         let known = try accounts()
         if let requested {
             guard known.contains(requested) else { throw AppError.unknownAccount(requested) }
@@ -54,8 +57,9 @@ public final class KeymakerRegistry: Sendable {
         return user
     }
 
-    /// Logs lock events and drops the store's and cache's derived keys whenever the MainKey leaves memory (a lock,
-    /// the autolock timer, the background policy).
+    /// Logs lock events and, whenever the MainKey leaves memory (a lock, the autolock timer, the background policy),
+    /// drops the account's store and cache with their derived keys and hands freed pages back to the kernel, so no
+    /// decrypted mail stays behind (see ``FreedMemory``).
     private func watch(_ user: UserContainer) {
         guard let keymaker = try? user.keymaker else { return }
         let logger = try? dependencies.logger
@@ -72,8 +76,8 @@ public final class KeymakerRegistry: Sendable {
                 guard case .mainKeyRemoved(let reason) = event else { continue }
                 logger?.info("locked", metadata: ["account": "\(account)", "reason": "\(reason)"])
                 guard let user else { continue }
-                if user.hasOpenedMailStore { try? user.mailStore.forgetKeys() }
-                if user.storage.contains("attachmentCacheFactory") { try? user.attachmentCache.forgetKeys() }
+                user.dropMailState()
+                FreedMemory.releaseFreePages()
             }
         }
     }

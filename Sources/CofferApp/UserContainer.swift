@@ -37,19 +37,30 @@ public final class UserContainer: Sendable {
     /// The account's sealed mail store (opening needs no key).
     public var mailStoreFactory: Factory<MailStore> {
         Factory(storage, scope: .perUser) { [self] in
-            try MailStore(folder: global.paths.store(account), keymaker: keymaker)
+            global.paths.migrateLegacyMail(account)
+            return try MailStore(folder: global.paths.store(account), keymaker: keymaker)
         }
     }
 
     /// The account's attachment cache; opening it deletes leftovers of killed processes.
     public var attachmentCacheFactory: Factory<AttachmentCache> {
         Factory(storage, scope: .perUser) { [self] in
-            try AttachmentCache(folder: global.paths.cache(account), keymaker: keymaker, clock: global.clock)
+            global.paths.migrateLegacyMail(account)
+            return try AttachmentCache(folder: global.paths.cache(account), keymaker: keymaker, clock: global.clock)
         }
     }
 
     /// Whether the mail store was opened (so shutting down knows whether to close it).
     public var hasOpenedMailStore: Bool { storage.contains("mailStoreFactory") }
+
+    /// At lock: forgets the store's and cache's derived keys and drops both instances (their connections, statement
+    /// caches and anything decoded with them); the next request opens them again. Test overrides stay registered.
+    public func dropMailState() {
+        if hasOpenedMailStore, let store = try? mailStore { store.forgetKeys() }
+        if storage.contains("attachmentCacheFactory"), let cache = try? attachmentCache { cache.forgetKeys() }
+        storage.dropInstance("mailStoreFactory")
+        storage.dropInstance("attachmentCacheFactory")
+    }
 }
 
 extension UserContainer: HasAccount {}

@@ -42,8 +42,8 @@ public final class AttachmentCache: Sendable {
     ///
     /// - Parameters:
     ///   - folder: The cache folder.
-    ///   - previewFolder: Where previews are decrypted; by default `$XDG_RUNTIME_DIR/coffer-previews` (a memory file
-    ///     system on most systems) or `<folder>/previews`.
+    ///   - previewFolder: Where previews are decrypted; by default ``PreviewFolder/choose(cacheFolder:)`` (memory:
+    ///     `$XDG_RUNTIME_DIR`, else `/dev/shm`; the disk only when neither is usable).
     ///   - keymaker: The account's Keymaker.
     ///   - ttlSeconds: Seconds an entry lives (3 days by default); must be positive.
     ///   - clock: The clock used for expiry (tests inject one).
@@ -58,10 +58,8 @@ public final class AttachmentCache: Sendable {
         self.folder = folder
         if let previewFolder {
             self.previewFolder = previewFolder
-        } else if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !runtime.isEmpty {
-            self.previewFolder = "\(runtime)/coffer-previews"
         } else {
-            self.previewFolder = "\(folder)/previews"
+            self.previewFolder = PreviewFolder.choose(cacheFolder: folder)
         }
         self.ttlSeconds = ttlSeconds
         self.keymaker = keymaker
@@ -179,12 +177,15 @@ public final class AttachmentCache: Sendable {
     ///   - suggestedName: The attachment's file name; only its extension (letters and digits) is kept, so the viewer
     ///     can tell the type without the name reaching the disk.
     ///   - viewer: The program and its first arguments, such as `["/usr/bin/xdg-open"]`.
+    ///   - afterViewer: Runs with the file's path after the viewer exits and before the file is deleted (the CLI
+    ///     waits there for Enter when the viewer hands the file to another program and returns at once).
     /// - Returns: The viewer's exit status.
     @discardableResult
     public func preview(
         _ key: String,
         suggestedName: String?,
-        viewer: [String]
+        viewer: [String],
+        afterViewer: @Sendable (String) async -> Void = { _ in }
     ) async throws(AttachmentError)
         -> Int32
     {
@@ -200,8 +201,9 @@ public final class AttachmentCache: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = Array(viewer.dropFirst()) + [file]
+        let status: Int32
         do {
-            return try await withCheckedThrowingContinuation { continuation in
+            status = try await withCheckedThrowingContinuation { continuation in
                 process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
                 do {
                     try process.run()
@@ -213,6 +215,8 @@ public final class AttachmentCache: Sendable {
         } catch {
             throw .viewerFailed(String(describing: type(of: error)))
         }
+        await afterViewer(file)
+        return status
     }
 
     /// Deletes the entry for `key`, if any.
@@ -255,8 +259,10 @@ public final class AttachmentCache: Sendable {
         return removed
     }
 
-    /// Deletes what a killed process left: temporary cache files, and preview folders of processes that no longer
-    /// run (or of an earlier process with this one's id). Runs when the cache is created.
+    /// Deletes what a killed process left: temporary cache files, and preview folders (`<pid>-<nonce>`) of processes
+    /// that no longer run. This process's own folders are left alone: another cache of the same process (the agent
+    /// opens one per account, and they may share the preview folder) may be showing one. Runs when the cache is
+    /// created.
     public func removeLeftovers() throws(AttachmentError) {
         for name in try list() where name.hasPrefix(".") && name.contains(".tmp-") {
             SecureFile.removeTree("\(folder)/\(name)")
@@ -264,7 +270,7 @@ public final class AttachmentCache: Sendable {
         let own = getpid()
         for name in (try? SecureFile.list(previewFolder)) ?? [] {
             let owner = name.split(separator: "-").first.flatMap { Int32($0) }
-            if let owner, owner != own, kill(owner, 0) == 0 || errno == EPERM { continue }
+            if let owner, owner == own || kill(owner, 0) == 0 || errno == EPERM { continue }
             SecureFile.removeTree("\(previewFolder)/\(name)")
         }
     }

@@ -1,45 +1,76 @@
 import CofferMIME
 
-/// The plaintext layout of a sealed cell, v1: a version byte `0x01`, then fields. A string is `0x00` (absent) or
-/// `0x01`, a big-endian u32 length and UTF-8 bytes; a count is a big-endian u32; a flag is one byte.
+/// The plaintext layout of a sealed cell, v2 (`docs/STORE.md`, "Sealed cells"): a version byte `0x02`, then fields,
+/// then padding `0x80 00 … 00` up to the cell's bucket. A string is `0x00` (absent) or `0x01`, a big-endian u32
+/// length and UTF-8 bytes; a count is a big-endian u32; a flag is one byte. v1 (`0x01`, no padding) is still read.
 package struct CellWriter {
-    /// The version byte every cell starts with.
-    package static let version: UInt8 = 1
+    /// The version byte every new cell starts with.
+    package static let version: UInt8 = 2
+    /// The version of unpadded cells written before v2; still readable.
+    package static let unpaddedVersion: UInt8 = 1
+    /// The smallest padded size.
+    package static let minimumBucket = 32
+    /// Up to this size buckets are powers of two; above it, multiples of it.
+    package static let largeBucket = 1 << 20
 
-    package private(set) var bytes: [UInt8]
+    /// The version byte and fields, unpadded.
+    private var body: [UInt8]
+
+    /// The padded plaintext to seal: the fields, `0x80`, then zeros up to ``bucket(for:)``.
+    package var bytes: [UInt8] {
+        var padded = body
+        let target = Self.bucket(for: body.count + 1)
+        padded.reserveCapacity(target)
+        padded.append(0x80)
+        padded.append(contentsOf: repeatElement(0, count: target - padded.count))
+        return padded
+    }
+
+    /// The padded size for `length` bytes (fields and the `0x80` marker): at least 32, the next power of two up to
+    /// 1 MiB, then the next multiple of 1 MiB.
+    package static func bucket(for length: Int) -> Int {
+        if length <= minimumBucket { return minimumBucket }
+        if length > largeBucket {
+            let (quotient, remainder) = length.quotientAndRemainder(dividingBy: largeBucket)
+            return (quotient + (remainder == 0 ? 0 : 1)) * largeBucket
+        }
+        var size = minimumBucket
+        while size < length { size <<= 1 }
+        return size
+    }
 
     package init(capacity: Int = 64) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
-        bytes.append(Self.version)
+        body = []
+        body.reserveCapacity(capacity)
+        body.append(Self.version)
     }
 
     package mutating func count(_ value: Int) {
         let value = UInt32(truncatingIfNeeded: value)
-        bytes.append(UInt8(truncatingIfNeeded: value >> 24))
-        bytes.append(UInt8(truncatingIfNeeded: value >> 16))
-        bytes.append(UInt8(truncatingIfNeeded: value >> 8))
-        bytes.append(UInt8(truncatingIfNeeded: value))
+        body.append(UInt8(truncatingIfNeeded: value >> 24))
+        body.append(UInt8(truncatingIfNeeded: value >> 16))
+        body.append(UInt8(truncatingIfNeeded: value >> 8))
+        body.append(UInt8(truncatingIfNeeded: value))
     }
 
     package mutating func string(_ value: String?) {
         guard let value else {
-            bytes.append(0)
+            body.append(0)
             return
         }
-        bytes.append(1)
+        body.append(1)
         var text = value
         text.withUTF8 { utf8 in
             count(utf8.count)
-            bytes.append(contentsOf: utf8)
+            body.append(contentsOf: utf8)
         }
     }
 
-    package mutating func flag(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    package mutating func flag(_ value: Bool) { body.append(value ? 1 : 0) }
 
     package mutating func raw(_ value: [UInt8]) {
         count(value.count)
-        bytes.append(contentsOf: value)
+        body.append(contentsOf: value)
     }
 
     package mutating func addresses(_ list: [MailAddress]) {
@@ -80,17 +111,32 @@ package struct CellReader {
     package struct Malformed: Error {}
 
     private let bytes: [UInt8]
+    /// Where the fields end (before a v2 cell's padding): the reader shares the caller's buffer, copying nothing.
+    private let end: Int
     private var position = 1
 
+    /// Reads a v2 cell (padding checked and removed) or a v1 cell (no padding).
     package init(_ bytes: [UInt8]) throws(Malformed) {
-        guard bytes.first == CellWriter.version else { throw Malformed() }
-        self.bytes = bytes
+        switch bytes.first {
+        case CellWriter.version:
+            // Unambiguous: the last non-zero byte must be the 0x80 marker, and the size a bucket.
+            guard CellWriter.bucket(for: bytes.count) == bytes.count,
+                let marker = bytes.lastIndex(where: { $0 != 0 }), bytes[marker] == 0x80, marker >= 1
+            else { throw Malformed() }
+            self.bytes = bytes
+            end = marker
+        case CellWriter.unpaddedVersion:
+            self.bytes = bytes
+            end = bytes.count
+        default:
+            throw Malformed()
+        }
     }
 
-    package var isAtEnd: Bool { position == bytes.count }
+    package var isAtEnd: Bool { position == end }
 
     package mutating func count() throws(Malformed) -> Int {
-        guard bytes.count - position >= 4 else { throw Malformed() }
+        guard end - position >= 4 else { throw Malformed() }
         var value = 0
         for _ in 0..<4 {
             value = value << 8 | Int(bytes[position])
@@ -100,14 +146,14 @@ package struct CellReader {
     }
 
     package mutating func string() throws(Malformed) -> String? {
-        guard position < bytes.count else { throw Malformed() }
+        guard position < end else { throw Malformed() }
         let tag = bytes[position]
         position += 1
         switch tag {
         case 0: return nil
         case 1:
             let length = try count()
-            guard bytes.count - position >= length else { throw Malformed() }
+            guard end - position >= length else { throw Malformed() }
             defer { position += length }
             return String(decoding: bytes[position..<position + length], as: UTF8.self)
         default: throw Malformed()
@@ -120,21 +166,21 @@ package struct CellReader {
     }
 
     package mutating func flag() throws(Malformed) -> Bool {
-        guard position < bytes.count, bytes[position] <= 1 else { throw Malformed() }
+        guard position < end, bytes[position] <= 1 else { throw Malformed() }
         defer { position += 1 }
         return bytes[position] == 1
     }
 
     package mutating func raw() throws(Malformed) -> [UInt8] {
         let length = try count()
-        guard bytes.count - position >= length else { throw Malformed() }
+        guard end - position >= length else { throw Malformed() }
         defer { position += length }
         return Array(bytes[position..<position + length])
     }
 
     package mutating func addresses() throws(Malformed) -> [MailAddress] {
         let total = try count()
-        guard total <= bytes.count else { throw Malformed() }
+        guard total <= end else { throw Malformed() }
         var list: [MailAddress] = []
         list.reserveCapacity(total)
         for _ in 0..<total {

@@ -178,9 +178,10 @@ extension MailStore {
         guard let (record, labelIDs, attachmentRecords) = found else { throw .messageNotFound(id) }
         if MessageFlags(rawValue: record.flags).contains(.corrupt) { throw .corruptMessage(id) }
         do {
-            func cell(_ data: Data, _ column: SealedColumn) throws -> [UInt8] {
-                guard let plain = keys.open(data, column, row: id) else { throw CellReader.Malformed() }
-                return plain
+            /// Opens and decodes one cell, zeroing its decrypted buffer.
+            func cell<T>(_ data: Data, _ column: SealedColumn, _ decode: ([UInt8]) throws -> T) throws -> T {
+                guard let value = keys.decode(data, column, row: id, decode) else { throw CellReader.Malformed() }
+                return value
             }
             let summary = MessageSummary(
                 id: id,
@@ -188,8 +189,8 @@ extension MailStore {
                 date: Date(timeIntervalSince1970: TimeInterval(record.time)),
                 flags: MessageFlags(rawValue: record.flags),
                 size: Int(record.size),
-                subject: try CellReader.text(cell(record.subject, .messageSubject)),
-                from: try CellReader.addressList(cell(record.fromList, .messageFrom))
+                subject: try cell(record.subject, .messageSubject, CellReader.text),
+                from: try cell(record.fromList, .messageFrom, CellReader.addressList)
             )
             var attachments: [AttachmentInfo] = []
             for attachment in attachmentRecords {
@@ -199,13 +200,13 @@ extension MailStore {
             return MessageDetail(
                 summary: summary,
                 labelIDs: labelIDs,
-                to: try CellReader.addressList(cell(record.toList, .messageTo)),
-                cc: try CellReader.addressList(cell(record.ccList, .messageCc)),
-                bcc: try CellReader.addressList(cell(record.bccList, .messageBcc)),
-                headers: try CellReader.headers(cell(record.headers, .messageHeaders)),
-                textBody: try CellReader.text(cell(record.textBody, .messageText)),
-                htmlBody: try CellReader.text(cell(record.htmlBody, .messageHTML)),
-                snippet: try CellReader.text(cell(record.snippet, .messageSnippet)),
+                to: try cell(record.toList, .messageTo, CellReader.addressList),
+                cc: try cell(record.ccList, .messageCc, CellReader.addressList),
+                bcc: try cell(record.bccList, .messageBcc, CellReader.addressList),
+                headers: try cell(record.headers, .messageHeaders, CellReader.headers),
+                textBody: try cell(record.textBody, .messageText, CellReader.text),
+                htmlBody: try cell(record.htmlBody, .messageHTML, CellReader.text),
+                snippet: try cell(record.snippet, .messageSnippet, CellReader.text),
                 attachments: attachments
             )
         } catch {
@@ -229,12 +230,14 @@ extension MailStore {
         guard let record = found else { throw .attachmentNotFound(id) }
         do {
             let info = try Self.attachmentInfo(record, keys: keys)
-            guard let plain = keys.open(record.body, .attachmentBody, row: id, extra: String(record.messageID)) else {
-                throw CellReader.Malformed()
+            let content = keys.decode(record.body, .attachmentBody, row: id, extra: String(record.messageID)) {
+                plain in
+                var reader = try CellReader(plain)
+                let content = try reader.raw()
+                try reader.finish()
+                return content
             }
-            var reader = try CellReader(plain)
-            let content = try reader.raw()
-            try reader.finish()
+            guard let content else { throw CellReader.Malformed() }
             return (info, content)
         } catch {
             await markCorrupt([record.messageID])
@@ -306,10 +309,8 @@ extension MailStore {
                 from: []
             )
             if !summary.isCorrupt {
-                if let subject = keys.open(row.subject, .messageSubject, row: row.id),
-                    let from = keys.open(row.fromList, .messageFrom, row: row.id),
-                    let subjectText = try? CellReader.text(subject),
-                    let addresses = try? CellReader.addressList(from)
+                if let subjectText = keys.decode(row.subject, .messageSubject, row: row.id, CellReader.text),
+                    let addresses = keys.decode(row.fromList, .messageFrom, row: row.id, CellReader.addressList)
                 {
                     summary.subject = subjectText
                     summary.from = addresses

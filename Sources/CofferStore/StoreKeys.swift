@@ -2,6 +2,10 @@ import CofferCrypto
 import CofferKeymaker
 import Crypto
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -132,6 +136,28 @@ final class StoreKeys: Sendable {
             return Data(try Envelope.seal(plaintext, with: slot.key, context: context(slot, row: row, extra: extra)))
         } catch {
             throw .crypto(error)
+        }
+    }
+
+    /// Opens a cell and decodes it with `decode`, then zeroes the decrypted buffer (and the reader's unpadded copy
+    /// is the reader's own); `nil` when the cell fails to open or to decode. The values `decode` returns (Strings)
+    /// cannot be zeroed: see `docs/THREAT-MODEL.md`, "Decrypted mail in memory".
+    func decode<T>(
+        _ sealed: Data?,
+        _ column: SealedColumn,
+        row: Int64,
+        extra: String? = nil,
+        _ decode: ([UInt8]) throws -> T
+    ) -> T? {
+        guard var plain = open(sealed, column, row: row, extra: extra) else { return nil }
+        defer { Self.zero(&plain) }
+        return try? decode(plain)
+    }
+
+    /// Overwrites a decrypted buffer with zeros (`explicit_bzero`, which the compiler keeps).
+    static func zero(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { buffer in
+            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
         }
     }
 

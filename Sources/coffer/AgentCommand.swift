@@ -29,6 +29,18 @@ struct AgentCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Write a systemd user unit (~/.config/systemd/user/coffer-agent.service) and exit.")
     var installUserService = false
 
+    @Option(
+        name: .long,
+        help: "Seconds an unlock or protect request may wait for presence (default 120; 1 to 3600)."
+    )
+    var unlockTimeout: Int?
+
+    func validate() throws {
+        if let unlockTimeout, !(1...3600).contains(unlockTimeout) {
+            throw ValidationError("--unlock-timeout must be between 1 and 3600 seconds.")
+        }
+    }
+
     func run() async throws {
         try await runReportingErrors {
             let resolved = try CofferHome.resolve(home: home)
@@ -45,7 +57,9 @@ struct AgentCommand: AsyncParsableCommand {
             var logger = Logger(label: "coffer.agent")
             logger.logLevel = .info
             let global = GlobalContainer(paths: resolved.appPaths, logger: logger)
-            let server = AgentServer(dependencies: global, socketPath: socket)
+            var limits = AgentLimits()
+            if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }
+            let server = AgentServer(dependencies: global, socketPath: socket, limits: limits)
             let group = ServiceGroup(
                 services: [server],
                 gracefulShutdownSignals: [.sigterm, .sigint],
@@ -170,36 +184,5 @@ enum AgentLifecycle {
         request.policy = policy
         let reply = try await agent.call(request)
         print("Autolock for \(account): \(reply.policy ?? policy) (stored sealed; the agent's timer enforces it).")
-    }
-
-    static func protect(
-        _ agent: AgentClient,
-        _ home: HomeOptions,
-        strategy: String,
-        remove: Bool,
-        pinFromStdin: Bool,
-        preference: UnlockPreference?
-    ) async throws {
-        let account = try AgentLink.account(home)
-        try await AgentLink.unlock(agent, account: account, pinFromStdin: pinFromStdin, preference: preference)
-        var request = AgentRequest(.protect, account: account)
-        request.strategy = strategy
-        request.remove = remove
-        var secret: SecretBytes?
-        if strategy == "pin" && !remove {
-            let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinFromStdin)
-            if !pinFromStdin {
-                let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
-                guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
-            }
-            secret = pin
-        }
-        let reply = try await agent.call(request, secret: secret)
-        print("\(account) is now protected by: \((reply.strategies ?? []).joined(separator: " + ")).")
-    }
-
-    static func logout(_ agent: AgentClient, account: String) async throws {
-        _ = try await agent.call(AgentRequest(.logout, account: account))
-        print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
     }
 }

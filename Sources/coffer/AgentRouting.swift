@@ -154,7 +154,8 @@ enum AgentLink {
         }
         let reply = try await agent.call(request, secret: secret) { event in
             guard event.event == "presence" else { return nil }
-            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Unlock Coffer.")
+            let presence = TerminalPresence(timeoutSeconds: event.seconds ?? 120)
+            let confirmed = await presence.confirmPresence(reason: event.reason ?? "Unlock Coffer.")
             return AgentAnswer(confirmed: confirmed)
         }
         return reply.alreadyUnlocked ?? false
@@ -194,11 +195,15 @@ enum AgentLink {
             try process.run()
             process.waitUntilExit()
             status = process.terminationStatus
+            Viewer.waitIfNeeded(viewer, file: path)
         } catch {
             _ = try? await agent.call(AgentRequest(.previewEnd, account: mail.session.account))
             throw CLIError("The viewer could not be started.")
         }
         _ = try await agent.call(AgentRequest(.previewEnd, account: mail.session.account))
+        guard status == 0 else {
+            throw CLIError("The viewer failed (exit status \(status)); the decrypted copy was deleted.")
+        }
         print("The viewer exited with status \(status); the decrypted copy was deleted.")
     }
 

@@ -68,11 +68,12 @@ struct AttachmentCommand: AsyncParsableCommand {
                     return try await AgentLink.openAttachment(mail, agent: agent, id: id, viewer: viewer)
                 }
                 let (cache, key, filename) = try await AttachmentCommand.cached(mail, id: id)
+                PreviewCleanup.protect(parent: cache.previewFolder)
                 let status = try await cache.preview(
                     key,
                     suggestedName: filename,
                     viewer: ["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer"]
-                )
+                ) { [viewer] file in Viewer.waitIfNeeded(viewer, file: file) }
                 try mail.close()
                 // A viewer that fails (cannot open the file, is killed) is the command failing: say so and exit
                 // non-zero. The preview is deleted either way.

@@ -119,12 +119,3 @@ struct Device: Sendable {
         }
     }
 }
-
-/// Validates an account name: 1–128 printable characters, no slashes or control characters.
-func validateAccountName(_ name: String) throws(CLIError) {
-    guard (1...128).contains(name.count), !name.contains("/"),
-        name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f })
-    else {
-        throw CLIError("An account name must be 1 to 128 printable characters without slashes.")
-    }
-}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 
 /// Options every command shares: where the data is and which account.
 struct HomeOptions: ParsableArguments {
@@ -7,6 +8,13 @@ struct HomeOptions: ParsableArguments {
 
     @Option(name: .long, help: "The account (default: the only account on this device).")
     var account: String?
+
+    /// Refuses a hostile `--account` before any command touches a file (the rule is ``AccountName``'s).
+    func validate() throws {
+        if let account, let problem = AccountName.problem(account) {
+            throw ValidationError(AppError.invalidAccountName(problem).description)
+        }
+    }
 
     /// The resolved home.
     func resolve() throws(CLIError) -> CofferHome { try CofferHome.resolve(home: home) }

@@ -16,10 +16,12 @@ struct MailSession {
     /// The agent serving this session, when one runs.
     var agent: AgentClient?
 
-    /// `<data>/mail/<account>/store` and `<data>/mail/<account>/cache`.
+    /// The account's store and cache folders (``AppPaths/store(_:)`` and ``AppPaths/cache(_:)``), after moving a
+    /// folder an earlier version named after the raw account name.
     static func folders(_ session: AccountSession) -> (store: String, cache: String) {
-        let base = "\(session.device.home.data)/mail/\(session.account)"
-        return ("\(base)/store", "\(base)/cache")
+        let paths = session.device.home.appPaths
+        paths.migrateLegacyMail(session.account)
+        return (paths.store(session.account), paths.cache(session.account))
     }
 
     /// Opens the account, unlocks it, opens the store, and purges expired attachments (the cache's unlock duty).

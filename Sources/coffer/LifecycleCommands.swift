@@ -11,8 +11,7 @@ struct Init: AsyncParsableCommand {
     @OptionGroup var home: HomeOptions
 
     func validate() throws {
-        guard let account = home.account else { throw ValidationError("init needs --account NAME.") }
-        try validateAccountName(account)
+        guard home.account != nil else { throw ValidationError("init needs --account NAME.") }
     }
 
     func run() async throws {
@@ -292,6 +291,7 @@ struct Logout: AsyncParsableCommand {
     /// `onDestroy` did it already; this also empties a cache folder that could not be removed whole).
     private func removeMail(_ session: AccountSession) throws {
         let paths = AppPaths(data: session.device.home.data, keychain: "", state: "")
+        paths.migrateLegacyMail(session.account)
         if SecureFile.exists(paths.cache(session.account)) {
             _ = try? AttachmentCache(folder: paths.cache(session.account), keymaker: session.keymaker).purgeAll()
         }

@@ -80,6 +80,7 @@ enum MessagePage {
     /// for Enter.
     static func show(_ page: String, viewer: String?, under parent: String) async throws {
         try SecureFile.makePrivateDirectory(parent)
+        PreviewCleanup.protect(parent: parent)
         var random = SystemRandomNumberGenerator()
         let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
         let folder = "\(parent)/\(getpid())-\(nonce)"
@@ -88,6 +89,7 @@ enum MessagePage {
         let file = "\(folder)/message.html"
         try writeNew(Array(page.utf8), to: file)
         let status = try await run(["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer", file])
+        Viewer.waitIfNeeded(viewer, file: file)
         print("The viewer exited with status \(status); the page was deleted.")
     }
 
@@ -213,17 +215,28 @@ struct RenderCommand: AsyncParsableCommand {
     }
 }
 
-/// The viewer rules shared by attachment preview and HTML pages: a `/bin/sh -c` script that gets the file as `$1`.
-/// With `--viewer CMD` it runs `CMD "$1"` and the file is deleted when that returns. Without, `xdg-open` when it is
-/// on the path: it hands the file to a desktop program and returns at once, so the script waits for Enter before
-/// the file is deleted; and without `xdg-open` the script prints the path and waits for Enter.
+/// The viewer rules shared by attachment preview and HTML pages. The viewer is a `/bin/sh -c` script that gets the
+/// file as `$1`: with `--viewer CMD` it runs `CMD "$1"` and the file is deleted when that returns. Without, `xdg-open`
+/// when it is on the path: it hands the file to a desktop program and returns at once, so coffer then waits for
+/// Enter before the file is deleted; without `xdg-open`, coffer prints the path and waits for Enter.
+///
+/// Coffer itself reads the Enter, not the script: the viewer runs in its own process group, which may not read the
+/// terminal (a background read fails at once, and the file would be deleted before anyone saw it).
 enum Viewer {
     static func script(_ viewer: String?) -> String {
         if let viewer { return "\(viewer) \"$1\"" }
+        if MessagePage.findOnPath("xdg-open") != nil { return "xdg-open \"$1\"" }
+        return ":"
+    }
+
+    /// After the viewer returned: waits for Enter when no `--viewer` was given (end of input counts as Enter).
+    static func waitIfNeeded(_ viewer: String?, file: String) {
+        guard viewer == nil else { return }
         if MessagePage.findOnPath("xdg-open") != nil {
-            return
-                "xdg-open \"$1\"; printf 'Opened with xdg-open; press Enter when you are done to delete it. '; read -r _"
+            Terminal.writeString("Opened with xdg-open; press Enter when you are done to delete it. ", to: 1)
+        } else {
+            Terminal.writeString("The file is at \(file); press Enter when you are done to delete it. ", to: 1)
         }
-        return "printf 'The file is at %s; press Enter when you are done to delete it. ' \"$1\"; read -r _"
+        _ = Terminal.readLine(fd: 0)
     }
 }

@@ -74,6 +74,10 @@ enum Terminal {
 /// input cannot answer, because the code is read from `/dev/tty`, and a process without a terminal is refused.
 /// This proves that someone is at this terminal (presence), not who they are (identity).
 struct TerminalPresence: PresenceAuthenticator {
+    /// How long the prompt waits for the code before it counts as refused: the agent's own wait when it says, so a
+    /// client never waits for a person after the agent gave up.
+    var timeoutSeconds = 120
+
     func confirmPresence(reason: String) async -> Bool {
         let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard tty >= 0 else {
@@ -91,6 +95,14 @@ struct TerminalPresence: PresenceAuthenticator {
                 + "(this checks presence, not identity): ",
             to: tty
         )
+        var ready = pollfd(fd: tty, events: Int16(POLLIN), revents: 0)
+        let deadline = Int(max(1, timeoutSeconds)) * 1000
+        var result: Int32
+        repeat { result = poll(&ready, 1, Int32(clamping: deadline)) } while result < 0 && errno == EINTR
+        guard result > 0 else {
+            Terminal.writeString("\nNo answer in time; presence was not confirmed.\n", to: tty)
+            return false
+        }
         guard let line = Terminal.readLine(fd: tty) else { return false }
         return String(decoding: line, as: UTF8.self).trimmingSpaces == code
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
@@ -97,12 +98,25 @@ struct Tour: AsyncParsableCommand {
         let needles =
             [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
             + mailMarkers.map { Array($0.utf8) }
-        let files = SecureFile.files(below: root).filter { !$0.hasSuffix("/sample.mbox") }
-        let hits = files.filter { file in
-            guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 26) else { return false }
-            return needles.contains { contains(bytes, $0) }
+        // Positive control: a planted file holding a canary must be found, or the scan proves nothing.
+        let canary = Array("SCAN-CONTROL-\(UInt64.random(in: 1_000_000_000...9_999_999_999))".utf8)
+        let control = "\(home.data)/scan-control"
+        try SecureFile.writeAtomically(canary, to: control)
+        let scan = DiskScan.run(below: root, needles: needles + [canary]) { $0.hasSuffix("/sample.mbox") }
+        SecureFile.removeTree(control)
+        guard scan.hits.contains(control) else {
+            throw CLIError("The disk scan did not find its planted control file, so it cannot vouch for the disk.")
         }
-        print("\(files.count) files, \(hits.count) containing the token, the key or the mail.")
+        guard scan.unreadable.isEmpty else {
+            throw CLIError(
+                "The disk scan could not read \(scan.unreadable.count) files or folders, so it cannot vouch for them."
+            )
+        }
+        let hits = scan.hits.filter { $0 != control }
+        print(
+            "\(scan.files) files, the planted control found, \(hits.count) containing the token, the key or the mail."
+        )
+        for hit in hits { print("  found in \(hit)") }
 
         step("status")
         print("account: \(account)")
@@ -140,7 +154,8 @@ struct Tour: AsyncParsableCommand {
         try await command(["import", sample] + home, note: "240 generated messages, some with attachments")
         try await command(["list", "--limit", "5"] + home)
 
-        let store = try MailStore(folder: "\(root)/data/mail/\(account)/store", keymaker: keymaker)
+        let paths = try CofferHome.resolve(home: root).appPaths
+        let store = try MailStore(folder: paths.store(account), keymaker: keymaker)
         let newest = try await store.list(limit: 50)
         guard let first = newest.first else { throw CLIError("The tour's sample import stored no messages.") }
         let word = (first.subject ?? "").split(separator: " ").map(String.init).first { $0.count > 4 } ?? "meeting"
@@ -171,7 +186,56 @@ struct Tour: AsyncParsableCommand {
         try await parsed.run()
     }
 
-    private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+}
+
+/// The tour's scan of a home for secrets: every regular file's bytes are searched for every needle. What cannot be
+/// read (a file or folder it may not open, a link, a socket, a file over 64 MiB) is reported as unreadable, never
+/// counted as clean.
+struct DiskScan {
+    /// Regular files scanned.
+    var files = 0
+    /// Files holding at least one needle.
+    var hits: [String] = []
+    /// Paths that could not be scanned.
+    var unreadable: [String] = []
+
+    /// Scans everything below `root` except the files `skip` names.
+    static func run(below root: String, needles: [[UInt8]], skip: (String) -> Bool) -> DiskScan {
+        var scan = DiskScan()
+        scan.walk(root, needles: needles, skip: skip)
+        return scan
+    }
+
+    private mutating func walk(_ folder: String, needles: [[UInt8]], skip: (String) -> Bool) {
+        guard let names = try? SecureFile.list(folder) else {
+            unreadable.append(folder)
+            return
+        }
+        for name in names {
+            let path = "\(folder)/\(name)"
+            var info = stat()
+            guard lstat(path, &info) == 0 else {
+                unreadable.append(path)
+                continue
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                walk(path, needles: needles, skip: skip)
+            case S_IFREG:
+                if skip(path) { continue }
+                guard let bytes = (try? SecureFile.read(path, maxBytes: 1 << 26)) ?? nil else {
+                    unreadable.append(path)
+                    continue
+                }
+                files += 1
+                if needles.contains(where: { Self.contains(bytes, $0) }) { hits.append(path) }
+            default:
+                unreadable.append(path)
+            }
+        }
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard haystack.count >= needle.count, let first = needle.first else { return false }
         for index in 0...(haystack.count - needle.count) where haystack[index] == first {
             if haystack[index..<index + needle.count].elementsEqual(needle) { return true }

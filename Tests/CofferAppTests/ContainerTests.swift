@@ -27,8 +27,10 @@ import Testing
 
     @Test func lockingTouchesNeitherKeychainNorClockNorPresence() async throws {
         let app = TestApp()
-        app.global.keychainFactory.register { UnimplementedKeychain() }
-        app.global.clockFactory.register { UnimplementedClock() }
+        let keychain = GuardedKeychain(app.keychain)
+        let clock = GuardedClock(app.clock)
+        app.global.keychainFactory.register { keychain }
+        app.global.clockFactory.register { clock }
         let device = Fixtures.device()
         let root = app.folder.path
         app.global.secureElementFactory.register {
@@ -38,9 +40,19 @@ import Testing
                 presence: RecordingUnimplementedPresence()
             )
         }
-        let user = try app.global.keymakerRegistry.user("alice")
+        let user = try await app.account("alice")
+        try await user.keymaker.unlock(.none)
+        #expect(try await !user.keymaker.isLocked)
+        _ = try await user.keymaker.key()
+        // The unlock started the autolock timer; let it reach its sleep on the test clock before the clock is closed.
+        while app.clock.sleeperCount == 0 { await Task.yield() }
+
+        // Only now may nothing be touched: the lock itself must do without keychain, clock and presence.
+        keychain.forbid()
+        clock.forbid()
         try await SessionHandler(dependencies: user).lock()
         #expect(try await user.keymaker.isLocked)
+        await #expect(throws: KeymakerError.locked) { _ = try await user.keymaker.key() }
     }
 
     @Test func aPINUnlockNeverAsksForPresence() async throws {

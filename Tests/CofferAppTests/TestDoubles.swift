@@ -73,6 +73,52 @@ struct UnimplementedClock: KeymakerClock {
     }
 }
 
+/// A keychain that serves from `inner` until ``forbid()``, then reports every touch like ``UnimplementedKeychain``:
+/// a test sets an account up with a working keychain, then checks that the path under test leaves it alone.
+final class GuardedKeychain: Keychain {
+    private let inner: any Keychain
+    private let forbidden = Atomic(false)
+    private let unimplemented = UnimplementedKeychain()
+
+    init(_ inner: any Keychain) { self.inner = inner }
+
+    /// From now on, every call fails the test.
+    func forbid() { forbidden.store(true, ordering: .sequentiallyConsistent) }
+    private var current: any Keychain { forbidden.load(ordering: .sequentiallyConsistent) ? unimplemented : inner }
+
+    func add(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    ) throws(KeychainError) { try current.add(value, at: address, accessibility: accessibility) }
+    func update(_ value: SecretBytes, at address: KeychainAddress) throws(KeychainError) {
+        try current.update(value, at: address)
+    }
+    func read(_ address: KeychainAddress) throws(KeychainError) -> SecretBytes { try current.read(address) }
+    func delete(_ address: KeychainAddress) throws(KeychainError) { try current.delete(address) }
+    func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress] {
+        try current.addresses(accessGroup: accessGroup, service: service)
+    }
+    func passcodeRemoved() throws(KeychainError) { try current.passcodeRemoved() }
+}
+
+/// A clock that reads `inner` until ``forbid()``, then reports every touch like ``UnimplementedClock``.
+final class GuardedClock: KeymakerClock {
+    private let inner: any KeymakerClock
+    private let forbidden = Atomic(false)
+
+    init(_ inner: any KeymakerClock) { self.inner = inner }
+
+    /// From now on, every call fails the test.
+    func forbid() { forbidden.store(true, ordering: .sequentiallyConsistent) }
+    private var current: any KeymakerClock {
+        forbidden.load(ordering: .sequentiallyConsistent) ? UnimplementedClock() : inner
+    }
+
+    func now() -> ClockReading { current.now() }
+    func sleep(untilBoot deadline: UInt64) async throws { try await current.sleep(untilBoot: deadline) }
+}
+
 /// A global container over a temporary home, with test doubles: an in-memory keychain, a test clock, cheap scrypt
 /// and a secure element whose presence the test chooses.
 struct TestApp {

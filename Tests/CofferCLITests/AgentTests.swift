@@ -22,9 +22,13 @@ final class AgentProcess {
         return (cli, runtime)
     }
 
-    init(_ cli: CLIRunner, runtime: TemporaryDirectory) throws {
+    /// Arguments added to `coffer agent`.
+    let agentArguments: [String]
+
+    init(_ cli: CLIRunner, runtime: TemporaryDirectory, arguments: [String] = []) throws {
         self.cli = cli
         self.runtime = runtime
+        agentArguments = arguments
         log = "\(runtime.path)/agent.log"
         try start()
     }
@@ -33,7 +37,7 @@ final class AgentProcess {
     func start() throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-        process.arguments = ["agent", "--home", cli.home.path]
+        process.arguments = ["agent", "--home", cli.home.path] + agentArguments
         var environment = ProcessInfo.processInfo.environment
         environment["COFFER_HOME"] = nil
         environment.merge(cli.extraEnvironment) { $1 }
@@ -140,12 +144,23 @@ func messageWithAttachment(canary: String) -> String {
         let seconds = try cli.run(["status"]).stdout
         #expect(seconds.contains("state: unlocked") && seconds.contains("autolock: in "), "\(seconds)")
 
+        // The agent's store is open with writes in its write-ahead log; a clean shutdown closes it (checkpointing
+        // the log into the database), and the socket goes.
+        let paths = AppPaths(data: "\(cli.home.path)/data", keychain: "", state: "")
+        let wal = "\(paths.store("alice"))/mail.sqlite-wal"
+        #expect(Self.size(of: wal) > 0, "the control: the open store has a write-ahead log")
         #expect(agent.stop() == 0)
+        #expect(Self.size(of: wal) == 0, "the store was not closed at shutdown")
         #expect(try cli.run(["status"]).stdout.contains("mode: one-shot"))
         #expect(!FileManager.default.fileExists(atPath: agent.socketPath))
         let log = agent.logText
-        #expect(log.contains("every key was zeroed"))
         #expect(!log.contains("C-1") && !log.contains("Quarterly"), "the log must not carry message content")
+    }
+
+    /// The size of `path`, 0 when it does not exist.
+    static func size(of path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
     }
 
     @Test(.enabled(if: getuid() == 0, "needs root to run a client as the user nobody"))
@@ -326,6 +341,23 @@ func messageWithAttachment(canary: String) -> String {
         #expect(answered.stdout.contains("Unlocked carol in the agent"))
         #expect(try cli.run(["status"]).stdout.contains("state: unlocked"))
         #expect(agent.logText.contains("method=secure-element"))
+    }
+
+    @Test func aPresenceQuestionNobodyAnswersEndsAtTheAgentsLimit() throws {
+        let (cli, runtime) = AgentProcess.runner()
+        _ = try cli.run(["init", "--account", "carol"])
+        #expect(try cli.run(["protect", "secure-element"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
+        // The person at the terminal never types the code: the client stops asking when the agent stops waiting.
+        let ignored = try cli.runOnTerminal(["unlock"], answerPresence: false, mode: "ignore")
+        #expect(ignored.status == 1, "\(ignored.stdout)")
+        #expect(ignored.stdout.contains("type "), "the code was shown: \(ignored.stdout)")
+        #expect(ignored.stdout.contains("No answer in time; presence was not confirmed."), "\(ignored.stdout)")
+        #expect(try cli.run(["status"]).stdout.contains("state: locked"))
+        // The agent serves on, and a prompt answered in time unlocks.
+        let answered = try cli.runOnTerminal(["unlock"], answerPresence: true)
+        #expect(answered.status == 0, "\(answered.stdout)")
+        #expect(agent.stop() == 0)
     }
 
     @Test func manyClientsAtOnceAndClientsThatLeaveMidRequest() async throws {

@@ -2,7 +2,7 @@ import CofferTesting
 import Foundation
 import Testing
 
-/// `coffer attachment open` in one-shot mode: the viewer's failure is the command's failure.
+/// `coffer attachment open`, one-shot and through the agent: the viewer's failure is the command's failure.
 @Suite(.serialized) struct AttachmentOpenCLITests {
     /// Files (not folders) left under `path`.
     static func files(under path: String) -> [String] {
@@ -39,6 +39,27 @@ import Testing
             #expect(opened.stderr.contains("the decrypted copy was deleted"))
         }
         #expect(Self.files(under: runtime.path).isEmpty)
+    }
+
+    @Test(arguments: [("false", Int32(1)), ("true", 0)])
+    func throughTheAgentAFailingViewerAlsoExitsNonZero(viewer: String, expected: Int32) throws {
+        let (cli, runtime) = AgentProcess.runner()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime)
+        defer { _ = agent.stop() }
+        #expect(try cli.run(["unlock"]).status == 0)
+        let source = "\(cli.home.path)/one.eml"
+        try Data(messageWithAttachment(canary: "AgentViewerCanary").utf8).write(to: URL(fileURLWithPath: source))
+        #expect(try cli.run(["import", source]).status == 0)
+
+        let opened = try cli.run(
+            ["attachment", "open", "1", "--home", cli.home.path, "--viewer", viewer],
+            withHome: false
+        )
+        #expect(opened.status == expected, "\(opened.stderr)")
+        if expected != 0 { #expect(opened.stderr.contains("The viewer failed (exit status 1)")) }
+        let leftovers = Self.files(under: runtime.path).filter { $0.contains("preview") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
     @Test func aDamagedCacheFileIsRefilledFromTheStore() throws {

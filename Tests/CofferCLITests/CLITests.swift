@@ -7,7 +7,7 @@ import Testing
         let cli = CLIRunner()
         let result = try cli.run([], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("0 containing the token, the key or the mail"))
+        #expect(result.stdout.contains("the planted control found, 0 containing the token, the key or the mail"))
         #expect(result.stdout.contains("Wrong PIN. 9 attempts left."))
         #expect(result.stdout.contains("(0 keychain items left)"))
     }
@@ -56,9 +56,19 @@ import Testing
         #expect(result.stderr.split(separator: "\n").count <= 3)
     }
 
-    @Test func aPINIsNeverTakenFromArguments() throws {
-        let result = try CLIRunner().run(["unlock", "--pin", "1234"])
+    @Test(arguments: [["--pin", "739146"], ["--pin=739146"]])
+    func aPINIsNeverTakenFromArguments(pinArguments: [String]) throws {
+        // The account exists and its PIN is 739146, so only the argument itself can be the reason for a refusal.
+        let cli = CLIRunner()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "739146\n").status == 0)
+        let result = try cli.run(["unlock"] + pinArguments)
         #expect(result.status != 0)
+        #expect(result.stderr.contains("Unknown option '--pin'"), "\(result.stderr)")
+        #expect(!result.stdout.contains("Unlocked"))
+        // Nothing was tried: the count did not move, and the right PIN from standard input still works.
+        #expect(try cli.run(["status"]).stdout.contains("failed PIN attempts: 0 of 10"))
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "739146\n").status == 0)
     }
 
     @Test func logoutRefusesWithoutConfirmationWhenNotAtATerminal() throws {

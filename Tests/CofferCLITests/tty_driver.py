@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs a command in a new pseudo-terminal session and plays the person at the keyboard: when the secure element
-shows "type NNNN", it types NNNN ("answer") or a wrong code ("refuse"). Prints everything the terminal showed and
+shows "type NNNN", it types NNNN ("answer"), a wrong code ("refuse") or nothing at all ("ignore"). Prints everything the terminal showed and
 exits with the command's status. Standard library only."""
 import os, pty, re, select, sys, time
 
@@ -22,7 +22,7 @@ while time.time() < deadline:
             break
         seen += chunk
         match = re.search(rb"type (\d{4}) and press Enter", seen)
-        if match and not answered:
+        if match and not answered and mode != "ignore":
             code = match.group(1) if mode == "answer" else b"0000" if match.group(1) != b"0000" else b"1111"
             os.write(fd, code + b"\n")
             answered = True

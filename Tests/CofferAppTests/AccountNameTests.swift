@@ -1,0 +1,50 @@
+import CofferApp
+import Testing
+
+@Suite struct AccountNameTests {
+    @Test(arguments: [
+        ("", AccountNameProblem.empty), (".", .leadingDot), ("..", .leadingDot), ("../x", .leadingDot),
+        ("a/b", .pathSeparator), ("/abs", .pathSeparator), ("a\\b", .pathSeparator), ("-rf", .leadingDash),
+        ("a\u{0}b", .invisibleCharacter), ("a\nb", .invisibleCharacter), ("a\tb", .invisibleCharacter),
+        ("a\u{7F}b", .invisibleCharacter), ("a\u{85}b", .invisibleCharacter), ("\u{202E}x", .invisibleCharacter),
+        ("a\u{200B}b", .invisibleCharacter), ("a\u{2028}b", .invisibleCharacter), ("a\u{A0}b", .invisibleCharacter),
+        ("a\u{E000}b", .invisibleCharacter), (" padded", .surroundingSpace), ("padded ", .surroundingSpace),
+        ("e\u{0301}", .notNormalized), (String(repeating: "n", count: 129), .tooLong),
+        (String(repeating: "é", count: 65), .tooLong),
+    ])
+    func hostileNamesAreRefusedForTheirReason(name: String, problem: AccountNameProblem) {
+        #expect(AccountName.problem(name) == problem)
+        #expect(throws: AppError.invalidAccountName(problem)) { try AccountName.validate(name) }
+        let sentence = AppError.invalidAccountName(problem).description
+        #expect(sentence.contains(problem.reason))
+        if name.count > 1 { #expect(!sentence.contains(name)) }
+    }
+
+    @Test(arguments: [
+        "alice", "alice@example.com", "Ann Example", "jürgen@example.de", "名前", "a.b", "x-y_z+tag",
+        String(repeating: "n", count: 128), String(repeating: "é", count: 64),
+    ])
+    func ordinaryNamesPass(name: String) throws {
+        try AccountName.validate(name)
+    }
+
+    @Test func folderNamesAreOneFixedComponentAndDifferPerName() {
+        let names = ["alice", "..", "../x", "a/b", "Alice", "alice ", "e\u{0301}", "\u{E9}"]
+        let folders = names.map(AccountName.folderName)
+        #expect(Set(folders).count == names.count)
+        for folder in folders {
+            #expect(folder.count == 34)
+            #expect(folder.hasPrefix("a-"))
+            #expect(folder.dropFirst(2).allSatisfy { $0.isHexDigit && !$0.isUppercase })
+        }
+        let paths = AppPaths(data: "/d", keychain: "/k", state: "/s")
+        #expect(paths.mail("..") == "/d/mail/\(AccountName.folderName(".."))")
+        #expect(paths.store("a/b").hasPrefix("/d/mail/a-"))
+    }
+
+    @Test func theFolderNameIsTheDocumentedHash() {
+        // SHA-256("coffer.account-folder.v1" || 0x00 || "alice"), first 16 bytes (docs/STORE.md; checked with
+        // Python's hashlib).
+        #expect(AccountName.folderName("alice") == "a-74b9cdd0fc08973ddd6c938dbef3dcb2")
+    }
+}

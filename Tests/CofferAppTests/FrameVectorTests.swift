@@ -1,0 +1,210 @@
+import CofferApp
+import Foundation
+import Testing
+
+/// The agent protocol's frames and messages against known answers computed independently from docs/FORMAT.md by
+/// `Fixtures/make_frame_vectors.py` (Python standard library).
+@Suite struct FrameVectorTests {
+    struct Vectors: Decodable {
+        struct Frame: Decodable {
+            var name: String
+            var kind: String
+            var header: String
+            var payload: String?
+            var patternLength: Int?
+            var frame: String?
+        }
+        struct Stream: Decodable {
+            var names: [String]
+            var bytes: String
+        }
+        struct Refusal: Decodable {
+            var name: String
+            var bytes: String
+            var maximum: Int
+            var error: String
+            var value: Int?
+        }
+        struct Request: Decodable {
+            var json: String
+            var op: String
+            var account: String?
+            var method: String?
+            var strategy: String?
+            var remove: Bool?
+            var id: Int64?
+            var path: String?
+            var label: String?
+            var batch: Int?
+            var words: String?
+            var limit: Int?
+            var offset: Int?
+            var policy: String?
+        }
+        struct Failure: Decodable {
+            var json: String
+            var code: String
+        }
+        var frames: [Frame]
+        var stream: Stream
+        var refused: [Refusal]
+        var incomplete: [String]
+        var requests: [Request]
+        var failures: [Failure]
+    }
+
+    static let vectors: Vectors = {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/frame_vectors.json")
+        guard let data = try? Data(contentsOf: url), let vectors = try? JSONDecoder().decode(Vectors.self, from: data)
+        else {
+            Issue.record("Fixtures/frame_vectors.json is missing or unreadable; run make_frame_vectors.py")
+            return Vectors(
+                frames: [],
+                stream: .init(names: [], bytes: ""),
+                refused: [],
+                incomplete: [],
+                requests: [],
+                failures: []
+            )
+        }
+        return vectors
+    }()
+
+    static func bytes(_ hex: String) -> [UInt8] {
+        var result: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return [] }
+            result.append(byte)
+            index = next
+        }
+        return result
+    }
+
+    static func payload(_ vector: Vectors.Frame) -> [UInt8] {
+        if let length = vector.patternLength { return (0..<length).map { UInt8($0 % 251) } }
+        return bytes(vector.payload ?? "")
+    }
+
+    static func kind(_ name: String) -> AgentFrame.Kind? {
+        switch name {
+        case "request": .request
+        case "reply": .reply
+        case "event": .event
+        case "answer": .answer
+        case "secret": .secret
+        default: nil
+        }
+    }
+
+    @Test func theVectorsAreThere() {
+        #expect(Self.vectors.frames.count >= 10)
+        #expect(Self.vectors.refused.count >= 9)
+        #expect(Self.vectors.requests.count >= 8)
+    }
+
+    @Test func framesEncodeAndDecodeToTheKnownBytes() throws {
+        for vector in Self.vectors.frames {
+            let kind = try #require(Self.kind(vector.kind), "\(vector.name)")
+            let payload = Self.payload(vector)
+            let wire = Self.bytes(vector.header) + payload
+            if let frame = vector.frame { #expect(Self.bytes(frame) == wire, "\(vector.name): vector file") }
+            let encoded = AgentFrame(kind: kind, payload: payload).encoded
+            #expect(encoded == wire, "\(vector.name)")
+            var decoder = FrameDecoder(maximumPayload: AgentFrame.maximumRequestPayload)
+            decoder.feed(wire)
+            let decoded = try decoder.next()
+            #expect(decoded == AgentFrame(kind: kind, payload: payload), "\(vector.name)")
+            #expect(!decoder.hasPartialFrame)
+        }
+    }
+
+    @Test(arguments: [1, 2, 7, 8, 9, 64, 100_000])
+    func aConnectionsStreamDecodesToItsFramesInOrder(chunk: Int) throws {
+        let byName = Dictionary(uniqueKeysWithValues: Self.vectors.frames.map { ($0.name, $0) })
+        let expected = try Self.vectors.stream.names.map { name in
+            let vector = try #require(byName[name])
+            return AgentFrame(kind: try #require(Self.kind(vector.kind)), payload: Self.payload(vector))
+        }
+        #expect(expected.flatMap(\.encoded) == Self.bytes(Self.vectors.stream.bytes))
+        let stream = Self.bytes(Self.vectors.stream.bytes)
+        var decoder = FrameDecoder(maximumPayload: AgentFrame.maximumRequestPayload)
+        var decoded: [AgentFrame] = []
+        var index = 0
+        while index < stream.count {
+            decoder.feed(stream[index..<min(stream.count, index + chunk)])
+            index += chunk
+            while let frame = try decoder.next() { decoded.append(frame) }
+        }
+        #expect(decoded == expected)
+    }
+
+    @Test func badBytesAreRefusedForTheDocumentedReason() {
+        for vector in Self.vectors.refused {
+            let expected: FrameError
+            switch vector.error {
+            case "badMagic": expected = .badMagic
+            case "unsupportedVersion": expected = .unsupportedVersion(UInt8(vector.value ?? -1))
+            case "unknownKind": expected = .unknownKind(UInt8(vector.value ?? -1))
+            case "tooLarge": expected = .tooLarge(announced: vector.value ?? -1, maximum: vector.maximum)
+            default:
+                Issue.record("unknown error \(vector.error) in \(vector.name)")
+                continue
+            }
+            var decoder = FrameDecoder(maximumPayload: vector.maximum)
+            decoder.feed(Self.bytes(vector.bytes))
+            #expect(throws: expected, "\(vector.name)") { try decoder.next() }
+        }
+    }
+
+    @Test func theStartOfAFrameIsNeitherAFrameNorAnError() throws {
+        for hex in Self.vectors.incomplete {
+            var decoder = FrameDecoder(maximumPayload: AgentFrame.maximumRequestPayload)
+            decoder.feed(Self.bytes(hex))
+            #expect(try decoder.next() == nil, "\(hex)")
+            #expect(decoder.hasPartialFrame)
+        }
+    }
+
+    @Test func requestPayloadsDecodeToTheDocumentedFields() throws {
+        for vector in Self.vectors.requests {
+            let request = try JSONDecoder().decode(AgentRequest.self, from: Data(vector.json.utf8))
+            #expect(request.op.rawValue == vector.op, "\(vector.json)")
+            #expect(request.account == vector.account)
+            #expect(request.method == vector.method)
+            #expect(request.strategy == vector.strategy)
+            #expect(request.remove == vector.remove)
+            #expect(request.id == vector.id)
+            #expect(request.path == vector.path)
+            #expect(request.label == vector.label)
+            #expect(request.batch == vector.batch)
+            #expect(request.words == vector.words)
+            #expect(request.limit == vector.limit)
+            #expect(request.offset == vector.offset)
+            #expect(request.policy == vector.policy)
+        }
+    }
+
+    @Test func failureRepliesDecodeToTheirCodes() throws {
+        for vector in Self.vectors.failures {
+            let reply = try JSONDecoder().decode(AgentReply.self, from: Data(vector.json.utf8))
+            #expect(reply.ok == false)
+            #expect(reply.error?.code.rawValue == vector.code, "\(vector.json)")
+        }
+    }
+
+    @Test func theVectorsMessagesDecodeAsTheirKinds() throws {
+        for vector in Self.vectors.frames where vector.payload != nil {
+            let data = Data(Self.payload(vector))
+            switch vector.kind {
+            case "request": _ = try JSONDecoder().decode(AgentRequest.self, from: data)
+            case "reply": _ = try JSONDecoder().decode(AgentReply.self, from: data)
+            case "event": #expect(try JSONDecoder().decode(AgentEvent.self, from: data).event == "presence")
+            case "answer" where vector.name == "presence answer":
+                #expect(try JSONDecoder().decode(AgentAnswer.self, from: data).confirmed == true)
+            default: continue
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import CofferTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Counts occurrences of needles in a live process's memory through `/proc/<pid>/maps` and `/proc/<pid>/mem`.
+///
+/// The agent is not dumpable (`PR_SET_DUMPABLE 0`), so only a process with `CAP_SYS_PTRACE` (root here) can read
+/// its memory; ``readable(pid:)`` says whether this run can, and the test reports instead of passing vacuously.
+enum ProcessMemory {
+    /// Whether `/proc/<pid>/mem` can be read at the first readable mapping.
+    static func readable(pid: Int32) -> Bool {
+        guard let first = regions(pid: pid).first else { return false }
+        let fd = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var byte: UInt8 = 0
+        return pread(fd, &byte, 1, off_t(first.start)) == 1
+    }
+
+    /// The readable, private or anonymous mappings (heap, stacks, anonymous memory), not file-backed code.
+    static func regions(pid: Int32) -> [(start: UInt64, end: UInt64)] {
+        guard let maps = try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8) else { return [] }
+        var result: [(UInt64, UInt64)] = []
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
+            let path = fields.count >= 6 ? String(fields[5]) : ""
+            if path == "[vvar]" || path == "[vsyscall]" || path == "[vvar_vclock]" { continue }
+            let bounds = fields[0].split(separator: "-")
+            guard bounds.count == 2, let start = UInt64(bounds[0], radix: 16), let end = UInt64(bounds[1], radix: 16)
+            else { continue }
+            result.append((start, end))
+        }
+        return result
+    }
+
+    /// How many times each needle occurs in the process's readable memory.
+    static func count(pid: Int32, needles: [[UInt8]]) -> [Int] {
+        var counts = Array(repeating: 0, count: needles.count)
+        let fd = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return counts }
+        defer { close(fd) }
+        let chunk = 1 << 20
+        let overlap = (needles.map(\.count).min() ?? 1) - 1
+        var buffer = [UInt8](repeating: 0, count: chunk + overlap)
+        for region in regions(pid: pid) {
+            var offset = region.start
+            var carried = 0
+            while offset < region.end {
+                let want = Int(min(UInt64(chunk), region.end - offset))
+                let got = buffer.withUnsafeMutableBytes { raw in
+                    pread(fd, raw.baseAddress! + carried, want, off_t(Int64(bitPattern: offset)))
+                }
+                guard got > 0 else { break }
+                let total = carried + got
+                for (index, needle) in needles.enumerated() {
+                    counts[index] += occurrences(of: needle, in: buffer[0..<total])
+                }
+                // Keep the tail so a needle across two reads is found once.
+                carried = min(overlap, total)
+                if carried > 0 { buffer.replaceSubrange(0..<carried, with: buffer[(total - carried)..<total]) }
+                offset += UInt64(got)
+            }
+        }
+        return counts
+    }
+
+    /// Occurrences of `needle` in `haystack` (the carried-over tail is shorter than any needle, so none is counted
+    /// twice).
+    static func occurrences(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int {
+        guard let first = needle.first, haystack.count >= needle.count else { return 0 }
+        var found = 0
+        var index = haystack.startIndex
+        let last = haystack.endIndex - needle.count
+        while index <= last {
+            if haystack[index] == first, haystack[index..<(index + needle.count)].elementsEqual(needle) {
+                found += 1
+            }
+            index += 1
+        }
+        return found
+    }
+}
+
+@Suite(.serialized) struct AgentMemoryTests {
+    /// A message with unique canaries in its subject and body.
+    static func canaryMessage(subject: String, body: String) -> String {
+        """
+        From: Ann <ann@example.com>\r
+        To: bob@example.com\r
+        Subject: Memo \(subject)\r
+        Date: Tue, 2 Jan 2024 09:00:00 +0000\r
+        Message-ID: <\(subject)@memory.example>\r
+        Content-Type: text/plain; charset=utf-8\r
+        \r
+        Please read: \(body) and nothing else.\r
+
+        """
+    }
+
+    @Test func noCleartextMailStaysInTheAgentAfterLock() throws {
+        let (cli, runtime) = AgentProcess.runner()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime)
+        let pid = agent.process.processIdentifier
+        try #require(ProcessMemory.readable(pid: pid), "this run cannot read the agent's memory (needs CAP_SYS_PTRACE)")
+        #expect(try cli.run(["unlock"]).status == 0)
+        // Unique per run, so nothing else in the test's memory or the binary can hold them.
+        let subject = "SubjMem\(UInt32.random(in: 100_000...999_999))Qz"
+        let body = "BodyMem\(UInt32.random(in: 100_000...999_999))Vx"
+        let eml = "\(cli.home.path)/memory.eml"
+        try Self.canaryMessage(subject: subject, body: body).write(toFile: eml, atomically: true, encoding: .utf8)
+        #expect(try cli.run(["import", eml]).status == 0)
+        try FileManager.default.removeItem(atPath: eml)
+        for _ in 0..<3 {
+            #expect(try cli.run(["list"]).stdout.contains(subject))
+            #expect(try cli.run(["search", body]).stdout.contains(subject))
+            #expect(try cli.run(["show", "1"]).stdout.contains(body))
+        }
+        let needles = [Array(subject.utf8), Array(body.utf8)]
+        let unlocked = ProcessMemory.count(pid: pid, needles: needles)
+        // Positive control: while unlocked, the scan must be able to see decrypted mail in the agent at all.
+        #expect(unlocked.reduce(0, +) > 0, "the scan found no canary even while unlocked")
+
+        #expect(try cli.run(["lock"]).status == 0)
+        // The lock event reaches the registry's watcher asynchronously.
+        var locked = ProcessMemory.count(pid: pid, needles: needles)
+        _ = eventually(seconds: 5) {
+            locked = ProcessMemory.count(pid: pid, needles: needles)
+            return locked == [0, 0]
+        }
+        print("agent memory canaries: unlocked \(unlocked), after lock \(locked)")
+        #expect(locked == [0, 0], "copies of the subject and body word after lock: \(locked)")
+        agent.stop()
+    }
+}
