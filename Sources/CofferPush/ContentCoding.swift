@@ -98,7 +98,8 @@ public enum ContentCoding {
         guard padding >= 0 else { throw .invalidParameter("padding cannot be negative") }
         let data = Array(plaintext)
         let (total, overflow) = data.count.addingReportingOverflow(padding)
-        guard !overflow else { throw .invalidParameter("padding is too large") }
+        // A bound far above any push or HTTP body, so the record arithmetic below cannot overflow.
+        guard !overflow, total <= Int(Int32.max) else { throw .invalidParameter("padding is too large") }
         // Each record holds recordSize - 16 octets of plaintext: data or padding, and one delimiter.
         let perRecord = Int(recordSize) - tagLength - 1
         let recordCount = max(1, (total + perRecord - 1) / perRecord)

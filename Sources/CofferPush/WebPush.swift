@@ -31,7 +31,9 @@ public enum WebPush {
     }
 
     /// What the application server needs to encrypt to one user agent: its public key and auth secret.
-    public struct Subscription: Sendable, Equatable, CustomStringConvertible {
+    public struct Subscription: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+        CustomReflectable
+    {
         /// The user agent's P-256 public key.
         public let publicKey: P256.KeyAgreement.PublicKey
         /// The 16-octet auth secret shared with the user agent.
@@ -61,6 +63,11 @@ public enum WebPush {
         public var description: String {
             "WebPush.Subscription(key \(WebPush.fingerprint(publicKeyBytes)), authSecret: <redacted>)"
         }
+
+        /// Same as `description`.
+        public var debugDescription: String { description }
+        /// Empty: the auth secret is not reflected.
+        public var customMirror: Mirror { Mirror(self, children: [:]) }
 
         /// Compares key and secret (the secret in constant time).
         public static func == (lhs: Subscription, rhs: Subscription) -> Bool {

@@ -166,6 +166,17 @@ struct ContentCodingTests {
         }
     }
 
+    @Test("Absurd padding is a typed error, not an arithmetic trap")
+    func absurdPadding() {
+        let key = SymmetricKey(size: .bits128)
+        #expect(throws: CofferPushError.invalidParameter("padding is too large")) {
+            try ContentCoding.seal([1, 2, 3], key: key, recordSize: 18, padding: Int.max - 1)
+        }
+        #expect(throws: CofferPushError.invalidParameter("padding cannot be negative")) {
+            try ContentCoding.seal([1], key: key, padding: -1)
+        }
+    }
+
     @Test("The wrong key fails authentication")
     func wrongKey() throws {
         let body = try ContentCoding.seal(Array("secret subject".utf8), key: SymmetricKey(size: .bits128))

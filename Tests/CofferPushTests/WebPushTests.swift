@@ -199,7 +199,13 @@ struct WebPushTests {
     func redaction() throws {
         let keys = try Self.userAgent()
         let secretHex = try Vectors.bytes(Self.file, "auth_secret").map { String(format: "%02x", $0) }.joined()
-        for text in [keys.description, String(reflecting: keys), keys.subscription.description, "\(keys)"] {
+        var dumped = ""
+        dump(keys.subscription, to: &dumped)
+        dump(keys, to: &dumped)
+        for text in [
+            keys.description, String(reflecting: keys), keys.subscription.description,
+            String(reflecting: keys.subscription), "\(keys)", dumped,
+        ] {
             #expect(text.contains("redacted"))
             #expect(!text.contains(secretHex))
             #expect(!text.contains(try #require(Vectors.load(Self.file)["ua_private"])))
