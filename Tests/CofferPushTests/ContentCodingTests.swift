@@ -172,6 +172,10 @@ struct ContentCodingTests {
         #expect(throws: CofferPushError.invalidParameter("padding is too large")) {
             try ContentCoding.seal([1, 2, 3], key: key, recordSize: 18, padding: Int.max - 1)
         }
+        // No overflow in data + padding, but rounding up to whole 4096-octet records would overflow.
+        #expect(throws: CofferPushError.invalidParameter("padding is too large")) {
+            try ContentCoding.seal([1, 2, 3], key: key, recordSize: 4096, padding: Int.max - 3)
+        }
         #expect(throws: CofferPushError.invalidParameter("padding cannot be negative")) {
             try ContentCoding.seal([1], key: key, padding: -1)
         }
