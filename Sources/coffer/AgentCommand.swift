@@ -56,6 +56,7 @@ struct AgentCommand: AsyncParsableCommand {
             LoggingSystem.bootstrap(StreamLogHandler.standardError)
             var logger = Logger(label: "coffer.agent")
             logger.logLevel = .info
+            SecretBytes.logger = logger
             let global = GlobalContainer(paths: resolved.appPaths, logger: logger)
             var limits = AgentLimits()
             if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }

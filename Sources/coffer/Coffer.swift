@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferCrypto
+import Logging
 
 /// The `coffer` command: the MainKey protection system and, as later modules land, the mail store around it.
 @main
@@ -26,6 +27,11 @@ struct Coffer: AsyncParsableCommand {
     static func main() async {
         ProcessSettings.tuneAllocator()
         ProcessSettings.hardenMemory()
+        // Library warnings (key memory that could not be locked) reach the person on standard error; the agent
+        // replaces this with its own logger.
+        var warnings = Logger(label: "coffer") { label in StreamLogHandler.standardError(label: label) }
+        warnings.logLevel = .warning
+        SecretBytes.logger = warnings
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {

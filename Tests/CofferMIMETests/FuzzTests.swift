@@ -67,7 +67,7 @@ import Testing
                 exerciseAccessors(message)
                 parsed += 1
             } catch {
-                #expect(!error.description.isEmpty)
+                #expect(error.description.first?.isUppercase == true && error.description.hasSuffix("."))
                 rejected += 1
             }
         }

@@ -224,6 +224,10 @@ struct AttachmentCacheTests {
             .locked, .notCached, .viewerFailed("x"), .invalidArgument("y"), .io(operation: "z", errno: 2),
             .crypto(.authenticationFailed), .keymaker(.locked),
         ]
-        for error in errors { #expect(!error.description.isEmpty) }
+        // Each a sentence for people, and no two alike.
+        for error in errors {
+            #expect(error.description.first?.isUppercase == true && error.description.hasSuffix("."), "\(error)")
+        }
+        #expect(Set(errors.map(\.description)).count == errors.count)
     }
 }

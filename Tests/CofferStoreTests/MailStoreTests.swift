@@ -223,7 +223,11 @@ struct MailStoreTests {
             .io(operation: "read", errno: 2), .keymaker(.notSetUp), .crypto(.authenticationFailed),
             .source(.emptyMessage),
         ]
-        for error in errors { #expect(!error.description.isEmpty) }
+        // Each a sentence for people, and no two alike.
+        for error in errors {
+            #expect(error.description.first?.isUppercase == true && error.description.hasSuffix("."), "\(error)")
+        }
+        #expect(Set(errors.map(\.description)).count == errors.count)
     }
 }
 
