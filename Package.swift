@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "CofferApp", targets: ["CofferApp"]),
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
+        .library(name: "CofferPush", targets: ["CofferPush"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -92,6 +93,9 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by
+        // coffer-notify (the sender) and the client's push handler (the receiver).
+        .target(name: "CofferPush", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -160,6 +164,7 @@ let package = Package(
             ],
             exclude: ["Fixtures"]
         ),
+        .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
     ],
     swiftLanguageModes: [.v6]
 )

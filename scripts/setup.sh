@@ -20,7 +20,8 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The browser test (Tests/browser/render_vectors.py): Debian's Chromium, driven by Playwright for Python in .venv,
-# which uses that Chromium through its executable path (no browser download), and nh3 for coffer-bench.
+# which uses that Chromium through its executable path (no browser download), nh3 for coffer-bench, and http_ece,
+# cryptography and py_vapid for CofferPush's interop oracle (Tests/CofferPushTests/oracle.py).
 if ! command -v chromium >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
   echo "setup: installing chromium, fonts-liberation and python3-venv"
   sudo_cmd=""
@@ -30,8 +31,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip
     >/dev/null
 fi
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$venv/bin/python" -c 'import playwright, nh3' >/dev/null 2>&1; then
-  echo "setup: creating .venv with playwright and nh3"
+if ! "$venv/bin/python" -c 'import playwright, nh3, http_ece, cryptography, py_vapid' >/dev/null 2>&1; then
+  echo "setup: creating .venv with playwright, nh3, http_ece, cryptography and py_vapid"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check playwright nh3
+  "$venv/bin/pip" install -q --disable-pip-version-check playwright nh3 http_ece cryptography py_vapid
 fi
