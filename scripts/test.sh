@@ -11,6 +11,8 @@ COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --ski
 swift test --skip-build --filter 'CofferIMAPTests|CofferTransportTests' "$@"
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.
 bash Fuzz/run.sh 60
+# libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.
+bash Fuzz/imap.sh 25
 # The sanitized DOMPurify and HTTP-leak vectors in headless Chromium under the CSP: no request, no script.
 .venv/bin/python Tests/browser/render_vectors.py --coffer "$(swift build --show-bin-path)/coffer"
 # ThreadSanitizer over the concurrency suites (keychain, keymaker, containers, agent). The agent tests run a
