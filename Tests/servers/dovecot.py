@@ -84,6 +84,11 @@ last_valid_uid = {uid}
 first_valid_gid = {gid}
 last_valid_gid = {gid}
 mail_location = maildir:{d}/mail/%u
+# IMAP METADATA (RFC 5464), which the push registration sets; attributes in a file dict per user.
+mail_attribute_dict = file:{d}/state/attributes-%u
+protocol imap {{
+  imap_metadata = yes
+}}
 postmaster_address = postmaster@coffer.test
 hostname = {TEST_NAME}
 passdb {{
