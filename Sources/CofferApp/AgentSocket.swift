@@ -145,30 +145,34 @@ public enum AgentSocket {
 /// One framed connection, used by the agent for each client and by the client for the agent.
 ///
 /// Reads happen on one thread at a time (the connection's reader); writes may come from the request's task too
-/// (events), so they are serialised by a lock.
+/// (events), so they are serialised by a lock. ``close()`` may come from another thread while the reader waits: it
+/// shuts the socket down (which wakes the reader) and wipes the decoder under its lock; the descriptor itself is
+/// closed only in `deinit`, when no reader can still use it, so its number cannot be reused under a reader.
 public final class AgentConnection: @unchecked Sendable {
     /// The descriptor.
     public let fd: Int32
-    private var decoder: FrameDecoder
+    private let decoder: Mutex<FrameDecoder>
     private let writeLock = Mutex(())
     private let closed = Atomic<Bool>(false)
 
     /// Wraps a connected descriptor; frames larger than `maximumIncoming` bytes are refused.
     public init(fd: Int32, maximumIncoming: Int) {
         self.fd = fd
-        decoder = FrameDecoder(maximumPayload: maximumIncoming)
+        decoder = Mutex(FrameDecoder(maximumPayload: maximumIncoming))
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    deinit { close() }
+    deinit {
+        decoder.withLock { $0.wipe() }
+        Glibc.close(fd)
+    }
 
-    /// Closes the descriptor (once) and zeroes buffered bytes.
+    /// Ends the connection (once): shuts the socket down, which wakes a waiting reader, and zeroes buffered bytes.
     public func close() {
         if closed.exchange(true, ordering: .acquiringAndReleasing) { return }
-        decoder.wipe()
         Glibc.shutdown(fd, Int32(SHUT_RDWR))
-        Glibc.close(fd)
+        decoder.withLock { $0.wipe() }
     }
 
     /// Writes one frame.
@@ -197,14 +201,16 @@ public final class AgentConnection: @unchecked Sendable {
     ///
     /// - Throws: ``AppError/frame(_:)`` for a bad, oversized or cut-off frame.
     public func receive(idle: Int64, frame: Int64) throws(AppError) -> AgentFrame? {
-        var deadline: Int64? = decoder.hasPartialFrame ? AgentSocket.nowMilliseconds() + frame : nil
+        var deadline: Int64? =
+            decoder.withLock { $0.hasPartialFrame } ? AgentSocket.nowMilliseconds() + frame : nil
         var chunk = [UInt8](repeating: 0, count: 16 << 10)
         defer { for index in chunk.indices { chunk[index] = 0 } }
         while true {
-            do {
-                if let next = try decoder.next() { return next }
-            } catch {
-                throw .frame(error)
+            let next = decoder.withLock { decoder in Result { () throws(FrameError) in try decoder.next() } }
+            switch next {
+            case .success(let ready?): return ready
+            case .success(nil): break
+            case .failure(let error): throw .frame(error)
             }
             let wait = deadline.map { max(0, $0 - AgentSocket.nowMilliseconds()) } ?? idle
             guard AgentSocket.waitReadable(fd, milliseconds: wait) else {
@@ -214,10 +220,10 @@ public final class AgentConnection: @unchecked Sendable {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 {
-                if decoder.hasPartialFrame { throw .frame(.incomplete) }
+                if decoder.withLock({ $0.hasPartialFrame }) { throw .frame(.incomplete) }
                 return nil
             }
-            decoder.feed(chunk[0..<count])
+            decoder.withLock { $0.feed(chunk[0..<count]) }
             if deadline == nil { deadline = AgentSocket.nowMilliseconds() + frame }
         }
     }
