@@ -52,8 +52,8 @@ public final class AgentServer: Service, Sendable {
     private let limits: AgentLimits
     private let dispatcher: AgentDispatcher
     private let stopping = Atomic<Bool>(false)
-    private let connections = Mutex<[ObjectIdentifier: AgentConnection]>([:])
-    private let started = Mutex<[CheckedContinuation<Void, Never>]?>([])
+    private let connections = ThreadLock<[ObjectIdentifier: AgentConnection]>([:])
+    private let started = ThreadLock<[CheckedContinuation<Void, Never>]?>([])
 
     /// An agent for the home of `dependencies`, listening on `socketPath`.
     public init(dependencies: any Dependencies, socketPath: String, limits: AgentLimits = AgentLimits()) {
@@ -228,7 +228,7 @@ public final class AgentServer: Service, Sendable {
         secret: SecretBytes?,
         conversation: ConnectionConversation
     ) -> AgentReply? {
-        let box = Mutex<AgentReply?>(nil)
+        let box = ThreadLock<AgentReply?>(nil)
         let done = DispatchSemaphore(value: 0)
         let dispatcher = self.dispatcher
         let task = Task {
@@ -250,7 +250,7 @@ final class ConnectionConversation: AgentConversation {
     private let limits: AgentLimits
     /// The connection's preview folder, and whether the connection is over (a handler that outlived it, after a
     /// timeout, must not leave a preview behind).
-    private let preview = Mutex<(folder: String?, finished: Bool)>((nil, false))
+    private let preview = ThreadLock<(folder: String?, finished: Bool)>((nil, false))
 
     init(connection: AgentConnection, limits: AgentLimits) {
         self.connection = connection

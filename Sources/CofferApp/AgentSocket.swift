@@ -151,14 +151,14 @@ public enum AgentSocket {
 public final class AgentConnection: @unchecked Sendable {
     /// The descriptor.
     public let fd: Int32
-    private let decoder: Mutex<FrameDecoder>
-    private let writeLock = Mutex(())
+    private let decoder: ThreadLock<FrameDecoder>
+    private let writeLock = ThreadLock(())
     private let closed = Atomic<Bool>(false)
 
     /// Wraps a connected descriptor; frames larger than `maximumIncoming` bytes are refused.
     public init(fd: Int32, maximumIncoming: Int) {
         self.fd = fd
-        decoder = Mutex(FrameDecoder(maximumPayload: maximumIncoming))
+        decoder = ThreadLock(FrameDecoder(maximumPayload: maximumIncoming))
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
