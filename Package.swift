@@ -142,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "CofferTransportTests",
             dependencies: [
-                "CofferTransport",
+                "CofferTransport", "CofferTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -151,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "CofferIMAPTests",
             dependencies: [
-                "CofferIMAP", "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
+                "CofferIMAP", "CofferTransport", "CofferTesting", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]

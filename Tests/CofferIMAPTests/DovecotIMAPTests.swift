@@ -1,3 +1,4 @@
+import CofferTesting
 import CofferTransport
 import Foundation
 import Testing
@@ -9,57 +10,37 @@ struct LiveDovecot {
     static let name = "mail.coffer.test"
     static let user = "alice"
     static let password = "alice-test-password"
-    static var repoRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
-    static var harness: String { repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path }
 
-    let dir: String
-    let port: Int
+    let server: TestServers.Dovecot
+    let certs: String
 
-    var certs: String { "\(dir)/certs" }
+    var port: Int { server.imapsPort }
 
     /// Makes certificates and starts Dovecot; throws (the test fails) with the reason when it cannot.
     static func start() throws -> LiveDovecot {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-imap-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
-        let certs = try shell([
-            "/bin/bash", repoRoot.appendingPathComponent("Tests/servers/make_certs.sh").path, "\(dir.path)/certs", name,
-        ])
-        guard certs.code == 0 else { throw SetupFailure(reason: "make_certs.sh failed: \(certs.output)") }
-        let result = try shell([
-            "/usr/bin/env", "python3", harness, "start", "--dir", "\(dir.path)/server",
-            "--cert", "\(dir.path)/certs/a-chain.pem", "--key", "\(dir.path)/certs/a.key",
-            "--user-pass", "\(user):\(password)",
-        ])
-        guard result.code == 0, let line = result.output.split(separator: "\n").last,
-            let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-            let port = info["imaps_port"] as? Int
-        else { throw SetupFailure(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)") }
-        return LiveDovecot(dir: dir.path, port: port)
+        let certs = "\(dir.path)/certs"
+        try TestServers.makeCertificates(in: certs, name: name)
+        let server = try TestServers.Dovecot.start(
+            dir: "\(dir.path)/server",
+            certificate: "\(certs)/a-chain.pem",
+            key: "\(certs)/a.key",
+            users: ["\(user):\(password)"]
+        )
+        return LiveDovecot(server: server, certs: certs)
     }
 
-    func stop() {
-        _ = try? shell(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", "\(dir)/server"])
-    }
+    func stop() { server.stop() }
 
-    func deliver(_ message: [UInt8]) throws {
-        let file = "\(dir)/message-\(UUID().uuidString).eml"
-        try Data(message).write(to: URL(fileURLWithPath: file))
-        let result = try shell([
-            "/usr/bin/env", "python3", Self.harness, "deliver", "--dir", "\(dir)/server", "--to", Self.user, "--file",
-            file,
-        ])
-        guard result.code == 0 else { throw SetupFailure(reason: "LMTP delivery failed: \(result.output)") }
-    }
+    func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
 
     func configuration() throws -> IMAPConfiguration {
         let pins = try ["a", "backup"].map { key in
             let text = try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let pin = SPKIPin(base64: text) else { throw SetupFailure(reason: "bad pin \(key)") }
+            guard let pin = SPKIPin(base64: text) else { throw TestSetupError(reason: "bad pin \(key)") }
             return pin
         }
         let policy = try PinPolicy(hosts: [HostPinPolicy(host: Self.name, pins: pins)])
@@ -81,9 +62,9 @@ struct LiveDovecot {
     func imaplibMessages() throws -> [(uid: UInt32, flags: [String], body: [UInt8])] {
         let script = """
             import base64, json, ssl, sys, imaplib, re
-            sys.path.insert(0, \(String(reflecting: Self.repoRoot.appendingPathComponent("Tests/servers").path)))
+            sys.path.insert(0, \(String(reflecting: TestServers.repoRoot.appendingPathComponent("Tests/servers").path)))
             import dovecot
-            info = dovecot.load(\(String(reflecting: "\(dir)/server")))
+            info = dovecot.load(\(String(reflecting: server.dir)))
             ctx = ssl.create_default_context(cafile=\(String(reflecting: "\(certs)/ca.pem")))
             out = []
             with dovecot.IMAPS(info["imaps_port"], \(String(reflecting: Self.name)), ctx) as imap:
@@ -97,10 +78,10 @@ struct LiveDovecot {
                 imap.logout()
             print(json.dumps(out))
             """
-        let result = try shell(["/usr/bin/env", "python3", "-c", script])
+        let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
         guard result.code == 0, let line = result.output.split(separator: "\n").last,
             let list = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [[String: Any]]
-        else { throw SetupFailure(reason: "imaplib failed: \(result.output)") }
+        else { throw TestSetupError(reason: "imaplib failed: \(result.output)") }
         return list.compactMap { item in
             guard let uid = item["uid"] as? Int, let flags = item["flags"] as? [String],
                 let body = (item["body"] as? String).flatMap({ Data(base64Encoded: $0) })
@@ -108,24 +89,6 @@ struct LiveDovecot {
             return (UInt32(uid), flags, Array(body))
         }
     }
-}
-
-struct SetupFailure: Error, CustomStringConvertible {
-    var reason: String
-    var description: String { reason }
-}
-
-func shell(_ arguments: [String]) throws -> (code: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: arguments[0])
-    process.arguments = Array(arguments.dropFirst())
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
 enum TestMail {

@@ -1,3 +1,4 @@
+import CofferTesting
 import CofferTransport
 import Foundation
 import NIOCore
@@ -44,11 +45,7 @@ private final class FaultyServerHandler: ChannelInboundHandler, Sendable {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
             "coffer-imap-fault-\(UUID().uuidString)"
         )
-        let made = try shell([
-            "/bin/bash", LiveDovecot.repoRoot.appendingPathComponent("Tests/servers/make_certs.sh").path, dir.path,
-            LiveDovecot.name,
-        ])
-        guard made.code == 0 else { throw SetupFailure(reason: "make_certs.sh failed: \(made.output)") }
+        try TestServers.makeCertificates(in: dir.path, name: LiveDovecot.name)
         let chain = try NIOSSLCertificate.fromPEMFile("\(dir.path)/a-chain.pem")
         let key = try NIOSSLPrivateKey(file: "\(dir.path)/a.key", format: .pem)
         let context = try NIOSSLContext(

@@ -1,3 +1,4 @@
+import CofferTesting
 import Foundation
 import NIOCore
 import Testing
@@ -11,38 +12,20 @@ import Testing
 
     init() throws { pki = try TestPKI.get() }
 
-    static var harness: String { TestPKI.repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path }
-
-    struct Server {
-        var dir: String
-        var imapsPort: Int
-        var pid: Int32
-    }
-
-    func start() throws -> Server {
-        let dir = "\(pki.dir)/dovecot-\(UUID().uuidString.prefix(8))"
-        let result = try run([
-            "/usr/bin/env", "python3", Self.harness, "start", "--dir", dir,
-            "--cert", pki.path("a-chain.pem"), "--key", pki.path("a.key"),
-            "--user-pass", "alice:alice-test-password",
-        ])
-        guard result.code == 0, let line = result.output.split(separator: "\n").last,
-            let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-            let port = info["imaps_port"] as? Int, let pid = info["pid"] as? Int
-        else {
-            throw TestSetupError(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)")
-        }
-        return Server(dir: dir, imapsPort: port, pid: Int32(pid))
-    }
-
-    func stop(_ server: Server) {
-        _ = try? run(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", server.dir])
+    func start() throws -> TestServers.Dovecot {
+        try TestServers.Dovecot.start(
+            dir: "\(pki.dir)/dovecot-\(UUID().uuidString.prefix(8))",
+            certificate: pki.path("a-chain.pem"),
+            key: pki.path("a.key"),
+            users: ["alice:alice-test-password"]
+        )
     }
 
     @Test func theHarnessDeliversOverLMTPAndImaplibFindsTheMessageOverIMAPS() throws {
         let dir = "\(pki.dir)/dovecot-selftest"
-        let result = try run([
-            "/usr/bin/env", "python3", Self.harness, "selftest", "--dir", dir,
+        let result = try runCommand([
+            "/usr/bin/env", "python3", TestServers.repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path,
+            "selftest", "--dir", dir,
             "--cert", pki.path("a-chain.pem"), "--key", pki.path("a.key"), "--ca", pki.path("ca.pem"),
         ])
         #expect(result.code == 0, "dovecot.py selftest failed: \(result.output)")
@@ -51,7 +34,7 @@ import Testing
 
     @Test func dovecotRunsAsAnUnprivilegedUserOnLoopbackOnly() throws {
         let server = try start()
-        defer { stop(server) }
+        defer { server.stop() }
         let status = try String(contentsOfFile: "/proc/\(server.pid)/status", encoding: .utf8)
         let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(separator: "\t").dropFirst().first
         if getuid() == 0 { #expect(uid != "0", "Dovecot must not run as root") }
@@ -61,7 +44,7 @@ import Testing
 
     @Test func pinnedTransportReadsDovecotsGreetingWithAAndIsRefusedWithB() async throws {
         let server = try start()
-        defer { stop(server) }
+        defer { server.stop() }
         let connection = try await PinnedTLS.connect(pki.configuration(port: server.imapsPort, policy: pki.policy("a")))
         let greeting = try await readGreeting(connection)
         #expect(greeting.hasPrefix("* OK"), "unexpected greeting \(greeting)")

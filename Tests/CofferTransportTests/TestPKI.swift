@@ -1,3 +1,4 @@
+import CofferTesting
 import Foundation
 import NIOCore
 import NIOPosix
@@ -17,19 +18,12 @@ struct TestPKI: Sendable {
 
     let dir: String
 
-    static var repoRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
-
     static func make() throws -> TestPKI {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-transport-\(UUID().uuidString)")
         // Dovecot runs as an unprivileged user: it must be able to enter the folder.
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
-        let script = repoRoot.appendingPathComponent("Tests/servers/make_certs.sh").path
-        let status = try run(["/bin/bash", script, dir.appendingPathComponent("certs").path, name])
-        guard status.code == 0 else { throw TestSetupError(reason: "make_certs.sh failed: \(status.output)") }
+        try TestServers.makeCertificates(in: dir.appendingPathComponent("certs").path, name: name)
         return TestPKI(dir: dir.path)
     }
 
@@ -78,25 +72,6 @@ struct TestPKI: Sendable {
             now: now
         )
     }
-}
-
-struct TestSetupError: Error, CustomStringConvertible {
-    var reason: String
-    var description: String { reason }
-}
-
-/// Runs a command and returns its exit code and combined output.
-func run(_ arguments: [String]) throws -> (code: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: arguments[0])
-    process.arguments = Array(arguments.dropFirst())
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
 /// An in-process TLS server on 127.0.0.1 that greets like IMAP (`* OK`), serving a given chain.

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Why a test's set-up (a server, certificates) failed; the test fails with this sentence, it never skips.
+public struct TestSetupError: Error, CustomStringConvertible {
+    /// What failed, with the tool's output.
+    public var reason: String
+    /// Wraps a reason.
+    public init(reason: String) { self.reason = reason }
+    public var description: String { reason }
+}
+
+/// Runs a command to its end and returns its exit code and combined standard output and error.
+public func runCommand(_ arguments: [String]) throws -> (code: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: arguments[0])
+    process.arguments = Array(arguments.dropFirst())
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// The repository's test servers (`Tests/servers/`): certificates from `make_certs.sh` and a private loopback Dovecot
+/// from `dovecot.py`.
+public enum TestServers {
+    /// The repository root: three levels above this file.
+    public static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Makes the test CA, certificates A and B, the rogue CA and the backup key for `name` in `folder`.
+    public static func makeCertificates(in folder: String, name: String) throws {
+        let script = repoRoot.appendingPathComponent("Tests/servers/make_certs.sh").path
+        let made = try runCommand(["/bin/bash", script, folder, name])
+        guard made.code == 0 else { throw TestSetupError(reason: "make_certs.sh failed: \(made.output)") }
+    }
+
+    /// A running private Dovecot (`dovecot.py start`), stopped with ``stop()``.
+    public struct Dovecot: Sendable {
+        /// The server's folder (config, mail, log).
+        public let dir: String
+        /// The IMAPS port on 127.0.0.1.
+        public let imapsPort: Int
+        /// The master process.
+        public let pid: Int32
+
+        static var harness: String { repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path }
+
+        /// Starts Dovecot in `dir` serving `certificate`/`key`, with `users` as `name:password`.
+        /// - Throws: ``TestSetupError`` with the harness's output when it cannot start (run scripts/setup.sh).
+        public static func start(dir: String, certificate: String, key: String, users: [String]) throws -> Dovecot {
+            let result = try runCommand(
+                ["/usr/bin/env", "python3", harness, "start", "--dir", dir, "--cert", certificate, "--key", key]
+                    + users.flatMap { ["--user-pass", $0] }
+            )
+            guard result.code == 0, let line = result.output.split(separator: "\n").last,
+                let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let port = info["imaps_port"] as? Int, let pid = info["pid"] as? Int
+            else {
+                throw TestSetupError(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)")
+            }
+            return Dovecot(dir: dir, imapsPort: port, pid: Int32(pid))
+        }
+
+        /// Stops the server.
+        public func stop() {
+            _ = try? runCommand(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", dir])
+        }
+
+        /// Delivers `message` to `user` over LMTP.
+        public func deliver(_ message: [UInt8], to user: String) throws {
+            let file = "\(dir)/message-\(UUID().uuidString).eml"
+            try Data(message).write(to: URL(fileURLWithPath: file))
+            let result = try runCommand(
+                ["/usr/bin/env", "python3", Self.harness, "deliver", "--dir", dir, "--to", user, "--file", file]
+            )
+            guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
+        }
+    }
+}
