@@ -338,14 +338,7 @@ struct ResponseGrammar {
 
     /// ATOM-CHAR of RFC 3501 (with `[` and `]` allowed unless in `stopAt`), plus `\` at the start of a flag.
     private func isAtomChar(_ byte: UInt8, stopAt: [UInt8]) -> Bool {
-        if byte <= 0x20 || byte >= 0x7F { return false }
-        switch byte {
-        case UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "{"), UInt8(ascii: "%"), UInt8(ascii: "*"),
-            UInt8(ascii: "\""), UInt8(ascii: "\\"):
-            return false
-        default:
-            return !stopAt.contains(byte)
-        }
+        IMAPCommandEncoder.isAStringChar(byte) && !stopAt.contains(byte)
     }
 
     private mutating func atom(what: String, stopAt: [UInt8] = [UInt8(ascii: "]")]) throws(IMAPError) -> String {
