@@ -247,7 +247,7 @@ public final class MailHandler: Sendable {
         try SecureFile.makePrivateDirectory(folder)
         let file = "\(folder)/attachment\(Self.safeExtension(info.filename))"
         do {
-            try Self.writeNew(content, to: file)
+            try AppError.file { () throws(CofferCryptoError) in try SecureFile.writeNew(content, to: file) }
         } catch {
             SecureFile.removeTree(folder)
             throw error
@@ -259,7 +259,7 @@ public final class MailHandler: Sendable {
     public func save(_ id: Int64, to path: String) async throws -> AttachmentInfo {
         var (info, content) = try await content(id)
         defer { for index in content.indices { content[index] = 0 } }
-        try Self.writeNew(content, to: path)
+        try AppError.file { () throws(CofferCryptoError) in try SecureFile.writeNew(content, to: path) }
         return info
     }
 
@@ -280,19 +280,6 @@ public final class MailHandler: Sendable {
             return ""
         }
         return "." + suffix.lowercased()
-    }
-
-    static func writeNew(_ bytes: [UInt8], to path: String) throws(AppError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .socket(operation: "create \(path)", errno: errno) }
-        defer { close(fd) }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else { throw .socket(operation: "write \(path)", errno: errno) }
-            written += result
-        }
     }
 }
 

@@ -1,3 +1,5 @@
+import CofferCrypto
+
 /// What can go wrong in CofferApp and the agent, written for the person who reads it. No case carries a PIN, a key
 /// or message text.
 public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -11,6 +13,8 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
     case chooseAccount(count: Int)
     /// A socket call failed.
     case socket(operation: String, errno: Int32)
+    /// A file the agent writes for a client (a preview, a saved attachment) could not be written.
+    case file(CofferCryptoError)
     /// Another agent already serves this home.
     case agentRunning(socket: String)
     /// The socket path does not fit in a `sockaddr_un`.
@@ -39,6 +43,7 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noAccount: "There is no account on this device yet; run `coffer init --account NAME`."
         case .chooseAccount(let count): "There are \(count) accounts on this device; choose one with --account."
         case .socket(let operation, let code): "The agent socket failed to \(operation) (errno \(code))."
+        case .file(let error): error.description
         case .agentRunning(let socket): "An agent already serves this home (socket \(socket))."
         case .socketPathTooLong(let path): "The agent socket path \(path) is too long for a Unix socket."
         case .wrongPeer: "The process at the other end of the agent socket belongs to another user; refused."
@@ -48,5 +53,12 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
         case .timedOut: "The agent did not answer in time."
         case .remote(_, let message): message
         }
+    }
+}
+
+extension AppError {
+    /// Runs a file operation, reporting its failure as ``AppError/file(_:)``.
+    static func file<R>(_ body: () throws(CofferCryptoError) -> R) throws(AppError) -> R {
+        do { return try body() } catch { throw .file(error) }
     }
 }

@@ -101,6 +101,17 @@ public enum SecureFile {
         try syncDirectory(folder)
     }
 
+    /// Creates `path` with mode 0600 and writes `bytes`; the file must not exist yet and no symlink is followed.
+    ///
+    /// - Warning: Not atomic and not synced: for private copies the caller deletes, such as previews and pages.
+    public static func writeNew(_ bytes: [UInt8], to path: String) throws(CofferCryptoError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw .io(operation: "create \(path)", errno: errno) }
+        defer { close(fd) }
+        var sink = FileDescriptorSink(fd: fd)
+        try sink.write(bytes)
+    }
+
     /// Reads a whole file; `nil` if it does not exist.
     public static func read(_ path: String, maxBytes: Int = 16 << 20) throws(CofferCryptoError) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)

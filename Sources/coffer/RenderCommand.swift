@@ -87,7 +87,7 @@ enum MessagePage {
         guard mkdir(folder, 0o700) == 0 else { throw CLIError("Cannot create the folder \(folder).") }
         defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/message.html"
-        try writeNew(Array(page.utf8), to: file)
+        try SecureFile.writeNew(Array(page.utf8), to: file)
         let status = try await run(["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer", file])
         Viewer.waitIfNeeded(viewer, file: file)
         print("The viewer exited with status \(status); the page was deleted.")
@@ -100,20 +100,6 @@ enum MessagePage {
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty { return "\(runtime)/coffer-previews" }
         let temporary = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         return "\(temporary)/coffer-pages-\(getuid())"
-    }
-
-    /// Creates `path` with mode 0600; it must not exist (no symlink is followed).
-    static func writeNew(_ bytes: [UInt8], to path: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw CLIError("Cannot create \(path): \(String(cString: strerror(errno))).") }
-        defer { close(fd) }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw CLIError("Cannot write \(path): \(String(cString: strerror(errno))).") }
-            offset += written
-        }
     }
 
     static func printStandardError(_ line: String) {
@@ -206,7 +192,7 @@ struct RenderCommand: AsyncParsableCommand {
                 if output == "-" {
                     FileHandle.standardOutput.write(Data(rendered.page.utf8))
                 } else {
-                    try MessagePage.writeNew(Array(rendered.page.utf8), to: output)
+                    try SecureFile.writeNew(Array(rendered.page.utf8), to: output)
                 }
             } else {
                 try await MessagePage.show(rendered.page, viewer: viewer, under: MessagePage.defaultParent)
