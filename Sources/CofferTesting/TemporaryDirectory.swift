@@ -35,26 +35,11 @@ public enum CanaryScanner {
         for root in roots {
             for file in TemporaryDirectory.files(below: root) {
                 guard let bytes = try? SecureFile.read(file, maxBytes: 1 << 30) else { continue }
-                for (index, needle) in needles.enumerated() where contains(bytes, needle) {
+                for (index, needle) in needles.enumerated() where ByteSearch.contains(needle, in: bytes) {
                     hits.append((file, index))
                 }
             }
         }
         return hits
-    }
-
-    /// Whether `haystack` contains `needle`.
-    public static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
-        let first = needle[0]
-        var index = 0
-        let last = haystack.count - needle.count
-        while index <= last {
-            if haystack[index] == first && haystack[index..<index + needle.count].elementsEqual(needle) {
-                return true
-            }
-            index += 1
-        }
-        return false
     }
 }

@@ -228,19 +228,11 @@ struct DiskScan {
                     continue
                 }
                 files += 1
-                if needles.contains(where: { Self.contains(bytes, $0) }) { hits.append(path) }
+                if needles.contains(where: { ByteSearch.contains($0, in: bytes) }) { hits.append(path) }
             default:
                 unreadable.append(path)
             }
         }
-    }
-
-    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard haystack.count >= needle.count, let first = needle.first else { return false }
-        for index in 0...(haystack.count - needle.count) where haystack[index] == first {
-            if haystack[index..<index + needle.count].elementsEqual(needle) { return true }
-        }
-        return false
     }
 }
 

@@ -12,32 +12,9 @@ import Testing
 import Glibc
 #endif
 
-/// Files under `root` that contain any needle (memchr and memcmp, fast enough for many needles in debug builds).
+/// Files under `root` that contain any needle.
 func fastScan(_ needles: [[UInt8]], under root: String) -> [(file: String, needle: Int)] {
-    var hits: [(String, Int)] = []
-    for file in TemporaryDirectory.files(below: root) {
-        guard let bytes = FileManager.default.contents(atPath: file).map(Array.init) else { continue }
-        for (index, needle) in needles.enumerated() {
-            let found = bytes.withUnsafeBytes { haystack in
-                needle.withUnsafeBytes { pattern in contains(haystack, pattern) }
-            }
-            if found { hits.append((file, index)) }
-        }
-    }
-    return hits
-}
-
-private func contains(_ haystack: UnsafeRawBufferPointer, _ needle: UnsafeRawBufferPointer) -> Bool {
-    guard let base = haystack.baseAddress, let pattern = needle.baseAddress, needle.count > 0 else { return false }
-    let first = Int32(needle[0])
-    var offset = 0
-    while haystack.count - offset >= needle.count {
-        guard let hit = memchr(base + offset, first, haystack.count - offset - needle.count + 1) else { return false }
-        let position = base.distance(to: UnsafeRawPointer(hit))
-        if memcmp(base + position, pattern, needle.count) == 0 { return true }
-        offset = position + 1
-    }
-    return false
+    CanaryScanner.occurrences(of: needles, under: [root])
 }
 
 @Suite("Canary scan")
