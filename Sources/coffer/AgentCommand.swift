@@ -48,6 +48,7 @@ struct AgentCommand: AsyncParsableCommand {
                 try installUnit()
                 return
             }
+            FreedMemory.restartWithoutThreadCache()
             let socket = resolved.appPaths.agentSocket
             if let running = try AgentClient.connect(socketPath: socket) {
                 running.close()
