@@ -31,8 +31,11 @@ public enum PreviewFolder {
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_mode & 0o7777 == 0o1777 else {
             return false
         }
-        // The last mount on `path` in /proc/self/mounts is the one in effect.
-        guard let mounts = try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8) else { return false }
+        // The last mount on `path` in /proc/self/mounts is the one in effect. Read to the end: procfs files report
+        // size 0, and a size-based read stops after the first page (a desktop's mount table is often longer).
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/mounts"), let data = try? handle.readToEnd()
+        else { return false }
+        let mounts = String(decoding: data, as: UTF8.self)
         let type = mounts.split(separator: "\n").map { $0.split(separator: " ") }
             .last { $0.count > 2 && $0[1] == path }?[2]
         return type == "tmpfs"
