@@ -137,7 +137,7 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["CofferTesting", "CofferApp"],
-            exclude: ["tty_driver.py", "signal_driver.py"]
+            exclude: ["pty_driver.py"]
         ),
         .testTarget(
             name: "CofferTransportTests",
