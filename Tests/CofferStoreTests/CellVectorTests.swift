@@ -33,9 +33,7 @@ struct CellVector: Decodable, Sendable, CustomTestStringConvertible {
 
     static func all(file: String = #filePath) throws -> [CellVector] {
         struct Root: Decodable { var cells: [CellVector] }
-        let url = URL(fileURLWithPath: file).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/cell_vectors.json")
-        return try JSONDecoder().decode(Root.self, from: Data(contentsOf: url)).cells
+        return try Fixtures.json(Root.self, "Fixtures/cell_vectors.json", besideFile: file).cells
     }
 }
 
