@@ -413,11 +413,7 @@ final class CacheKeys: Sendable {
     func fileName(for key: String) -> String {
         var hmac = names
         hmac.update(data: Array(key.utf8))
-        let digits = Array(hmac.finalize()).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }
-        return digits.joined() + AttachmentCache.fileExtension
+        return Array(Array(hmac.finalize()).prefix(16)).hexString + AttachmentCache.fileExtension
     }
 }
 
