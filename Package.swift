@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
         .library(name: "CofferPush", targets: ["CofferPush"]),
+        .library(name: "CofferTPM", targets: ["CofferTPM"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -96,6 +97,11 @@ let package = Package(
         // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by
         // coffer-notify (the sender) and the client's push handler (the receiver).
         .target(name: "CofferPush", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI loader, response-code decoding and TPM2B marshaling.
+        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
+        // A TPM 2.0 through tpm2-tss: a storage key, secrets sealed under a PIN-derived auth value with the TPM's
+        // dictionary-attack lockout, and NV counters.
+        .target(name: "CofferTPM", dependencies: ["CTSS2", "CofferCrypto"]),
         .executableTarget(
             name: "coffer",
             dependencies: [
@@ -173,6 +179,7 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
+        .testTarget(name: "CofferTPMTests", dependencies: ["CofferTPM", "CofferTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

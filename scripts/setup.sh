@@ -10,6 +10,11 @@ command -v setsid >/dev/null 2>&1 || need+=(util-linux)
 # The private Dovecot of the transport and IMAP tests (Tests/servers/dovecot.py): IMAPS and LMTP on loopback.
 dpkg -s dovecot-imapd >/dev/null 2>&1 || need+=(dovecot-imapd)
 dpkg -s dovecot-lmtpd >/dev/null 2>&1 || need+=(dovecot-lmtpd)
+# CofferTPM builds against tpm2-tss (ESAPI, the TCTI loader); its tests run a private software TPM (swtpm) on
+# loopback, stopped through swtpm_ioctl (swtpm-tools).
+dpkg -s libtss2-dev >/dev/null 2>&1 || need+=(libtss2-dev)
+dpkg -s swtpm >/dev/null 2>&1 || need+=(swtpm)
+dpkg -s swtpm-tools >/dev/null 2>&1 || need+=(swtpm-tools)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
