@@ -101,7 +101,10 @@ let package = Package(
         .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
         // A TPM 2.0 through tpm2-tss: a storage key, secrets sealed under a PIN-derived auth value with the TPM's
         // dictionary-attack lockout, and NV counters.
-        .target(name: "CofferTPM", dependencies: ["CTSS2", "CofferCrypto"]),
+        .target(
+            name: "CofferTPM",
+            dependencies: ["CTSS2", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .executableTarget(
             name: "coffer",
             dependencies: [

@@ -22,6 +22,9 @@ public enum TPMError: Error, Sendable, Equatable, CustomStringConvertible {
     case nvIndexInUse(index: UInt32)
     /// The NV index is not defined on this TPM (deleted, another machine, a cleared TPM).
     case nvIndexMissing(index: UInt32)
+    /// A record's NV counter value is not the TPM's: the record is older than the TPM's state (restored from a
+    /// copy) or the counter was advanced without it. Callers treat it as exhausted attempts.
+    case counterMismatch
     /// Any other failure: the operation, the TSS response code and its decoding.
     case failed(operation: String, code: UInt32, detail: String)
 
@@ -39,6 +42,8 @@ public enum TPMError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidArgument(let reason): "Invalid TPM argument: \(reason)."
         case .nvIndexInUse(let index): "The TPM's NV index \(hex(index)) is already in use."
         case .nvIndexMissing(let index): "The TPM has no NV index \(hex(index)) (deleted, or another TPM)."
+        case .counterMismatch:
+            "The attempt record does not match the TPM's counter: it was restored from an older copy or tampered with."
         case .failed(let operation, let code, let detail): "TPM \(operation) failed: \(detail) (\(hex(code)))."
         }
     }
