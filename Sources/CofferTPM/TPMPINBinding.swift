@@ -98,3 +98,28 @@ public struct TPMPINBinding: Sendable, Equatable {
         return derived.withUnsafeBytes { SecretBytes(copying: $0) }
     }
 }
+
+extension TPMPINBinding {
+    /// The record's magic, "CFTB".
+    static let magic: [UInt8] = Array("CFTB".utf8)
+
+    /// The stored form, TPM PIN binding v1 (docs/FORMAT.md): `"CFTB" ‖ 0x01 ‖ NV index (u32) ‖ TPM sealed object v1`.
+    public var serialized: [UInt8] {
+        let index = counter.index
+        return Self.magic + [1, UInt8(index >> 24), UInt8(index >> 16 & 0xFF), UInt8(index >> 8 & 0xFF)]
+            + [UInt8(index & 0xFF)] + sealedShare.serialized
+    }
+
+    /// Reads a stored TPM PIN binding v1.
+    ///
+    /// - Throws: ``TPMError/malformed(what:)`` for another magic or version, an index outside the owner range or a
+    ///   damaged sealed object.
+    public init(serialized bytes: [UInt8]) throws(TPMError) {
+        guard bytes.count > 9, Array(bytes.prefix(4)) == Self.magic, bytes[4] == 1 else {
+            throw .malformed(what: "TPM PIN binding record")
+        }
+        let index = bytes[5..<9].reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }
+        guard let counter = try? TPMNVCounter(index: index) else { throw .malformed(what: "TPM PIN binding record") }
+        self.init(sealedShare: try TPMSealedObject(serialized: Array(bytes[9...])), counter: counter)
+    }
+}

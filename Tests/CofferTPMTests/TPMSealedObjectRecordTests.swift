@@ -39,3 +39,33 @@ struct TPMSealedObjectRecordTests {
         }
     }
 }
+
+@Suite("TPM PIN binding record v1")
+struct TPMPINBindingRecordTests {
+    func makeBinding() throws -> TPMPINBinding {
+        TPMPINBinding(
+            sealedShare: TPMSealedObject(publicArea: [0x00, 0x01, 7], privateArea: [0x00, 0x01, 8]),
+            counter: try TPMNVCounter(index: 0x0101_0203)
+        )
+    }
+
+    @Test func roundTripsInTheDocumentedLayout() throws {
+        let binding = try makeBinding()
+        let bytes = binding.serialized
+        #expect(Array(bytes.prefix(9)) == Array("CFTB".utf8) + [0x01, 0x01, 0x01, 0x02, 0x03])
+        #expect(Array(bytes.dropFirst(9)) == binding.sealedShare.serialized)
+        #expect(try TPMPINBinding(serialized: bytes) == binding)
+    }
+
+    @Test func everyTruncationAndAnIndexOutsideTheOwnerRangeAreMalformed() throws {
+        let bytes = try makeBinding().serialized
+        for count in 0..<bytes.count {
+            #expect(throws: TPMError.self) { _ = try TPMPINBinding(serialized: Array(bytes.prefix(count))) }
+        }
+        var outside = bytes
+        outside[5] = 0x81
+        #expect(throws: TPMError.malformed(what: "TPM PIN binding record")) {
+            _ = try TPMPINBinding(serialized: outside)
+        }
+    }
+}
