@@ -51,7 +51,7 @@ public enum TPMError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Maps a tpm2-tss response code of `operation` to an error, recognising the dictionary-attack answers.
     static func from(_ rc: TSS2_RC, operation: String) -> TPMError {
         switch TPMResponse(rc) {
-        case .authFail, .badAuth: .authorizationFailed
+        case .authFail: .authorizationFailed
         case .lockout: .lockedOut
         case .integrity: .foreignObject
         default: .failed(operation: operation, code: rc, detail: decode(rc))
@@ -71,7 +71,7 @@ public enum TPMError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// The TPM answers a caller treats specially, read from a response code (TPM 2.0 Part 2, 6.6).
 enum TPMResponse: Equatable {
-    case success, authFail, badAuth, lockout, integrity, nvDefined, handle, other
+    case success, authFail, lockout, integrity, nvDefined, handle, other
 
     init(_ rc: TSS2_RC) {
         guard rc != 0 else {
@@ -89,7 +89,6 @@ enum TPMResponse: Equatable {
             // Format 1: the error number in bits 0-5, the parameter, handle or session number above it.
             switch code & 0x3F {
             case 0x0E: self = .authFail
-            case 0x22: self = .badAuth
             case 0x1F: self = .integrity
             case 0x0B: self = .handle
             default: self = .other
