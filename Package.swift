@@ -103,7 +103,8 @@ let package = Package(
         .target(
             name: "CofferNotify",
             dependencies: [
-                "CofferPush", "CofferIMAP", "CofferTransport", .product(name: "GRDB", package: "GRDB.swift"),
+                "CofferCrypto", "CofferPush", "CofferIMAP", "CofferTransport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
@@ -111,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "coffer-notify",
             dependencies: [
-                "CofferNotify", "CofferTransport", .product(name: "Hummingbird", package: "hummingbird"),
+                "CofferNotify", "CofferIMAP", "CofferTransport", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

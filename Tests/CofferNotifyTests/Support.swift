@@ -3,6 +3,7 @@ import CofferPush
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 
 /// Accepts exactly one password per user, like a mail server would.
@@ -27,10 +28,13 @@ struct Harness {
         storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
         var settings = NotifyService.Settings(eventSecret: Self.eventSecret)
         settings.registrationsPerMinute = registrationsPerMinute
+        var logger = Logger(label: "coffer-notify-tests")
+        logger.logLevel = .warning
         service = NotifyService(
             storage: storage,
             authenticator: FakeAuthenticator(passwords: ["alice": "alice-pw", "bob": "bob-pw"]),
-            settings: settings
+            settings: settings,
+            logger: logger
         )
     }
 
