@@ -200,7 +200,7 @@ let package = Package(
             dependencies: [
                 "CofferNotify", "CofferPush", "CofferTesting", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ],

@@ -9,8 +9,11 @@ public protocol MailAuthenticator: Sendable {
     func verify(user: String, password: String) async throws(NotifyError)
 }
 
-/// Logs in once to the configured IMAP server over pinned TLS (CofferIMAP) and logs out.
+/// Logs in once to the configured IMAP server over pinned TLS (CofferIMAP), sets the Dovecot METADATA entry that
+/// turns on the `ox` push driver for the user, and logs out.
 public struct IMAPMailAuthenticator: MailAuthenticator {
+    /// The server-level entry Dovecot's ox driver reads: events are sent only for users who have it.
+    public static let dovecotPushEntry = "/private/vendor/vendor.dovecot/http-notify"
     /// The server and its pins.
     public let configuration: IMAPConfiguration
 
@@ -27,6 +30,11 @@ public struct IMAPMailAuthenticator: MailAuthenticator {
         }
         do {
             try await client.login(user: user, password: password)
+            // Best effort: a server without METADATA or the push plugin still authenticates; it sends no events.
+            try? await client.setMetadata(
+                mailbox: "",
+                entries: [(name: Self.dovecotPushEntry, value: Array("user=\(user)".utf8))]
+            )
             await client.logout()
         } catch {
             await client.logout()

@@ -164,12 +164,15 @@ public enum NotifyAPI {
             return response
         }
 
-        router.post("/v1/events/dovecot") { request, context -> CountResponse in
-            guard let password = basicPassword(request), service.eventSecretMatches(password) else {
-                throw NotifyError.unauthorized
+        // Dovecot's ox driver sends PUT; POST is accepted for other senders.
+        for method in [HTTPRequest.Method.put, .post] {
+            router.on("/v1/events/dovecot", method: method) { request, context -> CountResponse in
+                guard let password = basicPassword(request), service.eventSecretMatches(password) else {
+                    throw NotifyError.unauthorized
+                }
+                let event = try await request.decode(as: DovecotEvent.self, context: context)
+                return CountResponse(count: try await service.handle(event))
             }
-            let event = try await request.decode(as: DovecotEvent.self, context: context)
-            return CountResponse(count: try await service.handle(event))
         }
 
         let protected = router.group("/v1").add(middleware: BearerMiddleware(service: service))

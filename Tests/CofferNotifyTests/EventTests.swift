@@ -33,7 +33,7 @@ import Testing
             let bobSession = try await client.register(bobDevice.registration(user: "bob", password: "bob-pw"))
             try await client.execute(
                 uri: "/v1/events/dovecot",
-                method: .post,
+                method: .put,
                 headers: basic("dovecot", Harness.eventSecret),
                 body: Self.event()
             ) { response in
