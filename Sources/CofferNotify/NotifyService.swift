@@ -2,6 +2,7 @@ import CofferPush
 import Crypto
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// The service's logic, independent of HTTP: sessions, events in, pending pushes out.
 public struct NotifyService: Sendable {
@@ -184,5 +185,32 @@ public struct NotifyService: Sendable {
             throw .unauthorized
         }
         return try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
+    }
+}
+
+/// Deletes expired pending messages every `interval` until the service shuts down.
+public struct PurgeService: Service {
+    /// The service whose storage is purged.
+    public let service: NotifyService
+    /// Time between purges.
+    public let interval: Duration
+
+    /// Creates the purger.
+    public init(service: NotifyService, interval: Duration = .seconds(600)) {
+        self.service = service
+        self.interval = interval
+    }
+
+    /// Purges, then sleeps, until graceful shutdown or cancellation.
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let removed = try await service.storage.purgeExpired(now: service.now())
+                if removed > 0 { service.logger.info("expired pushes purged", metadata: ["count": "\(removed)"]) }
+            } catch {
+                service.logger.error("purge failed: \(error)")
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
     }
 }

@@ -63,6 +63,7 @@ struct Serve: AsyncParsableCommand {
         let application = Application(
             router: NotifyAPI.router(service: service),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            services: [PurgeService(service: service)],
             onServerRunning: { channel in
                 // One line on stdout that scripts and tests read; never a secret.
                 let line = "coffer-notify listening on \(host):\(channel.localAddress?.port ?? port)\n"
