@@ -22,6 +22,8 @@ public struct NotifySession: Sendable, Equatable {
     public var pushPublicKey: [UInt8]
     /// The session's 16-byte RFC 8291 auth secret.
     public var pushAuthSecret: [UInt8]
+    /// An RFC 8030 push subscription URL, when the device gave one.
+    public var pushEndpoint: String?
 
     /// Creates a session record.
     public init(
@@ -34,7 +36,8 @@ public struct NotifySession: Sendable, Equatable {
         expires: Date,
         revoked: Bool = false,
         pushPublicKey: [UInt8],
-        pushAuthSecret: [UInt8]
+        pushAuthSecret: [UInt8],
+        pushEndpoint: String? = nil
     ) {
         self.id = id
         self.user = user
@@ -46,6 +49,7 @@ public struct NotifySession: Sendable, Equatable {
         self.revoked = revoked
         self.pushPublicKey = pushPublicKey
         self.pushAuthSecret = pushAuthSecret
+        self.pushEndpoint = pushEndpoint
     }
 
     /// Whether the token still works at `now`: not revoked and not expired.

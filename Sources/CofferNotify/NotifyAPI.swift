@@ -31,7 +31,7 @@ extension NotifyError: HTTPResponseError {
         case .invalidRequest: .badRequest
         case .pushKeyInUse: .conflict
         case .unauthorized, .wrongCredentials: .unauthorized
-        case .mailServerUnavailable: .badGateway
+        case .mailServerUnavailable, .pushServiceUnavailable: .badGateway
         case .rateLimited: .tooManyRequests
         case .sessionNotFound: .notFound
         }
@@ -56,14 +56,24 @@ public struct RegisterRequest: Codable, Sendable {
     public var pushPublicKey: String
     /// The session's 16-byte auth secret, base64url.
     public var pushAuthSecret: String
+    /// Optional: an RFC 8030 push subscription URL (https) the service also posts each push to.
+    public var pushEndpoint: String?
 
     /// Creates a request.
-    public init(user: String, password: String, deviceName: String, pushPublicKey: String, pushAuthSecret: String) {
+    public init(
+        user: String,
+        password: String,
+        deviceName: String,
+        pushPublicKey: String,
+        pushAuthSecret: String,
+        pushEndpoint: String? = nil
+    ) {
         self.user = user
         self.password = password
         self.deviceName = deviceName
         self.pushPublicKey = pushPublicKey
         self.pushAuthSecret = pushAuthSecret
+        self.pushEndpoint = pushEndpoint
     }
 }
 
@@ -129,6 +139,12 @@ public struct CountResponse: Codable, Sendable, ResponseEncodable {
     public var count: Int
 }
 
+/// `GET /v1/vapid`: the key subscriptions are bound to (`applicationServerKey`).
+public struct VAPIDKeyResponse: Codable, Sendable, ResponseEncodable {
+    /// The 65-byte uncompressed P-256 VAPID public key, base64url.
+    public var publicKey: String
+}
+
 /// `GET /v1/health`.
 public struct HealthResponse: Codable, Sendable, ResponseEncodable {
     /// "ok".
@@ -144,6 +160,10 @@ public enum NotifyAPI {
     public static func router(service: NotifyService) -> Router<NotifyRequestContext> {
         let router = Router(context: NotifyRequestContext.self)
         router.get("/v1/health") { _, _ in HealthResponse(status: "ok") }
+        router.get("/v1/vapid") { _, _ -> VAPIDKeyResponse in
+            guard let sender = service.webPush else { throw HTTPError(.notFound, message: "Web Push is not enabled.") }
+            return VAPIDKeyResponse(publicKey: Base64URL.encode(sender.signer.publicKey))
+        }
 
         router.post("/v1/sessions") { request, context -> Response in
             let body = try await request.decode(as: RegisterRequest.self, context: context)
@@ -155,6 +175,7 @@ public enum NotifyAPI {
                 deviceName: body.deviceName,
                 pushPublicKey: key,
                 pushAuthSecret: secret,
+                pushEndpoint: body.pushEndpoint,
                 clientAddress: context.clientAddress
             )
             var response = try TokenResponse(sessionID: session.id, token: token.text, expires: session.expires)

@@ -19,6 +19,8 @@ public enum NotifyError: Error, Sendable, Equatable, CustomStringConvertible {
     case sessionNotFound
     /// A configuration file or setting is not usable.
     case configuration(String)
+    /// An RFC 8030 push service could not be reached or refused the push; the sentence says how.
+    case pushServiceUnavailable(String)
 
     /// A sentence for the person reading the log or the HTTP response.
     public var description: String {
@@ -32,6 +34,7 @@ public enum NotifyError: Error, Sendable, Equatable, CustomStringConvertible {
         case .rateLimited: "Too many attempts; wait a minute and try again."
         case .sessionNotFound: "There is no such session."
         case .configuration(let reason): "The configuration is not usable: \(reason)."
+        case .pushServiceUnavailable(let reason): "The push service failed: \(reason)."
         }
     }
 }

@@ -38,6 +38,16 @@ public struct NotifyHome: Sendable {
         try secret(named: "master.key") { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
     }
 
+    /// The VAPID signing key (a raw 32-byte P-256 scalar, 0600), made on first use.
+    public func vapidKey() throws(NotifyError) -> P256.Signing.PrivateKey {
+        let raw = try secret(named: "vapid.key") { P256.Signing.PrivateKey().rawRepresentation.map { $0 } }
+        do {
+            return try P256.Signing.PrivateKey(rawRepresentation: raw)
+        } catch {
+            throw .configuration("\(path)/vapid.key is not a P-256 key")
+        }
+    }
+
     /// The Dovecot event secret (base64url text, 0600), made on first use.
     public func eventSecret() throws(NotifyError) -> [UInt8] {
         try secret(named: "event-secret") { Array(SessionToken().text.dropFirst(SessionToken.prefix.count).utf8) }

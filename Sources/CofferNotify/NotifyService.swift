@@ -37,6 +37,8 @@ public struct NotifyService: Sendable {
     public let now: @Sendable () -> Date
     /// The log: never tokens, passwords, senders or subjects.
     public let logger: Logger
+    /// Posts pushes to sessions' RFC 8030 endpoints; nil when Web Push is off.
+    public let webPush: WebPushSender?
 
     /// Creates the service.
     public init(
@@ -44,8 +46,10 @@ public struct NotifyService: Sendable {
         authenticator: any MailAuthenticator,
         settings: Settings,
         logger: Logger = Logger(label: "coffer-notify"),
+        webPush: WebPushSender? = nil,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.webPush = webPush
         self.storage = storage
         self.authenticator = authenticator
         self.settings = settings
@@ -63,6 +67,7 @@ public struct NotifyService: Sendable {
         deviceName: String,
         pushPublicKey: [UInt8],
         pushAuthSecret: [UInt8],
+        pushEndpoint: String? = nil,
         clientAddress: String
     ) async throws(NotifyError) -> (session: NotifySession, token: SessionToken) {
         guard (1...320).contains(user.utf8.count), !user.contains(where: \.isNewline) else {
@@ -78,6 +83,12 @@ public struct NotifyService: Sendable {
             _ = try WebPush.Subscription(publicKey: pushPublicKey, authSecret: pushAuthSecret)
         } catch {
             throw .invalidRequest("the push keys are not a P-256 public key and a 16-byte auth secret")
+        }
+        if let pushEndpoint {
+            guard let webPush else {
+                throw .invalidRequest("this service does not send Web Push; leave out pushEndpoint")
+            }
+            _ = try webPush.policy.checkForm(pushEndpoint)
         }
         guard await limiter.allow(["address:" + clientAddress, "user:" + user.lowercased()]) else {
             logger.notice("registration refused: rate limit")
@@ -95,7 +106,8 @@ public struct NotifyService: Sendable {
             lastSeen: date,
             expires: date.addingTimeInterval(settings.sessionLifetime),
             pushPublicKey: pushPublicKey,
-            pushAuthSecret: pushAuthSecret
+            pushAuthSecret: pushAuthSecret,
+            pushEndpoint: pushEndpoint
         )
         try await storage.createSession(session)
         logger.info("session registered", metadata: ["session": "\(session.id)"])
@@ -160,20 +172,41 @@ public struct NotifyService: Sendable {
                 logger.error("a push could not be sealed", metadata: ["session": "\(session.id)"])
                 continue
             }
-            try await storage.enqueue(
-                PendingMessage(
-                    id: UUID().uuidString.lowercased(),
-                    sessionID: session.id,
-                    body: body,
-                    created: date,
-                    expires: date.addingTimeInterval(settings.messageLifetime)
-                )
+            let pending = PendingMessage(
+                id: UUID().uuidString.lowercased(),
+                sessionID: session.id,
+                body: body,
+                created: date,
+                expires: date.addingTimeInterval(settings.messageLifetime)
             )
+            try await storage.enqueue(pending)
             await signal.wake(sessionID: session.id)
             queued += 1
+            if let endpoint = session.pushEndpoint, let webPush {
+                await deliver(pending, to: endpoint, with: webPush)
+            }
         }
         logger.info("event handled", metadata: ["queued": "\(queued)"])
         return queued
+    }
+
+    /// Posts a queued push to the session's push service; once accepted (2xx) it leaves the stream. A failure leaves
+    /// it queued for the stream and is logged without the URL (which identifies the device).
+    func deliver(_ message: PendingMessage, to endpoint: String, with sender: WebPushSender) async {
+        let ttl = Int(max(0, message.expires.timeIntervalSince(now())))
+        do {
+            let status = try await sender.send(message.body, to: endpoint, ttl: ttl, now: now())
+            guard (200..<300).contains(status) else {
+                logger.notice(
+                    "push service refused",
+                    metadata: ["session": "\(message.sessionID)", "status": "\(status)"]
+                )
+                return
+            }
+            _ = try await storage.ack(sessionID: message.sessionID, ids: [message.id])
+        } catch {
+            logger.notice("push not delivered: \(error)", metadata: ["session": "\(message.sessionID)"])
+        }
     }
 
     /// The session's pending messages; when there are none, waits up to `wait` for one.

@@ -51,6 +51,9 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                     """
             )
         }
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "ALTER TABLE session ADD COLUMN push_endpoint TEXT")
+        }
         return migrator
     }
 
@@ -81,7 +84,8 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     }
 
     private static let sessionColumns =
-        "id, user, device_name, token_hash, created, last_seen, expires, revoked, push_public_key, push_auth_secret"
+        "id, user, device_name, token_hash, created, last_seen, expires, revoked, push_public_key, push_auth_secret, "
+        + "push_endpoint"
 
     private static func session(_ row: Row) -> NotifySession {
         NotifySession(
@@ -94,7 +98,8 @@ public final class SQLiteNotifyStorage: NotifyStorage {
             expires: Date(timeIntervalSince1970: row["expires"]),
             revoked: row["revoked"],
             pushPublicKey: [UInt8](row["push_public_key"] as Data),
-            pushAuthSecret: [UInt8](row["push_auth_secret"] as Data)
+            pushAuthSecret: [UInt8](row["push_auth_secret"] as Data),
+            pushEndpoint: row["push_endpoint"]
         )
     }
 
@@ -108,12 +113,12 @@ public final class SQLiteNotifyStorage: NotifyStorage {
             )
             if used == true { throw NotifyError.pushKeyInUse }
             try db.execute(
-                sql: "INSERT INTO session (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                sql: "INSERT INTO session (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 arguments: [
                     session.id, session.user, session.deviceName, Data(session.tokenHash),
                     session.created.timeIntervalSince1970, session.lastSeen.timeIntervalSince1970,
                     session.expires.timeIntervalSince1970, session.revoked, Data(session.pushPublicKey),
-                    Data(session.pushAuthSecret),
+                    Data(session.pushAuthSecret), session.pushEndpoint,
                 ]
             )
         }

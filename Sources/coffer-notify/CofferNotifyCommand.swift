@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferIMAP
 import CofferNotify
+import CofferPush
 import CofferTransport
 import Foundation
 import Hummingbird
@@ -44,6 +45,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "A base64 SHA-256 SPKI pin of the IMAP server; give at least two (one a backup).")
     var pinSha256: [String] = []
     @Option(help: "Connect to this address instead of the IMAP host name (tests).") var imapConnectAddress: String?
+    @Option(help: "Turn on RFC 8030 Web Push with VAPID; the contact (mailto: or https:) push services see.")
+    var webPushSubject: String?
 
     func run() async throws {
         var logger = Logger(label: "coffer-notify")
@@ -54,11 +57,15 @@ struct Serve: AsyncParsableCommand {
         let storage = try SQLiteNotifyStorage(path: home.database)
         let authenticator: any MailAuthenticator =
             if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
+        let webPush = try webPushSubject.map { subject in
+            WebPushSender(signer: try VAPID.Signer(privateKey: try home.vapidKey(), subject: subject))
+        }
         let service = NotifyService(
             storage: storage,
             authenticator: authenticator,
             settings: NotifyService.Settings(eventSecret: secret),
-            logger: logger
+            logger: logger,
+            webPush: webPush
         )
         let application = Application(
             router: NotifyAPI.router(service: service),
