@@ -69,6 +69,8 @@ struct Serve: AsyncParsableCommand {
         )
         let application = Application(
             router: NotifyAPI.router(service: service),
+            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
+            server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             services: [PurgeService(service: service)],
             onServerRunning: { channel in

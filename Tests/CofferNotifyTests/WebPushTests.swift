@@ -1,5 +1,6 @@
 import CofferNotify
 import CofferPush
+import CofferTesting
 import Crypto
 import Foundation
 import Hummingbird
@@ -124,6 +125,38 @@ actor Received {
             #expect(push.body.count == 4096)
             let message = try JSONDecoder().decode(PushMessage.self, from: Data(try device.keys.open(push.body)))
             #expect(message.subject == EventTests.subject)
+
+            // The same push through Python: http_ece opens the body, CofferPushTests/oracle.py's verify_vapid (with
+            // cryptography, not CofferPush) checks the header.
+            try #require(FileManager.default.isExecutableFile(atPath: NotifyOracleTests.python), "run scripts/setup.sh")
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let job: [String: Any] = [
+                "ua_private": Base64URL.encode(device.keys.privateKey.rawRepresentation),
+                "auth": device.keys.authSecret.withUnsafeBytes { Base64URL.encode($0) },
+                "body": Base64URL.encode(push.body), "authorization": authorization,
+                "audience": "http://127.0.0.1:\(port)",
+                "oracle": TestServers.repoRoot.appendingPathComponent("Tests/CofferPushTests").path,
+            ]
+            let input = folder.appendingPathComponent("job.json")
+            try JSONSerialization.data(withJSONObject: job).write(to: input)
+            let script = """
+                import base64, json, sys, time
+                job = json.load(open(sys.argv[1]))
+                sys.path.insert(0, job["oracle"])
+                import http_ece
+                from cryptography.hazmat.primitives.asymmetric import ec
+                from oracle import b64d, verify_vapid
+                verify_vapid(job["authorization"], job["audience"], int(time.time()))
+                ua = ec.derive_private_key(int.from_bytes(b64d(job["ua_private"]), "big"), ec.SECP256R1())
+                text = http_ece.decrypt(b64d(job["body"]), private_key=ua, auth_secret=b64d(job["auth"]),
+                                        version="aes128gcm")
+                print(json.loads(text)["subject"])
+                """
+            let result = try runCommand([NotifyOracleTests.python, "-c", script, input.path])
+            #expect(result.code == 0, "\(result.output)")
+            #expect(result.output.trimmingCharacters(in: .whitespacesAndNewlines) == EventTests.subject)
         }
     }
 
