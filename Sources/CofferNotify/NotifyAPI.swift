@@ -273,7 +273,8 @@ struct BearerMiddleware: RouterMiddleware {
         context: Context,
         next: (Request, Context) async throws -> Response
     ) async throws -> Response {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+        // The scheme is case-insensitive (RFC 9110 section 11.1); the token is not.
+        guard let header = request.headers[.authorization], header.prefix(7).lowercased() == "bearer " else {
             throw NotifyError.unauthorized
         }
         var context = context

@@ -139,6 +139,25 @@ import Testing
         }
     }
 
+    @Test func aLongPollOfARevokedSessionEndsWith401() async throws {
+        let harness = try Harness()
+        defer { harness.remove() }
+        try await harness.application.test(.router) { client in
+            let phone = try await client.register(Device().registration(user: "alice", password: "alice-pw"))
+            let laptop = try await client.register(Device().registration(user: "alice", password: "alice-pw"))
+            async let polled = client.execute(uri: "/v1/stream?wait=30", method: .get, headers: bearer(phone.token)) {
+                $0.status
+            }
+            try await client.execute(
+                uri: "/v1/sessions/\(phone.sessionID)",
+                method: .delete,
+                headers: [.authorization: "bEaReR \(laptop.token)"]
+            ) { #expect($0.status == .noContent) }
+            // Waiting when the revocation came (woken, then refused) or arriving after it: 401 either way.
+            #expect(try await polled == .unauthorized)
+        }
+    }
+
     @Test(arguments: [
         ["dovecot": "wrong-secret"], ["dovecot": "dovecot-event-secret-for-test"], ["dovecot": ""], [:],
     ])
