@@ -17,6 +17,7 @@ struct NotifyDovecot {
     static let password = "alice-test-password"
     static let harness = TestServers.repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path
 
+    let root: URL
     let dir: String
     let certs: String
     let imapsPort: Int
@@ -38,10 +39,13 @@ struct NotifyDovecot {
             let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
             let port = info["imaps_port"] as? Int
         else { throw TestSetupError(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)") }
-        return NotifyDovecot(dir: dir, certs: certs, imapsPort: port)
+        return NotifyDovecot(root: root, dir: dir, certs: certs, imapsPort: port)
     }
 
-    func stop() { _ = try? runCommand(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", dir]) }
+    func stop() {
+        _ = try? runCommand(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", dir])
+        try? FileManager.default.removeItem(at: root)
+    }
 
     func deliver(_ message: String) throws {
         let file = "\(dir)/message-\(UUID().uuidString).eml"
