@@ -15,8 +15,8 @@ import Glibc
 /// A payload is zeroed in the receive buffer as soon as it is copied out (a secret frame carries a PIN). The zeroing
 /// writes the buffer's storage in place, not through copy-on-write: the channel's receive pool shares that storage,
 /// and it must lose the bytes too.
-struct AgentFrameDecoder: ByteToMessageDecoder {
-    typealias InboundOut = AgentFrame
+package struct AgentFrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = AgentFrame
 
     /// The largest payload accepted.
     let maximumPayload: Int
@@ -24,12 +24,13 @@ struct AgentFrameDecoder: ByteToMessageDecoder {
     let frameTimeout: TimeAmount
     private var deadline: Scheduled<Void>?
 
-    init(maximumPayload: Int, frameTimeout: TimeAmount) {
+    /// A decoder accepting payloads up to `maximumPayload` bytes, each frame's rest within `frameTimeout`.
+    package init(maximumPayload: Int, frameTimeout: TimeAmount) {
         self.maximumPayload = maximumPayload
         self.frameTimeout = frameTimeout
     }
 
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         let header: AgentFrame.Header?
         do { header = try AgentFrame.header(buffer.readableBytesView, maximumPayload: maximumPayload) } catch {
             disarm()
@@ -52,7 +53,7 @@ struct AgentFrameDecoder: ByteToMessageDecoder {
         return .continue
     }
 
-    mutating func decodeLast(
+    package mutating func decodeLast(
         context: ChannelHandlerContext,
         buffer: inout ByteBuffer,
         seenEOF: Bool
@@ -65,7 +66,7 @@ struct AgentFrameDecoder: ByteToMessageDecoder {
         return state
     }
 
-    mutating func decoderRemoved(context: ChannelHandlerContext) { disarm() }
+    package mutating func decoderRemoved(context: ChannelHandlerContext) { disarm() }
 
     private mutating func arm(_ context: ChannelHandlerContext) {
         guard deadline == nil else { return }

@@ -138,10 +138,16 @@ public final class AgentServer: Service, Sendable {
                     await registry.enteredBackground()
                 }
             }
-            try await server.executeThenClose { connections in
-                for try await connection in connections.cancelOnGracefulShutdown() {
-                    admit(connection, into: &group, logger: logger)
+            // Graceful shutdown closes the listening channel, which ends the sequence after the connections
+            // already accepted: each still gets its task (cancelled below), so each is closed by its owner.
+            try await withGracefulShutdownHandler {
+                try await server.executeThenClose { connections in
+                    for try await connection in connections {
+                        admit(connection, into: &group, logger: logger)
+                    }
                 }
+            } onGracefulShutdown: {
+                server.channel.close(promise: nil)
             }
             logger.info("shutting down: locking every account")
             // Every connection's task ends: a wait for a frame, a request or a presence answer is cancelled.
@@ -183,7 +189,10 @@ public final class AgentServer: Service, Sendable {
             defer { active.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
             guard admitted else {
                 try? await channel.executeThenClose { _, outbound in
-                    try await Self.refuse(outbound, AgentFailure(.busy, "The agent is serving too many clients; try again."))
+                    try await Self.refuse(
+                        outbound,
+                        AgentFailure(.busy, "The agent is serving too many clients; try again.")
+                    )
                 }
                 return
             }
@@ -399,7 +408,9 @@ final class ConnectionConversation: AgentConversation {
     func progress(_ progress: ImportProgress) {
         guard let bytes = try? AgentCoding.encode(AgentEvent(event: "progress", progress: progress)) else { return }
         let channel = self.channel
-        channel.eventLoop.execute { channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: bytes)), promise: nil) }
+        channel.eventLoop.execute {
+            channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: bytes)), promise: nil)
+        }
     }
 
     func ownPreview(_ folder: String) {
