@@ -129,9 +129,17 @@ let package = Package(
             dependencies: ["CofferKeymaker", "CofferTesting"],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
-        .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
-        .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
+        .testTarget(
+            name: "CofferHTMLTests",
+            dependencies: ["CofferHTML", "CofferSampleMail"],
+            exclude: ["generate_entities.py"]
+        ),
+        .testTarget(
+            name: "CofferMIMETests",
+            dependencies: ["CofferMIME", "CofferSampleMail"],
+            exclude: ["make_corpus.py", "oracle.py"]
+        ),
+        .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML", "CofferSampleMail"]),
         .testTarget(
             name: "CofferStoreTests",
             dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"],
