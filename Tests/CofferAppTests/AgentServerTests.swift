@@ -268,9 +268,40 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         try await agent.stop()
     }
 
-    @Test func theClientTurnsAVersionRefusalIntoItsTypedError() {
-        let error = AppError.versionMismatch(agent: 2, client: 1)
-        #expect(error.description.hasPrefix("The agent speaks version 2, this client speaks 1"))
+    /// An agent of version 2, faked: it answers whatever arrives with `bytes`.
+    final class FakeAgent: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: bytes)), promise: nil)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func theClientTurnsAnotherVersionIntoItsTypedError(inTheFrame: Bool) async throws {
+        let folder = TemporaryDirectory(prefix: "coffer-fake-agent")
+        let socket = "\(folder.path)/agent.sock"
+        var answer = AgentFrame(kind: .reply, payload: Array(#"{"ok":true,"version":2}"#.utf8)).encoded
+        if inTheFrame { answer[2] = 2 }
+        let reply = answer
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(FakeAgent(reply))
+                }
+            }
+            .bind(unixDomainSocketPath: socket).get()
+        // The client's calls block; the fake agent runs on NIO's event loop, not on the task pool.
+        let client = try #require(try AgentClient.connect(socketPath: socket))
+        await #expect(throws: AppError.versionMismatch(agent: 2, client: 1)) { try await client.hello() }
+        client.close()
+        try await server.close()
+        #expect(
+            AppError.versionMismatch(agent: 2, client: 1).description
+                .hasPrefix("The agent speaks version 2, this client speaks 1")
+        )
     }
 
     @Test func shutdownEndsIdleConnectionsAndZeroesTheKeys() async throws {
