@@ -240,17 +240,19 @@ public final class AgentServer: Service, Sendable {
             }
             var secret: SecretBytes?
             if AgentDispatcher.expectsSecret(request) {
-                switch await Self.next(&frames, within: limits.frameMilliseconds, channel: conversation.channel) {
-                case .frame(var next) where next.kind == .secret:
-                    secret = SecretBytes(copying: next.payload)
-                    for index in next.payload.indices { next.payload[index] = 0 }
-                case .failed(let error):
-                    try await Self.refuse(outbound, Self.failure(for: error))
-                    return
-                default:
-                    try await Self.refuse(outbound, AgentFailure(.badFrame, "The PIN was expected in a secret frame."))
+                var received = await Self.next(&frames, within: limits.frameMilliseconds, channel: conversation.channel)
+                guard case .frame(var next) = received, next.kind == .secret else {
+                    let failure =
+                        if case .failed(let error) = received { Self.failure(for: error) } else {
+                            AgentFailure(.badFrame, "The PIN was expected in a secret frame.")
+                        }
+                    try await Self.refuse(outbound, failure)
                     return
                 }
+                // `next` holds the only reference to the payload now, so it is zeroed in place, not copied.
+                received = .end
+                secret = SecretBytes(copying: next.payload)
+                for index in next.payload.indices { next.payload[index] = 0 }
             }
             let start = ContinuousClock.now
             switch await run(request, secret: secret, conversation: conversation, outbound: outbound) {
