@@ -196,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "CofferAppTests",
             dependencies: [
-                "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore",
+                "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore", "CofferSampleMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
