@@ -66,7 +66,8 @@ let package = Package(
         .target(name: "CofferSampleMail"),
         // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
         .target(name: "CofferAttachments", dependencies: ["CofferCrypto", "CofferKeymaker"]),
-        // Dependency injection (Has-protocols, containers, Factory) and the agent: its service, protocol and client.
+        // Dependency injection (Has-protocols, containers, Factory) and the agent: its service (a NIO Unix socket server),
+        // protocol and client.
         .target(
             name: "CofferApp",
             dependencies: [
@@ -74,6 +75,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // Pinned TLS client channels (NIO + NIOSSL): chain and hostname validation, then the SPKI pin check.
@@ -202,8 +205,11 @@ let package = Package(
         .testTarget(
             name: "CofferAppTests",
             dependencies: [
-                "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore",
+                "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore", "CofferSampleMail",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             exclude: ["Fixtures"]
         ),

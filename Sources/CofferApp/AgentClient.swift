@@ -28,6 +28,25 @@ public final class AgentClient: Sendable {
         )
     }
 
+    /// Says hello with this client's protocol version and checks the agent's.
+    ///
+    /// - Returns: The agent's reply (its pid, socket and version).
+    /// - Throws: ``AppError/versionMismatch(agent:client:)`` when the agent speaks another version.
+    public func hello() async throws(AppError) -> AgentReply {
+        var request = AgentRequest(.hello)
+        request.version = Int(AgentFrame.version)
+        let reply = try await send(request)
+        let spoken = reply.version ?? Int(AgentFrame.version)
+        guard spoken == Int(AgentFrame.version), reply.error?.code != .unsupportedVersion else {
+            throw .versionMismatch(agent: spoken, client: Int(AgentFrame.version))
+        }
+        guard reply.ok else {
+            let failure = reply.error ?? AgentFailure(.failed, "The agent refused without saying why.")
+            throw .remote(code: failure.code, message: failure.message)
+        }
+        return reply
+    }
+
     /// Closes the connection (the agent deletes this connection's preview, if any).
     public func close() { connection.close() }
 
@@ -53,9 +72,13 @@ public final class AgentClient: Sendable {
             try connection.send(.secret, bytes)
         }
         while true {
-            guard let frame = try connection.receive(idle: Int64(timeoutSeconds) * 1000, frame: 30_000) else {
-                throw .agentClosed
+            let received: AgentFrame?
+            do {
+                received = try connection.receive(idle: Int64(timeoutSeconds) * 1000, frame: 30_000)
+            } catch .frame(.unsupportedVersion(let version)) {
+                throw .versionMismatch(agent: Int(version), client: Int(AgentFrame.version))
             }
+            guard let frame = received else { throw .agentClosed }
             switch frame.kind {
             case .reply:
                 return try AgentCoding.decode(AgentReply.self, frame.payload)

@@ -85,6 +85,13 @@ public final class AgentDispatcher: Sendable {
             reply.pid = getpid()
             reply.socket = socketPath
             reply.version = Int(AgentFrame.version)
+            if let spoken = request.version, spoken != Int(AgentFrame.version) {
+                reply.ok = false
+                reply.error = AgentFailure(
+                    .unsupportedVersion,
+                    AppError.versionMismatch(agent: Int(AgentFrame.version), client: spoken).description
+                )
+            }
         case .status:
             reply.accounts = try await StatusHandler(dependencies: dependencies).status(account: request.account)
             reply.pid = getpid()

@@ -37,6 +37,43 @@ public struct AgentFrame: Sendable, Equatable {
         self.payload = payload
     }
 
+    /// A checked header: the frame's kind and its size on the wire.
+    public struct Header: Sendable, Equatable {
+        /// The kind.
+        public var kind: Kind
+        /// The payload's length in bytes.
+        public var payloadLength: Int
+        /// Header and payload, in bytes.
+        public var frameSize: Int { AgentFrame.headerSize + payloadLength }
+    }
+
+    /// Checks the start of a frame in `bytes` as far as it goes: a wrong magic is refused on its first byte, another
+    /// version on the third, an unknown kind or an announced length over `maximumPayload` once the header is in. The
+    /// one header check of the protocol, for ``FrameDecoder`` (the client) and the agent's channel decoder.
+    ///
+    /// - Returns: The header once its 8 bytes are in; `nil` while they are not (and none seen is wrong).
+    /// - Throws: ``FrameError``.
+    public static func header<Bytes: Collection<UInt8>>(
+        _ bytes: Bytes,
+        maximumPayload: Int
+    ) throws(FrameError) -> Header? {
+        var index = bytes.startIndex
+        var seen: [UInt8] = []
+        seen.reserveCapacity(headerSize)
+        while seen.count < headerSize, index != bytes.endIndex {
+            seen.append(bytes[index])
+            bytes.formIndex(after: &index)
+        }
+        if seen.count >= 1, seen[0] != 0x43 { throw .badMagic }
+        if seen.count >= 2, seen[1] != 0x46 { throw .badMagic }
+        if seen.count >= 3, seen[2] != version { throw .unsupportedVersion(seen[2]) }
+        guard seen.count == headerSize else { return nil }
+        guard let kind = Kind(rawValue: seen[3]) else { throw .unknownKind(seen[3]) }
+        let length = seen[4...].reduce(0) { $0 << 8 | Int($1) }
+        guard length <= maximumPayload else { throw .tooLarge(announced: length, maximum: maximumPayload) }
+        return Header(kind: kind, payloadLength: length)
+    }
+
     /// The bytes on the wire.
     public var encoded: [UInt8] {
         let count = UInt32(payload.count)
@@ -63,7 +100,8 @@ public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .badMagic: "The bytes received are not an agent protocol frame."
-        case .unsupportedVersion(let version): "Agent protocol version \(version) is not supported; this is version 1."
+        case .unsupportedVersion(let version):
+            "An agent protocol frame of version \(version) arrived; this side speaks version \(AgentFrame.version)."
         case .unknownKind(let kind): "Agent protocol frame kind \(kind) is unknown."
         case .tooLarge(let announced, let maximum):
             "An agent protocol frame of \(announced) bytes is larger than the limit of \(maximum) bytes."
@@ -101,26 +139,17 @@ public struct FrameDecoder: Sendable {
     /// - Throws: ``FrameError`` for a bad header; every later call throws the same error.
     public mutating func next() throws(FrameError) -> AgentFrame? {
         if let failed { throw failed }
-        let available = buffer.count - start
-        // Check what is there of the header at once: garbage is refused on its first bytes.
-        if available >= 1, buffer[start] != 0x43 { return try fail(.badMagic) }
-        if available >= 2, buffer[start + 1] != 0x46 { return try fail(.badMagic) }
-        if available >= 3, buffer[start + 2] != AgentFrame.version {
-            return try fail(.unsupportedVersion(buffer[start + 2]))
+        let header: AgentFrame.Header?
+        do { header = try AgentFrame.header(buffer[start...], maximumPayload: maximumPayload) } catch {
+            failed = error
+            throw error
         }
-        guard available >= AgentFrame.headerSize else { return nil }
-        guard let kind = AgentFrame.Kind(rawValue: buffer[start + 3]) else {
-            return try fail(.unknownKind(buffer[start + 3]))
-        }
-        var length = 0
-        for index in 4..<8 { length = length << 8 | Int(buffer[start + index]) }
-        guard length <= maximumPayload else { return try fail(.tooLarge(announced: length, maximum: maximumPayload)) }
-        guard available >= AgentFrame.headerSize + length else { return nil }
+        guard let header, buffer.count - start >= header.frameSize else { return nil }
         let payloadStart = start + AgentFrame.headerSize
-        let frame = AgentFrame(kind: kind, payload: Array(buffer[payloadStart..<payloadStart + length]))
+        let frame = AgentFrame(kind: header.kind, payload: Array(buffer[payloadStart..<start + header.frameSize]))
         // Secret payloads must not linger in the buffer.
-        for index in payloadStart..<payloadStart + length { buffer[index] = 0 }
-        start = payloadStart + length
+        for index in payloadStart..<start + header.frameSize { buffer[index] = 0 }
+        start += header.frameSize
         if start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -135,8 +164,4 @@ public struct FrameDecoder: Sendable {
         start = 0
     }
 
-    private mutating func fail(_ error: FrameError) throws(FrameError) -> AgentFrame? {
-        failed = error
-        throw error
-    }
 }

@@ -67,6 +67,8 @@ public struct AgentRequest: Codable, Sendable, Equatable {
     public var strategy: String?
     /// Remove the strategy instead of adding it.
     public var remove: Bool?
+    /// hello: the protocol version the client speaks (absent: the agent answers with its own and checks nothing).
+    public var version: Int?
 
     /// A request for `op`.
     public init(_ op: AgentOperation, account: String? = nil) {
@@ -91,6 +93,8 @@ public struct AgentFailure: Codable, Sendable, Equatable, Error {
         case busy
         /// The peer is another user.
         case forbidden
+        /// The client speaks another protocol version than the agent.
+        case unsupportedVersion = "unsupported-version"
         /// The operation failed; the message says why.
         case failed
     }

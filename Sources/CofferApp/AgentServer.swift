@@ -1,9 +1,11 @@
 import CofferCrypto
 import CofferKeymaker
 import CofferStore
-import Dispatch
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
@@ -42,6 +44,10 @@ public struct AgentLimits: Sendable {
 /// `coffer agent`: the app process. It holds every account's Keymaker (and so the unlocked MainKeys, whose autolock
 /// timers run inside the Keymakers), serves clients of the same user over a Unix socket, treats SIGUSR1 as "the app
 /// went to the background", and on shutdown (SIGTERM, SIGINT) locks every Keymaker, zeroing the keys.
+///
+/// The socket is a NIO server channel on `eventLoopGroup`; each accepted connection is one child task of
+/// ``run()``'s task group, which reads its frames from an `NIOAsyncChannel` and runs one request at a time. Time
+/// limits are races between a request and a sleep (the loser is cancelled); the agent starts no thread of its own.
 public final class AgentServer: Service, Sendable {
     /// What it uses.
     public typealias Dependencies = HasKeymakerRegistry & HasLogger & HasPaths
@@ -51,22 +57,28 @@ public final class AgentServer: Service, Sendable {
     private let dependencies: any Dependencies
     private let limits: AgentLimits
     private let dispatcher: AgentDispatcher
-    private let stopping = Atomic<Bool>(false)
-    private let connections = ThreadLock<[ObjectIdentifier: AgentConnection]>([:])
-    private let started = ThreadLock<[CheckedContinuation<Void, Never>]?>([])
+    private let eventLoopGroup: any EventLoopGroup
+    private let active = Atomic<Int>(0)
+    private let started = NIOLockedValueBox<[CheckedContinuation<Void, Never>]?>([])
 
-    /// An agent for the home of `dependencies`, listening on `socketPath`.
-    public init(dependencies: any Dependencies, socketPath: String, limits: AgentLimits = AgentLimits()) {
+    /// An agent for the home of `dependencies`, listening on `socketPath`, its sockets on `eventLoopGroup`.
+    public init(
+        dependencies: any Dependencies,
+        socketPath: String,
+        limits: AgentLimits = AgentLimits(),
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
         self.dependencies = dependencies
         self.socketPath = socketPath
         self.limits = limits
+        self.eventLoopGroup = eventLoopGroup
         dispatcher = AgentDispatcher(dependencies: dependencies, socketPath: socketPath)
     }
 
     /// Returns once the socket accepts connections (for in-process use: benchmarks, tests).
     public func waitUntilListening() async {
         await withCheckedContinuation { continuation in
-            let resumeNow = started.withLock { waiting -> Bool in
+            let resumeNow = started.withLockedValue { waiting -> Bool in
                 guard waiting != nil else { return true }
                 waiting?.append(continuation)
                 return false
@@ -79,7 +91,7 @@ public final class AgentServer: Service, Sendable {
     public func run() async throws {
         let logger = try dependencies.logger
         let registry = try dependencies.keymakerRegistry
-        let (listener, lock) = try AgentSocket.listen(socketPath)
+        let lock = try AgentSocket.claim(socketPath)
         defer {
             unlink(socketPath)
             close(lock)
@@ -93,200 +105,318 @@ public final class AgentServer: Service, Sendable {
                 logger.warning("could not open an account", metadata: ["account": "\(account)", "error": "\(error)"])
             }
         }
-        let acceptor = Thread { [self] in acceptLoop(listener, logger: logger) }
-        acceptor.name = "coffer-agent-accept"
-        acceptor.start()
+        let server = try await listen()
         logger.info("listening", metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
-        for waiter in started.withLock({ waiting in
+        for waiter in started.withLockedValue({ waiting in
             defer { waiting = nil }
             return waiting ?? []
         }) { waiter.resume() }
 
-        let background = await UnixSignalsSequence(trapping: .sigusr1)
-        for await _ in background.cancelOnGracefulShutdown() {
-            logger.info("background signal: applying every account's background policy")
-            await registry.enteredBackground()
+        var failure: (any Error)?
+        do {
+            try await serve(server, registry: registry, logger: logger)
+        } catch {
+            failure = error
         }
-
-        logger.info("shutting down: locking every account")
-        stopping.store(true, ordering: .releasing)
-        for connection in connections.withLock({ Array($0.values) }) { connection.close() }
-        for _ in 0..<100 where !connections.withLock({ $0.isEmpty }) { try? await Task.sleep(for: .milliseconds(20)) }
         await registry.shutdown()
-        close(listener)
         logger.info("stopped; every key was zeroed")
+        if let failure { throw failure }
     }
 
-    private func acceptLoop(_ listener: Int32, logger: Logger) {
-        let ownUID = getuid()
-        while !stopping.load(ordering: .acquiring) {
-            guard AgentSocket.waitReadable(listener, milliseconds: 200) else { continue }
-            let fd = accept(listener, nil, nil)
-            if fd < 0 { continue }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let connection = AgentConnection(fd: fd, maximumIncoming: AgentFrame.maximumRequestPayload)
-            let peer = try? AgentSocket.peer(fd)
-            guard let peer, peer.uid == ownUID else {
-                let uid = peer.map { String($0.uid) } ?? "unknown"
-                let pid = peer.map { String($0.pid) } ?? "unknown"
-                logger.warning("refused a connection from another user", metadata: ["uid": "\(uid)", "pid": "\(pid)"])
-                refuse(connection, AgentFailure(.forbidden, "This agent serves only its own user."))
-                continue
+    /// Accepts connections until graceful shutdown, each in a task of its own, beside the SIGUSR1 listener; then
+    /// cancels them all and returns once every one has ended.
+    private func serve(
+        _ server: NIOAsyncChannel<AcceptedConnection, Never>,
+        registry: KeymakerRegistry,
+        logger: Logger
+    ) async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            group.addTask {
+                let background = await UnixSignalsSequence(trapping: .sigusr1)
+                for await _ in background.cancelOnGracefulShutdown() {
+                    logger.info("background signal: applying every account's background policy")
+                    await registry.enteredBackground()
+                }
             }
-            let admitted = connections.withLock { open -> Bool in
-                guard open.count < limits.maximumConnections else { return false }
-                open[ObjectIdentifier(connection)] = connection
-                return true
+            // Graceful shutdown closes the listening channel, which ends the sequence after the connections
+            // already accepted: each still gets its task (cancelled below), so each is closed by its owner.
+            try await withGracefulShutdownHandler {
+                try await server.executeThenClose { connections in
+                    for try await connection in connections {
+                        admit(connection, into: &group, logger: logger)
+                    }
+                }
+            } onGracefulShutdown: {
+                server.channel.close(promise: nil)
             }
-            guard admitted else {
-                refuse(connection, AgentFailure(.busy, "The agent is serving too many clients; try again."))
-                continue
-            }
-            let thread = Thread { [self] in
-                serve(connection, logger: logger)
-                connections.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(connection)) }
-            }
-            thread.name = "coffer-agent-client"
-            thread.start()
+            logger.info("shutting down: locking every account")
+            // Every connection's task ends: a wait for a frame, a request or a presence answer is cancelled.
+            group.cancelAll()
         }
     }
 
-    private func refuse(_ connection: AgentConnection, _ failure: AgentFailure) {
-        if let bytes = try? AgentCoding.encode(AgentReply.failure(failure)) { try? connection.send(.reply, bytes) }
-        connection.close()
+    /// The listening channel: the socket file is created 0600 (under umask 0177) in the 0700 folder.
+    private func listen() async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
+        let ownUID = getuid()
+        let limits = self.limits
+        let previous = umask(0o177)
+        defer { umask(previous) }
+        do {
+            return try await ServerBootstrap(group: eventLoopGroup)
+                .serverChannelOption(.backlog, value: 64)
+                .childChannelOption(.allowRemoteHalfClosure, value: true)
+                .bind(unixDomainSocketPath: socketPath) { channel in
+                    AcceptedConnection.accept(channel, ownUID: ownUID, limits: limits)
+                }
+        } catch {
+            throw AppError.socket(operation: "listen on \(socketPath)", errno: (error as? IOError)?.errnoCode ?? EIO)
+        }
+    }
+
+    /// Starts `connection`'s task, or refuses it when the agent already serves its maximum.
+    private func admit(
+        _ connection: AcceptedConnection,
+        into group: inout ThrowingDiscardingTaskGroup<any Error>,
+        logger: Logger
+    ) {
+        guard case .served(let channel, let answers) = connection else {
+            logger.warning("refused a connection from another user")
+            return
+        }
+        let admitted =
+            active.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= limits.maximumConnections
+        group.addTask { [self] in
+            defer { active.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+            guard admitted else {
+                try? await channel.executeThenClose { _, outbound in
+                    try await Self.refuse(
+                        outbound,
+                        AgentFailure(.busy, "The agent is serving too many clients; try again.")
+                    )
+                }
+                return
+            }
+            let conversation = ConnectionConversation(channel: channel.channel, answers: answers, limits: limits)
+            defer { conversation.finish() }
+            try? await channel.executeThenClose { inbound, outbound in
+                try await serve(inbound, outbound, conversation: conversation, logger: logger)
+            }
+        }
+    }
+
+    private static func refuse(
+        _ outbound: NIOAsyncChannelOutboundWriter<AgentFrame>,
+        _ failure: AgentFailure
+    ) async throws {
+        try await outbound.write(AgentFrame(kind: .reply, payload: AgentCoding.encode(AgentReply.failure(failure))))
     }
 
     /// One client's requests, one at a time, until it leaves, idles out or breaks the protocol.
-    private func serve(_ connection: AgentConnection, logger: Logger) {
-        let conversation = ConnectionConversation(connection: connection, limits: limits)
-        defer {
-            conversation.finish()
-            connection.close()
-        }
-        while !stopping.load(ordering: .acquiring) {
+    private func serve(
+        _ inbound: NIOAsyncChannelInboundStream<AgentFrame>,
+        _ outbound: NIOAsyncChannelOutboundWriter<AgentFrame>,
+        conversation: ConnectionConversation,
+        logger: Logger
+    ) async throws {
+        var frames = inbound.makeAsyncIterator()
+        while true {
             let frame: AgentFrame
-            do {
-                guard let next = try connection.receive(idle: limits.idleMilliseconds, frame: limits.frameMilliseconds)
-                else { return }
-                frame = next
-            } catch {
+            switch await Self.next(&frames, within: limits.idleMilliseconds, channel: conversation.channel) {
+            case .frame(let next): frame = next
+            case .end, .expired: return
+            case .failed(let error):
                 logger.notice("closed a connection after a bad frame", metadata: ["error": "\(error)"])
-                refuse(connection, AgentFailure(.badFrame, error.description))
+                try await Self.refuse(outbound, Self.failure(for: error))
                 return
             }
             guard frame.kind == .request else {
-                refuse(connection, AgentFailure(.badFrame, "A request frame was expected."))
+                try await Self.refuse(outbound, AgentFailure(.badFrame, "A request frame was expected."))
                 return
             }
             guard let request = try? AgentCoding.decode(AgentRequest.self, frame.payload) else {
                 logger.notice("closed a connection after an unreadable request")
-                refuse(connection, AgentFailure(.badRequest, "The request could not be read."))
+                try await Self.refuse(outbound, AgentFailure(.badRequest, "The request could not be read."))
                 return
             }
             var secret: SecretBytes?
             if AgentDispatcher.expectsSecret(request) {
-                do {
-                    guard
-                        var next = try connection.receive(
-                            idle: limits.frameMilliseconds,
-                            frame: limits.frameMilliseconds
-                        ),
-                        next.kind == .secret
-                    else {
-                        refuse(connection, AgentFailure(.badFrame, "The PIN was expected in a secret frame."))
-                        return
-                    }
-                    secret = SecretBytes(copying: next.payload)
-                    for index in next.payload.indices { next.payload[index] = 0 }
-                } catch {
-                    refuse(connection, AgentFailure(.badFrame, error.description))
+                var received = await Self.next(&frames, within: limits.frameMilliseconds, channel: conversation.channel)
+                guard case .frame(var next) = received, next.kind == .secret else {
+                    let failure =
+                        if case .failed(let error) = received { Self.failure(for: error) } else {
+                            AgentFailure(.badFrame, "The PIN was expected in a secret frame.")
+                        }
+                    try await Self.refuse(outbound, failure)
                     return
                 }
+                // `next` holds the only reference to the payload now, so it is zeroed in place, not copied.
+                received = .end
+                secret = SecretBytes(copying: next.payload)
+                for index in next.payload.indices { next.payload[index] = 0 }
             }
-            let started = AgentSocket.nowMilliseconds()
-            guard let reply = run(request, secret: secret, conversation: conversation) else {
+            let start = ContinuousClock.now
+            switch await run(request, secret: secret, conversation: conversation, outbound: outbound) {
+            case .reply(let reply):
+                logger.debug(
+                    "request",
+                    metadata: [
+                        "op": "\(request.op.rawValue)", "ok": "\(reply.ok)",
+                        "ms": "\(Self.milliseconds(since: start))",
+                    ]
+                )
+                try await outbound.write(AgentFrame(kind: .reply, payload: AgentCoding.encode(reply)))
+            case .timedOut:
                 logger.notice("a request timed out", metadata: ["op": "\(request.op.rawValue)"])
-                refuse(connection, AgentFailure(.timeout, "The request took too long and was abandoned."))
                 return
-            }
-            logger.debug(
-                "request",
-                metadata: [
-                    "op": "\(request.op.rawValue)", "ok": "\(reply.ok)",
-                    "ms": "\(AgentSocket.nowMilliseconds() - started)",
-                ]
-            )
-            guard let bytes = try? AgentCoding.encode(reply), (try? connection.send(.reply, bytes)) != nil else {
+            case .cancelled:
                 return
             }
         }
     }
 
-    /// Runs the request on the concurrency pool and waits for it on this (connection) thread, up to its timeout.
+    private static func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
+        let elapsed = (ContinuousClock.now - start).components
+        return elapsed.seconds * 1000 + elapsed.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// The failure reply for a frame that broke the protocol: another version gets its own code and sentence.
+    static func failure(for error: FrameError) -> AgentFailure {
+        if case .unsupportedVersion(let version) = error {
+            let sentence = AppError.versionMismatch(agent: Int(AgentFrame.version), client: Int(version)).description
+            return AgentFailure(.unsupportedVersion, sentence)
+        }
+        return AgentFailure(.badFrame, error.description)
+    }
+
+    /// What came of waiting for a frame.
+    enum Received {
+        /// A frame.
+        case frame(AgentFrame)
+        /// The client closed its side (or the wait was cancelled).
+        case end
+        /// Nothing came in time.
+        case expired
+        /// The bytes broke the protocol.
+        case failed(FrameError)
+    }
+
+    /// Fired into a connection's pipeline when a wait for a frame is over: it ends the inbound stream.
+    struct WaitExpired: Error {}
+
+    /// The next frame of `frames`, racing a sleep of `milliseconds`: if the sleep wins it ends the stream with
+    /// ``WaitExpired`` (a stream that was waited out is not read again), else it is cancelled.
+    static func next(
+        _ frames: inout NIOAsyncChannelInboundStream<AgentFrame>.AsyncIterator,
+        within milliseconds: Int64,
+        channel: any Channel
+    ) async -> Received {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                guard (try? await Task.sleep(for: .milliseconds(milliseconds))) != nil else { return }
+                channel.pipeline.fireErrorCaught(WaitExpired())
+            }
+            defer { group.cancelAll() }
+            do {
+                guard let frame = try await frames.next() else { return .end }
+                return .frame(frame)
+            } catch let error as FrameError {
+                return .failed(error)
+            } catch is WaitExpired {
+                return .expired
+            } catch {
+                return .end
+            }
+        }
+    }
+
+    /// How a request ended.
+    enum Outcome {
+        /// With its reply.
+        case reply(AgentReply)
+        /// Past its time limit: the client got a `timeout` reply.
+        case timedOut
+        /// The connection's task was cancelled (shutdown).
+        case cancelled
+    }
+
+    /// Runs `request`, racing its time limit: the loser is cancelled. On a timeout the client gets its `timeout` reply
+    /// at once, while the request winds down (a presence wait ends at its cancellation).
     private func run(
         _ request: AgentRequest,
         secret: SecretBytes?,
-        conversation: ConnectionConversation
-    ) -> AgentReply? {
-        let box = ThreadLock<AgentReply?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        conversation: ConnectionConversation,
+        outbound: NIOAsyncChannelOutboundWriter<AgentFrame>
+    ) async -> Outcome {
         let dispatcher = self.dispatcher
-        let task = Task {
-            let reply = await dispatcher.handle(request, secret: secret, conversation: conversation)
-            box.withLock { $0 = reply }
-            done.signal()
+        let milliseconds = limits.timeout(for: request.op)
+        return await withTaskGroup(of: AgentReply?.self) { group in
+            group.addTask { await dispatcher.handle(request, secret: secret, conversation: conversation) }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(milliseconds))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            if let first { return .reply(first) }
+            if Task.isCancelled { return .cancelled }
+            try? await Self.refuse(outbound, AgentFailure(.timeout, "The request took too long and was abandoned."))
+            outbound.finish()
+            return .timedOut
         }
-        guard done.wait(timeout: .now() + .milliseconds(Int(limits.timeout(for: request.op)))) == .success else {
-            task.cancel()
-            return nil
-        }
-        return box.withLock { $0 }
     }
 }
 
 /// A handler's line back to the client of one connection.
 final class ConnectionConversation: AgentConversation {
-    private let connection: AgentConnection
+    /// The connection.
+    let channel: any Channel
+    private let answers: NIOLoopBound<PresenceAnswers>
     private let limits: AgentLimits
-    /// The connection's preview folder, and whether the connection is over (a handler that outlived it, after a
-    /// timeout, must not leave a preview behind).
-    private let preview = ThreadLock<(folder: String?, finished: Bool)>((nil, false))
+    /// The connection's preview folder, and whether the connection is over (a handler that outlived it must not
+    /// leave a preview behind).
+    private let preview = NIOLockedValueBox<(folder: String?, finished: Bool)>((nil, false))
 
-    init(connection: AgentConnection, limits: AgentLimits) {
-        self.connection = connection
+    init(channel: any Channel, answers: NIOLoopBound<PresenceAnswers>, limits: AgentLimits) {
+        self.channel = channel
+        self.answers = answers
         self.limits = limits
     }
 
+    /// Sends the question and waits for the answer frame until it comes, the client's side closes, or the request
+    /// is cancelled (its time limit).
     func confirmPresence(reason: String) async -> Bool {
         let seconds = Int(max(1, limits.unlockMilliseconds / 1000))
-        guard let question = try? AgentCoding.encode(AgentEvent(event: "presence", reason: reason, seconds: seconds)),
-            (try? connection.send(.event, question)) != nil
+        guard let question = try? AgentCoding.encode(AgentEvent(event: "presence", reason: reason, seconds: seconds))
         else { return false }
-        // The answer is read on a thread of its own: a person may take a while, and the pool must not wait.
-        let connection = self.connection
-        let wait = limits.unlockMilliseconds
-        return await withCheckedContinuation { continuation in
-            let reader = Thread {
-                let frame = try? connection.receive(idle: wait, frame: 5_000)
-                guard let frame, frame.kind == .answer,
-                    let answer = try? AgentCoding.decode(AgentAnswer.self, frame.payload)
-                else {
-                    continuation.resume(returning: false)
-                    return
-                }
-                continuation.resume(returning: answer.confirmed)
-            }
-            reader.start()
+        let eventLoop = channel.eventLoop
+        let promise = eventLoop.makePromise(of: AgentFrame?.self)
+        let (answers, channel) = (self.answers, self.channel)
+        eventLoop.execute {
+            answers.value.expect(promise)
+            channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: question)), promise: nil)
+        }
+        let frame = await withTaskCancellationHandler {
+            try? await promise.futureResult.get()
+        } onCancel: {
+            eventLoop.execute { answers.value.withdraw(promise) }
+        }
+        guard let frame, let answer = try? AgentCoding.decode(AgentAnswer.self, frame.payload) else {
+            return false
+        }
+        return answer.confirmed
+    }
+
+    /// Queues the event on the connection (best effort; the request's reply is written after it).
+    func progress(_ progress: ImportProgress) {
+        guard let bytes = try? AgentCoding.encode(AgentEvent(event: "progress", progress: progress)) else { return }
+        let channel = self.channel
+        channel.eventLoop.execute {
+            channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: bytes)), promise: nil)
         }
     }
 
-    func progress(_ progress: ImportProgress) {
-        guard let bytes = try? AgentCoding.encode(AgentEvent(event: "progress", progress: progress)) else { return }
-        try? connection.send(.event, bytes)
-    }
-
     func ownPreview(_ folder: String) {
-        let kept = preview.withLock { state -> Bool in
+        let kept = preview.withLockedValue { state -> Bool in
             guard !state.finished else { return false }
             state.folder = folder
             return true
@@ -295,7 +425,7 @@ final class ConnectionConversation: AgentConversation {
     }
 
     func endPreview() {
-        let folder = preview.withLock { state in
+        let folder = preview.withLockedValue { state in
             defer { state.folder = nil }
             return state.folder
         }
@@ -304,7 +434,7 @@ final class ConnectionConversation: AgentConversation {
 
     /// The connection closed: deletes its preview now and any a handler hands over later.
     func finish() {
-        preview.withLock { $0.finished = true }
+        preview.withLockedValue { $0.finished = true }
         endPreview()
     }
 }

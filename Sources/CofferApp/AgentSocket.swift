@@ -1,4 +1,5 @@
 import CofferCrypto
+import NIOConcurrencyHelpers
 import Synchronization
 
 #if canImport(Glibc)
@@ -78,15 +79,17 @@ public enum AgentSocket {
         return fd
     }
 
-    /// A listening socket at `path` (mode 0600) in a 0700 folder, owned by this process while it holds the lock
-    /// file beside it. A stale socket of a killed agent is replaced; a live agent's is not.
+    /// Claims `path` for an agent: makes its 0700 folder, takes the lock file beside it, and removes a stale socket
+    /// file of a killed agent; a live agent's lock is not taken.
     ///
-    /// - Returns: The listening descriptor and the lock file's descriptor (keep it open while serving).
-    public static func listen(_ path: String) throws(AppError) -> (socket: Int32, lock: Int32) {
+    /// - Returns: The lock file's descriptor (keep it open while serving).
+    /// - Throws: ``AppError/agentRunning(socket:)`` when another agent holds the lock; socket errors.
+    public static func claim(_ path: String) throws(AppError) -> Int32 {
         let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         do { try SecureFile.makePrivateDirectory(folder) } catch {
             throw .socket(operation: "create the folder \(folder)", errno: EACCES)
         }
+        _ = try address(path)
         let lockPath = path.hasSuffix(".sock") ? String(path.dropLast(5)) + ".lock" : path + ".lock"
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard lock >= 0 else { throw .socket(operation: "open \(lockPath)", errno: errno) }
@@ -96,29 +99,7 @@ public enum AgentSocket {
         }
         // Holding the lock, any socket file left is a killed agent's.
         unlink(path)
-        var address: sockaddr_un
-        let fd: Int32
-        do {
-            address = try self.address(path)
-            fd = try makeSocket()
-        } catch {
-            close(lock)
-            throw error
-        }
-        let previous = umask(0o177)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        umask(previous)
-        guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 64) == 0 else {
-            let code = errno
-            close(fd)
-            close(lock)
-            throw .socket(operation: "listen on \(path)", errno: code)
-        }
-        return (fd, lock)
+        return lock
     }
 
     /// Milliseconds on the monotonic clock.
@@ -142,29 +123,28 @@ public enum AgentSocket {
     }
 }
 
-/// One framed connection, used by the agent for each client and by the client for the agent.
+/// The client's framed connection to the agent (blocking calls: the CLI does one thing at a time).
 ///
-/// Reads happen on one thread at a time (the connection's reader); writes may come from the request's task too
-/// (events), so they are serialised by a lock. ``close()`` may come from another thread while the reader waits: it
-/// shuts the socket down (which wakes the reader) and wipes the decoder under its lock; the descriptor itself is
-/// closed only in `deinit`, when no reader can still use it, so its number cannot be reused under a reader.
-public final class AgentConnection: @unchecked Sendable {
+/// Writes are serialised by a lock. ``close()`` may come from another thread while a reader waits: it shuts the
+/// socket down (which wakes the reader) and wipes the decoder under its lock; the descriptor itself is closed only in
+/// `deinit`, when no reader can still use it, so its number cannot be reused under a reader.
+public final class AgentConnection: Sendable {
     /// The descriptor.
     public let fd: Int32
-    private let decoder: ThreadLock<FrameDecoder>
-    private let writeLock = ThreadLock(())
+    private let decoder: NIOLockedValueBox<FrameDecoder>
+    private let writeLock = NIOLock()
     private let closed = Atomic<Bool>(false)
 
     /// Wraps a connected descriptor; frames larger than `maximumIncoming` bytes are refused.
     public init(fd: Int32, maximumIncoming: Int) {
         self.fd = fd
-        decoder = ThreadLock(FrameDecoder(maximumPayload: maximumIncoming))
+        decoder = NIOLockedValueBox(FrameDecoder(maximumPayload: maximumIncoming))
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
     deinit {
-        decoder.withLock { $0.wipe() }
+        decoder.withLockedValue { $0.wipe() }
         Glibc.close(fd)
     }
 
@@ -172,14 +152,14 @@ public final class AgentConnection: @unchecked Sendable {
     public func close() {
         if closed.exchange(true, ordering: .acquiringAndReleasing) { return }
         Glibc.shutdown(fd, Int32(SHUT_RDWR))
-        decoder.withLock { $0.wipe() }
+        decoder.withLockedValue { $0.wipe() }
     }
 
     /// Writes one frame.
     public func send(_ kind: AgentFrame.Kind, _ payload: [UInt8]) throws(AppError) {
         var bytes = AgentFrame(kind: kind, payload: payload).encoded
         defer { for index in bytes.indices { bytes[index] = 0 } }
-        let failure: Int32? = writeLock.withLock { _ in
+        let failure: Int32? = writeLock.withLock {
             var sent = 0
             while sent < bytes.count {
                 let result = bytes[sent...].withUnsafeBytes {
@@ -202,11 +182,11 @@ public final class AgentConnection: @unchecked Sendable {
     /// - Throws: ``AppError/frame(_:)`` for a bad, oversized or cut-off frame.
     public func receive(idle: Int64, frame: Int64) throws(AppError) -> AgentFrame? {
         var deadline: Int64? =
-            decoder.withLock { $0.hasPartialFrame } ? AgentSocket.nowMilliseconds() + frame : nil
+            decoder.withLockedValue { $0.hasPartialFrame } ? AgentSocket.nowMilliseconds() + frame : nil
         var chunk = [UInt8](repeating: 0, count: 16 << 10)
         defer { for index in chunk.indices { chunk[index] = 0 } }
         while true {
-            let next = decoder.withLock { decoder in Result { () throws(FrameError) in try decoder.next() } }
+            let next = decoder.withLockedValue { decoder in Result { () throws(FrameError) in try decoder.next() } }
             switch next {
             case .success(let ready?): return ready
             case .success(nil): break
@@ -220,10 +200,10 @@ public final class AgentConnection: @unchecked Sendable {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 {
-                if decoder.withLock({ $0.hasPartialFrame }) { throw .frame(.incomplete) }
+                if decoder.withLockedValue({ $0.hasPartialFrame }) { throw .frame(.incomplete) }
                 return nil
             }
-            decoder.withLock { $0.feed(chunk[0..<count]) }
+            decoder.withLockedValue { $0.feed(chunk[0..<count]) }
             if deadline == nil { deadline = AgentSocket.nowMilliseconds() + frame }
         }
     }

@@ -29,6 +29,8 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
     case agentClosed
     /// The agent (or client) did not answer in time.
     case timedOut
+    /// The agent and this client speak different versions of the agent protocol.
+    case versionMismatch(agent: Int, client: Int)
     /// The agent answered with an error; `message` is its sentence.
     case remote(code: AgentFailure.Code, message: String)
 
@@ -51,6 +53,9 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
         case .malformedMessage: "The agent sent a message that could not be read."
         case .agentClosed: "The agent closed the connection without answering."
         case .timedOut: "The agent did not answer in time."
+        case .versionMismatch(let agent, let client):
+            "The agent speaks version \(agent), this client speaks \(client) of the agent protocol; they cannot work "
+                + "together until both run the same version of Coffer."
         case .remote(_, let message): message
         }
     }

@@ -1,18 +1,6 @@
 import CofferApp
+import CofferSampleMail
 import Testing
-
-/// SplitMix64: a fixed-seed generator, so every fuzz run sees the same inputs.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite struct FrameDecoderTests {
     @Test func framesRoundTripWhateverTheChunking() throws {
@@ -59,7 +47,7 @@ struct SeededGenerator: RandomNumberGenerator {
     }
 
     @Test func randomAndMutatedStreamsNeverCrashTheDecoder() throws {
-        var random = SeededGenerator(seed: 0xC0FF_EE00_0004)
+        var random = SplitMix(seed: 0xC0FF_EE00_0004)
         let valid = AgentFrame(kind: .request, payload: Array(#"{"op":"status"}"#.utf8)).encoded
         var outcomes = (frames: 0, errors: 0, partial: 0)
         for round in 0..<5_000 {

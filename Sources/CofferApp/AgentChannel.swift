@@ -1,0 +1,205 @@
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's frame decoder in its NIO pipeline: bytes in, ``AgentFrame``s out, with the limits of
+/// docs/FORMAT.md ("Agent protocol v1").
+///
+/// Each header is checked by ``AgentFrame/header(_:maximumPayload:)`` as its bytes arrive, so garbage or an oversized
+/// announcement is refused (a ``FrameError`` fired down the pipeline) before its payload is read. Once the first
+/// byte of a frame is in, the rest must follow within `frameTimeout`, else ``FrameError/incomplete`` is fired; the
+/// stream ending inside a frame is ``FrameError/incomplete`` too.
+///
+/// A payload is zeroed in the receive buffer as soon as it is copied out (a secret frame carries a PIN). The zeroing
+/// writes the buffer's storage in place, not through copy-on-write: the channel's receive pool shares that storage,
+/// and it must lose the bytes too.
+package struct AgentFrameDecoder: ByteToMessageDecoder {
+    package typealias InboundOut = AgentFrame
+
+    /// The largest payload accepted.
+    let maximumPayload: Int
+    /// How long the rest of a frame may take once its first byte is in.
+    let frameTimeout: TimeAmount
+    private var deadline: Scheduled<Void>?
+
+    /// A decoder accepting payloads up to `maximumPayload` bytes, each frame's rest within `frameTimeout`.
+    package init(maximumPayload: Int, frameTimeout: TimeAmount) {
+        self.maximumPayload = maximumPayload
+        self.frameTimeout = frameTimeout
+    }
+
+    package mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        let header: AgentFrame.Header?
+        do { header = try AgentFrame.header(buffer.readableBytesView, maximumPayload: maximumPayload) } catch {
+            disarm()
+            throw error
+        }
+        guard let header, buffer.readableBytes >= header.frameSize else {
+            if buffer.readableBytes > 0 { arm(context) }
+            return .needMoreData
+        }
+        disarm()
+        let payloadStart = buffer.readerIndex + AgentFrame.headerSize
+        let payload = buffer.getBytes(at: payloadStart, length: header.payloadLength) ?? []
+        buffer.withUnsafeReadableBytes { raw in
+            let bytes = UnsafeMutableRawBufferPointer(mutating: raw)
+            let range = AgentFrame.headerSize..<header.frameSize
+            bytes[range].initializeMemory(as: UInt8.self, repeating: 0)
+        }
+        buffer.moveReaderIndex(forwardBy: header.frameSize)
+        context.fireChannelRead(wrapInboundOut(AgentFrame(kind: header.kind, payload: payload)))
+        return .continue
+    }
+
+    package mutating func decodeLast(
+        context: ChannelHandlerContext,
+        buffer: inout ByteBuffer,
+        seenEOF: Bool
+    ) throws -> DecodingState {
+        let state = try decode(context: context, buffer: &buffer)
+        if state == .needMoreData, buffer.readableBytes > 0 {
+            disarm()
+            throw FrameError.incomplete
+        }
+        return state
+    }
+
+    package mutating func decoderRemoved(context: ChannelHandlerContext) { disarm() }
+
+    private mutating func arm(_ context: ChannelHandlerContext) {
+        guard deadline == nil else { return }
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: frameTimeout) {
+            bound.value.fireErrorCaught(FrameError.incomplete)
+        }
+    }
+
+    private mutating func disarm() {
+        deadline?.cancel()
+        deadline = nil
+    }
+}
+
+/// The agent's frame encoder: ``AgentFrame``s out as their bytes on the wire.
+struct AgentFrameEncoder: MessageToByteEncoder {
+    typealias OutboundIn = AgentFrame
+
+    func encode(data: AgentFrame, out: inout ByteBuffer) throws {
+        out.reserveCapacity(AgentFrame.headerSize + data.payload.count)
+        out.writeBytes([0x43, 0x46, AgentFrame.version, data.kind.rawValue])
+        out.writeInteger(UInt32(data.payload.count), endianness: .big)
+        out.writeBytes(data.payload)
+    }
+}
+
+/// Routes the answer to a presence question to the request that asked it, beside the connection's request loop:
+/// while a question is open, the next `answer` frame completes it; every other frame goes on down the pipeline.
+/// When the client's side closes, an open question gets `nil` (nobody can answer any more).
+final class PresenceAnswers: ChannelInboundHandler {
+    typealias InboundIn = AgentFrame
+    typealias InboundOut = AgentFrame
+
+    private var waiting: EventLoopPromise<AgentFrame?>?
+
+    /// Opens a question: `promise` gets the next answer frame, or `nil`.
+    func expect(_ promise: EventLoopPromise<AgentFrame?>) {
+        waiting?.succeed(nil)
+        waiting = promise
+    }
+
+    /// Withdraws the question `promise` (the request was cancelled); it gets `nil` if still open.
+    func withdraw(_ promise: EventLoopPromise<AgentFrame?>) {
+        guard let open = waiting, open.futureResult === promise.futureResult else { return }
+        waiting = nil
+        open.succeed(nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if frame.kind == .answer, let open = waiting {
+            waiting = nil
+            open.succeed(frame)
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .some(.inputClosed) = event as? ChannelEvent { closeQuestion() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        closeQuestion()
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closeQuestion()
+        context.fireChannelInactive()
+    }
+
+    private func closeQuestion() {
+        waiting?.succeed(nil)
+        waiting = nil
+    }
+}
+
+/// One accepted connection, as the child channel initializer leaves it.
+enum AcceptedConnection: Sendable {
+    /// A peer of the agent's own user, with its frames and its presence answers.
+    case served(NIOAsyncChannel<AgentFrame, AgentFrame>, answers: NIOLoopBound<PresenceAnswers>)
+    /// A peer of another user (or whose credentials could not be read): refused and being closed.
+    case refused
+
+    /// Sets up `channel`: the peer's uid is checked with `SO_PEERCRED` first; another user's process gets a
+    /// `forbidden` reply and is disconnected. Runs on the channel's event loop.
+    static func accept(
+        _ channel: any Channel,
+        ownUID: UInt32,
+        limits: AgentLimits
+    ) -> EventLoopFuture<AcceptedConnection> {
+        peerUID(channel).flatMapThrowing { uid -> AcceptedConnection in
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(MessageToByteHandler(AgentFrameEncoder()))
+            guard uid == ownUID else {
+                let refusal = try AgentCoding.encode(
+                    AgentReply.failure(AgentFailure(.forbidden, "This agent serves only its own user."))
+                )
+                channel.writeAndFlush(AgentFrame(kind: .reply, payload: refusal)).whenComplete { _ in
+                    channel.close(promise: nil)
+                }
+                return .refused
+            }
+            let decoder = AgentFrameDecoder(
+                maximumPayload: AgentFrame.maximumRequestPayload,
+                frameTimeout: .milliseconds(limits.frameMilliseconds)
+            )
+            try sync.addHandler(ByteToMessageHandler(decoder))
+            let answers = PresenceAnswers()
+            try sync.addHandler(answers)
+            let wrapped = try NIOAsyncChannel<AgentFrame, AgentFrame>(wrappingChannelSynchronously: channel)
+            return .served(wrapped, answers: NIOLoopBound(answers, eventLoop: channel.eventLoop))
+        }.flatMapErrorThrowing { _ in
+            channel.close(promise: nil)
+            return .refused
+        }
+    }
+
+    /// The uid of the process at the other end (the kernel's word, not the peer's); `nil` when it cannot be read.
+    private static func peerUID(_ channel: any Channel) -> EventLoopFuture<UInt32?> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(nil)
+        }
+        // struct ucred: pid_t pid; uid_t uid; gid_t gid.
+        let credentials: EventLoopFuture<PeerCredentialBytes> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET),
+            name: SocketOptionName(SO_PEERCRED)
+        )
+        return credentials.map { Optional($0.1) }.recover { _ in nil }
+    }
+
+    private typealias PeerCredentialBytes = (Int32, UInt32, UInt32)
+}

@@ -1,0 +1,319 @@
+import CofferApp
+import CofferKeymaker
+import CofferTesting
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Testing
+
+/// A raw client of the agent over NIO (no blocking call on the test's task pool, which also runs the agent): it
+/// writes whatever bytes a test gives and collects the frames that come back.
+struct RawAgentClient {
+    let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+
+    static func connect(_ socket: String) async throws -> RawAgentClient {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(unixDomainSocketPath: socket) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return RawAgentClient(channel: channel)
+    }
+
+    /// Where reading stops.
+    enum Stop {
+        /// At the first reply.
+        case reply
+        /// At the first event or reply.
+        case event
+        /// When the agent closes the connection.
+        case close
+
+        func isMet(by frame: AgentFrame) -> Bool {
+            switch self {
+            case .reply: frame.kind == .reply
+            case .event: frame.kind == .reply || frame.kind == .event
+            case .close: false
+            }
+        }
+    }
+
+    /// What came back.
+    struct Received {
+        var frames: [AgentFrame] = []
+        /// Whether the agent closed the connection (rather than the read stopping at a reply).
+        var closed = false
+        var replies: [AgentReply] {
+            frames.filter { $0.kind == .reply }.compactMap {
+                try? JSONDecoder().decode(AgentReply.self, from: Data($0.payload))
+            }
+        }
+        var events: [AgentEvent] {
+            frames.filter { $0.kind == .event }.compactMap {
+                try? JSONDecoder().decode(AgentEvent.self, from: Data($0.payload))
+            }
+        }
+    }
+
+    /// Sends `bytes`, then reads frames until `stop` or the agent closes; `body` gets the connection after.
+    func exchange<R: Sendable>(
+        _ bytes: [UInt8],
+        until stop: Stop = .reply,
+        then body: (
+            Received, NIOAsyncChannelOutboundWriter<ByteBuffer>,
+            inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator
+        ) async throws -> R
+    ) async throws -> R {
+        try await channel.executeThenClose { inbound, outbound in
+            if !bytes.isEmpty { try await outbound.write(ByteBuffer(bytes: bytes)) }
+            var iterator = inbound.makeAsyncIterator()
+            let received = try await Self.read(&iterator, until: stop)
+            return try await body(received, outbound, &iterator)
+        }
+    }
+
+    static func read(
+        _ iterator: inout NIOAsyncChannelInboundStream<ByteBuffer>.AsyncIterator,
+        until stop: Stop = .reply
+    ) async throws -> Received {
+        var decoder = FrameDecoder(maximumPayload: AgentFrame.maximumReplyPayload)
+        var received = Received()
+        while true {
+            while let frame = try decoder.next() {
+                received.frames.append(frame)
+                if stop.isMet(by: frame) { return received }
+            }
+            guard let chunk = try await iterator.next() else {
+                received.closed = true
+                return received
+            }
+            decoder.feed(Array(chunk.readableBytesView))
+        }
+    }
+}
+
+/// The bytes of a request frame.
+func requestFrame(_ request: AgentRequest) throws -> [UInt8] {
+    AgentFrame(kind: .request, payload: Array(try JSONEncoder().encode(request))).encoded
+}
+
+func requestFrame(json: String) -> [UInt8] { AgentFrame(kind: .request, payload: Array(json.utf8)).encoded }
+
+/// An agent served in-process on a temporary socket, over a ``TestApp`` whose secure element asks presence through
+/// the client's connection (``PresenceRelay``).
+struct RunningAgent {
+    let app: TestApp
+    let server: AgentServer
+    let group: ServiceGroup
+    let serving: Task<Void, any Error>
+    var socket: String { server.socketPath }
+
+    init(limits: AgentLimits = AgentLimits()) async throws {
+        let app = TestApp()
+        self.app = app
+        let device = try app.global.deviceIdentity
+        let root = app.folder.path
+        app.global.secureElementFactory.register {
+            try SoftwareSecureElement(folder: "\(root)/relay-se", device: device, presence: PresenceRelay())
+        }
+        server = AgentServer(dependencies: app.global, socketPath: "\(root)/run/agent.sock", limits: limits)
+        group = ServiceGroup(services: [server], logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let group = self.group
+        serving = Task { try await group.run() }
+        await server.waitUntilListening()
+    }
+
+    /// A locked account whose unlock needs presence.
+    func presenceAccount(_ name: String) async throws -> UserContainer {
+        let user = try await app.account(name)
+        try await user.keymaker.unlock(.none)
+        try await user.keymaker.activateSecureElement(authorizedBy: .none)
+        try await user.keymaker.lock()
+        return user
+    }
+
+    /// SIGTERM's path: graceful shutdown, then `run()` returns.
+    func stop() async throws {
+        await group.triggerGracefulShutdown()
+        try await serving.value
+    }
+
+    /// Whether a fresh client is still served (`status` answers).
+    func serves() async throws -> Bool {
+        let client = try await RawAgentClient.connect(socket)
+        return try await client.exchange(try requestFrame(AgentRequest(.status))) { received, _, _ in
+            received.replies.first?.ok == true
+        }
+    }
+}
+
+func secureElementUnlock(_ account: String) throws -> [UInt8] {
+    var request = AgentRequest(.unlock, account: account)
+    request.method = "secure-element"
+    return try requestFrame(request)
+}
+
+@Suite struct AgentServerTests {
+    @Test(arguments: [true, false])
+    func twoClientsAtOnceOneWaitingForPresence(confirmed: Bool) async throws {
+        let agent = try await RunningAgent()
+        let user = try await agent.presenceAccount("carol")
+        let first = try await RawAgentClient.connect(agent.socket)
+        // The first client's unlock waits on its presence question...
+        let reply = try await first.exchange(try secureElementUnlock("carol"), until: .event) {
+            question,
+            outbound,
+            iterator in
+            #expect(question.events.map(\.event) == ["presence"])
+            // ...while a second client is served.
+            #expect(try await agent.serves())
+            #expect(try await user.keymaker.isLocked)
+            let answer = AgentFrame(
+                kind: .answer,
+                payload: Array(try JSONEncoder().encode(AgentAnswer(confirmed: confirmed)))
+            )
+            try await outbound.write(ByteBuffer(bytes: answer.encoded))
+            return try await RawAgentClient.read(&iterator).replies.first
+        }
+        #expect(reply?.ok == confirmed)
+        #expect(try await user.keymaker.isLocked == !confirmed)
+        try await agent.stop()
+    }
+
+    @Test func aClientThatLeavesMidRequestEndsItsPresenceWait() async throws {
+        // A long time limit: only the client's leaving can end the wait.
+        var limits = AgentLimits()
+        limits.unlockMilliseconds = 600_000
+        let agent = try await RunningAgent(limits: limits)
+        let user = try await agent.presenceAccount("dan")
+        let client = try await RawAgentClient.connect(agent.socket)
+        let asked = try await client.exchange(try secureElementUnlock("dan"), until: .event) {
+            received,
+            _,
+            _ in received.events.map(\.event)
+        }
+        #expect(asked == ["presence"])
+        // The client is gone with the question open: the agent serves the next one and the account stays locked,
+        // and shutdown does not wait on the abandoned request.
+        #expect(try await agent.serves())
+        #expect(try await user.keymaker.isLocked)
+        try await agent.stop()
+        #expect(try await user.keymaker.isLocked)
+    }
+
+    @Test func anOversizedFrameGetsATypedErrorAndTheAgentLivesOn() async throws {
+        let agent = try await RunningAgent()
+        let limit = AgentFrame.maximumRequestPayload
+        // The header announces one byte over the limit; no payload needs to follow for the refusal.
+        let header: [UInt8] = [0x43, 0x46, 1, 1] + withUnsafeBytes(of: UInt32(limit + 1).bigEndian, Array.init)
+        let client = try await RawAgentClient.connect(agent.socket)
+        let received = try await client.exchange(header, until: .close) { received, _, _ in received }
+        #expect(received.closed, "the connection is closed after the refusal")
+        let failure = try #require(received.replies.first?.error)
+        #expect(failure.code == .badFrame)
+        #expect(failure.message == FrameError.tooLarge(announced: limit + 1, maximum: limit).description)
+        // A frame of exactly the limit is read (and refused only as an unreadable request).
+        let full = AgentFrame(kind: .request, payload: [UInt8](repeating: 0x20, count: limit)).encoded
+        let second = try await RawAgentClient.connect(agent.socket)
+        let answer = try await second.exchange(full) { received, _, _ in received.replies.first?.error?.code }
+        #expect(answer == .badRequest)
+        #expect(try await agent.serves())
+        try await agent.stop()
+    }
+
+    @Test func aHalfSentFrameIsRefusedAtItsDeadline() async throws {
+        var limits = AgentLimits()
+        limits.frameMilliseconds = 200
+        let agent = try await RunningAgent(limits: limits)
+        let client = try await RawAgentClient.connect(agent.socket)
+        let frame = try requestFrame(AgentRequest(.status))
+        let received = try await client.exchange(Array(frame.prefix(10)), until: .close) { received, _, _ in
+            received
+        }
+        #expect(received.closed)
+        #expect(received.replies.first?.error == AgentFailure(.badFrame, FrameError.incomplete.description))
+        try await agent.stop()
+    }
+
+    @Test func helloWithAnotherVersionGetsTheVersionSentence() async throws {
+        let agent = try await RunningAgent()
+        let client = try await RawAgentClient.connect(agent.socket)
+        // Another version in the hello request...
+        let reply = try await client.exchange(requestFrame(json: #"{"op":"hello","version":2}"#)) { received, _, _ in
+            received.replies.first
+        }
+        #expect(reply?.ok == false)
+        #expect(reply?.version == 1)
+        #expect(reply?.error?.code == .unsupportedVersion)
+        #expect(reply?.error?.message.contains("The agent speaks version 1, this client speaks 2") == true)
+        // ...or in the frame header: the same sentence, and the connection is closed.
+        var bytes = requestFrame(json: #"{"op":"hello","version":7}"#)
+        bytes[2] = 7
+        let other = try await RawAgentClient.connect(agent.socket)
+        let refused = try await other.exchange(bytes, until: .close) { received, _, _ in received }
+        #expect(refused.closed)
+        #expect(refused.replies.first?.error?.code == .unsupportedVersion)
+        #expect(
+            refused.replies.first?.error?.message.contains("The agent speaks version 1, this client speaks 7") == true
+        )
+        // The same version passes.
+        let same = try await RawAgentClient.connect(agent.socket)
+        let hello = try await same.exchange(requestFrame(json: #"{"op":"hello","version":1}"#)) { received, _, _ in
+            received.replies.first
+        }
+        #expect(hello?.ok == true && hello?.version == 1)
+        try await agent.stop()
+    }
+
+    /// An agent of version 2, faked: it answers whatever arrives with `bytes`.
+    final class FakeAgent: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        let bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: bytes)), promise: nil)
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func theClientTurnsAnotherVersionIntoItsTypedError(inTheFrame: Bool) async throws {
+        let folder = TemporaryDirectory(prefix: "coffer-fake-agent")
+        let socket = "\(folder.path)/agent.sock"
+        var answer = AgentFrame(kind: .reply, payload: Array(#"{"ok":true,"version":2}"#.utf8)).encoded
+        if inTheFrame { answer[2] = 2 }
+        let reply = answer
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(FakeAgent(reply))
+                }
+            }
+            .bind(unixDomainSocketPath: socket).get()
+        // The client's calls block; the fake agent runs on NIO's event loop, not on the task pool.
+        let client = try #require(try AgentClient.connect(socketPath: socket))
+        await #expect(throws: AppError.versionMismatch(agent: 2, client: 1)) { try await client.hello() }
+        client.close()
+        try await server.close()
+        #expect(
+            AppError.versionMismatch(agent: 2, client: 1).description
+                .hasPrefix("The agent speaks version 2, this client speaks 1")
+        )
+    }
+
+    @Test func shutdownEndsIdleConnectionsAndZeroesTheKeys() async throws {
+        let agent = try await RunningAgent()
+        let user = try await agent.app.account("erin")
+        try await user.keymaker.unlock(.none)
+        // A client that connected and says nothing holds no one up.
+        let idle = try await RawAgentClient.connect(agent.socket)
+        try await agent.stop()
+        #expect(try await user.keymaker.isLocked)
+        #expect(!FileManager.default.fileExists(atPath: agent.socket))
+        let leftover = try await idle.exchange([]) { received, _, _ in received }
+        #expect(leftover.closed && leftover.frames.isEmpty)
+    }
+}
