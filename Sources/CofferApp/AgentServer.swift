@@ -155,14 +155,15 @@ public final class AgentServer: Service, Sendable {
         }
     }
 
-    /// The listening channel: the socket file is created 0600 (under umask 0177) in the 0700 folder.
+    /// The listening channel: the socket file is made 0600 right after bind, in the 0700 folder (which keeps
+    /// everyone else out meanwhile). Not by umask: it is process-wide, so a thread or child process started while
+    /// it is narrowed would inherit it.
     private func listen() async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let ownUID = getuid()
         let limits = self.limits
-        let previous = umask(0o177)
-        defer { umask(previous) }
+        let server: NIOAsyncChannel<AcceptedConnection, Never>
         do {
-            return try await ServerBootstrap(group: eventLoopGroup)
+            server = try await ServerBootstrap(group: eventLoopGroup)
                 .serverChannelOption(.backlog, value: 64)
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .bind(unixDomainSocketPath: socketPath) { channel in
@@ -171,6 +172,12 @@ public final class AgentServer: Service, Sendable {
         } catch {
             throw AppError.socket(operation: "listen on \(socketPath)", errno: (error as? IOError)?.errnoCode ?? EIO)
         }
+        guard chmod(socketPath, 0o600) == 0 else {
+            let code = errno
+            try? await server.channel.close()
+            throw AppError.socket(operation: "restrict \(socketPath) to its owner", errno: code)
+        }
+        return server
     }
 
     /// Starts `connection`'s task, or refuses it when the agent already serves its maximum.

@@ -170,6 +170,8 @@ func messageWithAttachment(canary: String) -> String {
         let agent = try AgentProcess(cli, runtime: runtime)
         let socket = agent.socketPath
         #expect(FileManager.default.fileExists(atPath: socket), "\(socket)")
+        var info = stat()
+        #expect(stat(socket, &info) == 0 && info.st_mode & 0o777 == 0o600, "the socket is not 0600")
         // The folder (0700) and socket (0600) keep other users out...
         #expect(try connectAsNobody(socket).hasPrefix("denied"))
         // ...and with permissions opened by mistake, the agent itself still refuses them (SO_PEERCRED).
