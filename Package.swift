@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
         .library(name: "CofferPush", targets: ["CofferPush"]),
+        .library(name: "CofferSync", targets: ["CofferSync"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
     ],
@@ -93,6 +94,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // IMAP accounts and sync into the sealed store (incremental by UID, UIDVALIDITY, expunges, flags both ways).
+        .target(
+            name: "CofferSync",
+            dependencies: [
+                "CofferIMAP", "CofferStore", "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by
         // coffer-notify (the sender) and the client's push handler (the receiver).
         .target(name: "CofferPush", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
@@ -102,7 +110,8 @@ let package = Package(
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "CofferContent", "CofferTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -165,6 +174,14 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
+        .testTarget(
+            name: "CofferSyncTests",
+            dependencies: [
+                "CofferSync", "CofferIMAP", "CofferStore", "CofferTransport", "CofferTesting", "CofferKeymaker",
+                "CofferKeychain", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

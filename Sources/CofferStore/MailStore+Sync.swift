@@ -20,15 +20,26 @@ public struct ServerAccount: Sendable, Equatable {
     public var pins: [String]
     /// A PEM bundle of the CAs to trust instead of the system store.
     public var caFile: String?
+    /// The address to connect to instead of `host` (the certificate must still carry `host`).
+    public var connectAddress: String?
 
     /// Creates a record.
-    public init(host: String, port: Int, username: String, password: String, pins: [String], caFile: String?) {
+    public init(
+        host: String,
+        port: Int,
+        username: String,
+        password: String,
+        pins: [String] = [],
+        caFile: String? = nil,
+        connectAddress: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.username = username
         self.password = password
         self.pins = pins
         self.caFile = caFile
+        self.connectAddress = connectAddress
     }
 
     /// The version of the sealed record written by this code.
@@ -42,6 +53,7 @@ public struct ServerAccount: Sendable, Equatable {
         writer.string(username)
         writer.string(password)
         writer.string(caFile)
+        writer.string(connectAddress)
         writer.count(pins.count)
         for pin in pins { writer.string(pin) }
         return writer.bytes
@@ -55,6 +67,7 @@ public struct ServerAccount: Sendable, Equatable {
         let username = try reader.requiredString()
         let password = try reader.requiredString()
         let caFile = try reader.string()
+        let connectAddress = try reader.string()
         let pinCount = try reader.count()
         guard pinCount <= 64 else { throw CellReader.Malformed() }
         var pins: [String] = []
@@ -66,7 +79,8 @@ public struct ServerAccount: Sendable, Equatable {
             username: username,
             password: password,
             pins: pins,
-            caFile: caFile
+            caFile: caFile,
+            connectAddress: connectAddress
         )
     }
 }
@@ -233,7 +247,11 @@ extension MailStore {
     }
 
     /// Starts following a folder with the server's UIDVALIDITY (nothing fetched yet).
-    public func addSyncFolder(accountID: Int64, name: String, uidValidity: UInt32) async throws(StoreError)
+    public func addSyncFolder(
+        accountID: Int64,
+        name: String,
+        uidValidity: UInt32
+    ) async throws(StoreError)
         -> SyncFolder
     {
         let keys = try await keys()
@@ -349,7 +367,8 @@ extension MailStore {
                     """,
                 arguments: [folderID]
             ).map { row -> SyncLocation? in
-                guard let uid = Self.integer(row, 0), let messageID = Self.integer(row, 1), let server = Self.integer(row, 2),
+                guard let uid = Self.integer(row, 0), let messageID = Self.integer(row, 1),
+                    let server = Self.integer(row, 2),
                     let local = Self.integer(row, 3), let uid32 = UInt32(exactly: uid)
                 else { return nil }
                 return SyncLocation(
@@ -403,7 +422,8 @@ extension MailStore {
                 arguments: [folderID]
             )
             for row in rows {
-                guard let uid = Self.integer(row, 0), let messageID = Self.integer(row, 1), let old = Self.integer(row, 2),
+                guard let uid = Self.integer(row, 0), let messageID = Self.integer(row, 1),
+                    let old = Self.integer(row, 2),
                     let local = Self.integer(row, 3), let uid32 = UInt32(exactly: uid), let now = flags[uid32]
                 else { continue }
                 let new = now.rawValue & mask
@@ -436,7 +456,11 @@ extension MailStore {
     }
 
     /// Adds and removes flags of a message here (for example `\Seen` when it is read); a sync pushes the change.
-    public func setFlags(_ messageID: Int64, adding: MessageFlags = [], removing: MessageFlags = [])
+    public func setFlags(
+        _ messageID: Int64,
+        adding: MessageFlags = [],
+        removing: MessageFlags = []
+    )
         async throws(StoreError)
     {
         _ = try await keys()
@@ -493,7 +517,11 @@ extension MailStore {
     }
 
     /// The messages at the locations `condition` selects (with `arguments`).
-    static func locatedMessages(_ db: Database, _ condition: String, _ arguments: StatementArguments) throws
+    static func locatedMessages(
+        _ db: Database,
+        _ condition: String,
+        _ arguments: StatementArguments
+    ) throws
         -> Set<Int64>
     {
         Set(try Int64.fetchAll(db, sql: "SELECT messageID FROM syncLocations WHERE \(condition)", arguments: arguments))
