@@ -56,6 +56,22 @@ struct SyncDovecot {
 
     func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
 
+    /// Delivers several messages over one LMTP connection.
+    func deliver(many messages: [[UInt8]]) throws {
+        let encoded = messages.map { Data($0).base64EncodedString() }
+        let script = """
+            import base64, smtplib, sys
+            sys.path.insert(0, \(String(reflecting: TestServers.repoRoot.appendingPathComponent("Tests/servers").path)))
+            import dovecot
+            info = dovecot.load(\(String(reflecting: server.dir)))
+            with smtplib.LMTP("127.0.0.1", info["lmtp_port"]) as lmtp:
+                for item in \(encoded):
+                    lmtp.sendmail("sender@coffer.test", [\(String(reflecting: Self.user))], base64.b64decode(item))
+            """
+        let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
+        guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
+    }
+
     func pin(_ key: String) throws -> String {
         try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8).trimmingCharacters(
             in: .whitespacesAndNewlines

@@ -1,0 +1,57 @@
+import ArgumentParser
+import CofferStore
+import CofferSync
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer sync`: brings an IMAP account's folders into the sealed store.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Fetch new mail from the IMAP account into the sealed store, and keep flags and deletions in step.",
+        discussion: """
+            Only messages above the highest UID already stored are fetched; a folder whose UIDVALIDITY changed is \
+            fetched again; messages the server expunged are deleted here; \\Seen, \\Answered, \\Flagged and \\Draft \
+            go both ways (the server's change wins for a flag both changed). An interrupted sync keeps what it \
+            stored; the next one continues.
+            """
+    )
+
+    @OptionGroup var home: HomeOptions
+    @OptionGroup var pinOptions: PINOptions
+    @Option(name: .long, help: "A folder to sync (repeatable; default INBOX).") var folder: [String] = []
+    @Option(name: .long, help: "The mail server account (from `coffer account show`; default the only one).")
+    var id: Int64?
+    @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = 50
+
+    func validate() throws {
+        guard batch > 0 else { throw ValidationError("--batch must be positive.") }
+    }
+
+    func run() async throws {
+        try await runReportingErrors {
+            let server = try await ServerSession.open(home, pinOptions)
+            let account = try await server.serverAccount(id)
+            let interactive = Terminal.isInteractiveOutput
+            let summary = try await Syncer(store: server.store, batchSize: batch).sync(
+                accountID: account.id,
+                folders: folder
+            ) { progress in
+                guard interactive, progress.total > 0 else { return }
+                print("\r\(progress.folder): \(progress.done) of \(progress.total)    ", terminator: "")
+                fflush(nil)
+            }
+            if interactive { print("") }
+            print(
+                "Synced \(summary.folders) folder\(summary.folders == 1 ? "" : "s"): \(summary.fetched) new, "
+                    + "\(summary.deleted) deleted, \(summary.flagsPulled + summary.flagsPushed) flags changed"
+                    + (summary.resynced > 0
+                        ? ", \(summary.resynced) folder(s) fetched again (UIDVALIDITY changed)" : "")
+                    + "."
+            )
+            try server.close()
+        }
+    }
+}
