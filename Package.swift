@@ -135,9 +135,17 @@ let package = Package(
             dependencies: ["CofferKeymaker", "CofferTesting"],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "CofferHTMLTests", dependencies: ["CofferHTML"], exclude: ["generate_entities.py"]),
-        .testTarget(name: "CofferMIMETests", dependencies: ["CofferMIME"], exclude: ["make_corpus.py", "oracle.py"]),
-        .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML"]),
+        .testTarget(
+            name: "CofferHTMLTests",
+            dependencies: ["CofferHTML", "CofferSampleMail"],
+            exclude: ["generate_entities.py"]
+        ),
+        .testTarget(
+            name: "CofferMIMETests",
+            dependencies: ["CofferMIME", "CofferSampleMail"],
+            exclude: ["make_corpus.py", "oracle.py"]
+        ),
+        .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML", "CofferSampleMail"]),
         .testTarget(
             name: "CofferStoreTests",
             dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"],
@@ -146,7 +154,7 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: ["CofferTesting", "CofferApp"],
-            exclude: ["tty_driver.py", "signal_driver.py"]
+            exclude: ["pty_driver.py"]
         ),
         .testTarget(
             name: "CofferTransportTests",

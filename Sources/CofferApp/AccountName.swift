@@ -1,3 +1,4 @@
+import CofferCrypto
 import Crypto
 import Foundation
 
@@ -57,8 +58,7 @@ public enum AccountName {
         input.append(0)
         input += Array(name.utf8)
         let digest = SHA256.hash(data: input)
-        let hex = digest.prefix(16).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        return "a-\(hex)"
+        return "a-\(Array(digest.prefix(16)).hexString)"
     }
 }
 

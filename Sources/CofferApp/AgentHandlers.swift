@@ -241,10 +241,7 @@ public final class MailHandler: Sendable {
         let cache = try dependencies.attachmentCache
         var (info, content) = try await content(id)
         defer { for index in content.indices { content[index] = 0 } }
-        var random = SystemRandomNumberGenerator()
-        let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
-        let folder = "\(cache.previewFolder)/\(getpid())-\(nonce)"
-        try SecureFile.makePrivateDirectory(folder)
+        let folder = try SecureFile.makeProcessFolder(under: cache.previewFolder)
         let file = "\(folder)/attachment\(Self.safeExtension(info.filename))"
         do {
             try AppError.file { () throws(CofferCryptoError) in try SecureFile.writeNew(content, to: file) }

@@ -1,3 +1,4 @@
+import CofferCrypto
 import Crypto
 
 #if canImport(Glibc)
@@ -60,7 +61,6 @@ public struct AppPaths: Sendable, Equatable {
     /// The socket's file name: `agent-<16 hex digits of SHA-256 of the data folder>.sock`.
     public var agentSocketName: String {
         let digest = SHA256.hash(data: Array(data.utf8))
-        let hex = digest.prefix(8).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        return "agent-\(hex).sock"
+        return "agent-\(Array(digest.prefix(8)).hexString).sock"
     }
 }

@@ -158,8 +158,7 @@ public final class AttachmentCache: Sendable {
     public func save(_ key: String, to target: String) async throws(AttachmentError) {
         guard !SecureFile.exists(target) else { throw .invalidArgument("the target file already exists") }
         let (keys, path) = try await liveEntry(key)
-        var random = SystemRandomNumberGenerator()
-        let temporary = "\(target).tmp-\(String(random.next() as UInt64, radix: 16))"
+        let temporary = SecureFile.temporaryPath(for: target)
         try decrypt(path, keys: keys, to: temporary)
         guard rename(temporary, target) == 0 else {
             let code = errno
@@ -191,10 +190,10 @@ public final class AttachmentCache: Sendable {
     {
         guard let program = viewer.first, !program.isEmpty else { throw .invalidArgument("no viewer given") }
         let (keys, path) = try await liveEntry(key)
-        var random = SystemRandomNumberGenerator()
-        let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
-        let folder = "\(previewFolder)/\(getpid())-\(nonce)"
-        do { try SecureFile.makePrivateDirectory(folder) } catch { throw AttachmentError.wrap(error) }
+        let folder: String
+        do { folder = try SecureFile.makeProcessFolder(under: previewFolder) } catch {
+            throw AttachmentError.wrap(error)
+        }
         defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/attachment\(Self.safeExtension(suggestedName))"
         try decrypt(path, keys: keys, to: file)
@@ -259,18 +258,16 @@ public final class AttachmentCache: Sendable {
         return removed
     }
 
-    /// Deletes what a killed process left: temporary cache files, and preview folders (`<pid>-<nonce>`) of processes
-    /// that no longer run. This process's own folders are left alone: another cache of the same process (the agent
-    /// opens one per account, and they may share the preview folder) may be showing one. Runs when the cache is
-    /// created.
+    /// Deletes what a killed process left: temporary cache files whose writer is gone
+    /// (``SecureFile/isAbandonedTemporary(_:)``; another process's write in progress is kept), and preview folders
+    /// (``SecureFile/makeProcessFolder(under:)``) of processes that no longer run. This process's own folders are
+    /// left alone: another cache of the same process (the agent opens one per account, and they may share the
+    /// preview folder) may be showing one. Runs when the cache is created.
     public func removeLeftovers() throws(AttachmentError) {
-        for name in try list() where name.hasPrefix(".") && name.contains(".tmp-") {
-            SecureFile.removeTree("\(folder)/\(name)")
-        }
+        do { try SecureFile.removeTemporaryLeftovers(in: folder) } catch { throw AttachmentError.wrap(error) }
         let own = getpid()
         for name in (try? SecureFile.list(previewFolder)) ?? [] {
-            let owner = name.split(separator: "-").first.flatMap { Int32($0) }
-            if let owner, owner == own || kill(owner, 0) == 0 || errno == EPERM { continue }
+            if let owner = SecureFile.folderOwner(name), owner == own || SecureFile.isAlive(owner) { continue }
             SecureFile.removeTree("\(previewFolder)/\(name)")
         }
     }
@@ -288,8 +285,7 @@ public final class AttachmentCache: Sendable {
     private func put(from source: inout some ByteSource, for key: String) async throws(AttachmentError) {
         let keys = try await keys()
         let path = "\(folder)/\(keys.fileName(for: key))"
-        var random = SystemRandomNumberGenerator()
-        let temporary = "\(folder)/.\(keys.fileName(for: key)).tmp-\(String(random.next() as UInt64, radix: 16))"
+        let temporary = SecureFile.temporaryPath(for: path)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io(operation: "create a cache file", errno: errno) }
         var done = false
@@ -417,11 +413,7 @@ final class CacheKeys: Sendable {
     func fileName(for key: String) -> String {
         var hmac = names
         hmac.update(data: Array(key.utf8))
-        let digits = Array(hmac.finalize()).prefix(16).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }
-        return digits.joined() + AttachmentCache.fileExtension
+        return Array(Array(hmac.finalize()).prefix(16)).hexString + AttachmentCache.fileExtension
     }
 }
 

@@ -239,8 +239,25 @@ public enum SecureFile {
         return pid
     }
 
-    private static func isAlive(_ pid: pid_t) -> Bool {
+    /// Whether a process with id `pid` exists (one of another user counts).
+    public static func isAlive(_ pid: pid_t) -> Bool {
         kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// Creates a fresh private folder (0700) under `parent`, named `<pid>-<random hex>` so that a sweep can tell
+    /// when the process that made it is gone (``folderOwner(_:)``). For decrypted previews, one folder per view.
+    public static func makeProcessFolder(under parent: String) throws(CofferCryptoError) -> String {
+        var random = SystemRandomNumberGenerator()
+        let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
+        let folder = "\(parent)/\(getpid())-\(nonce)"
+        try makePrivateDirectory(folder)
+        return folder
+    }
+
+    /// The process id in a folder name made by ``makeProcessFolder(under:)``, or `nil` for another name.
+    public static func folderOwner(_ name: String) -> pid_t? {
+        guard let first = name.split(separator: "-").first, let pid = pid_t(first), pid > 0 else { return nil }
+        return pid
     }
 
     /// `fsync` on a folder, so a rename or unlink in it survives a crash.

@@ -2,16 +2,32 @@ import CofferTransport
 import NIOCore
 import NIOPosix
 
+/// How the connection becomes TLS.
+public enum IMAPSecurity: String, Sendable, Codable, CaseIterable {
+    /// TLS from the first byte (`imaps://`, port 993).
+    case implicitTLS
+    /// Plain IMAP (port 143) upgraded with STARTTLS before anything else is sent. A server that does not offer
+    /// STARTTLS is refused: there is no fallback to plaintext.
+    case startTLS
+}
+
 /// Where and how to reach an IMAP server.
 public struct IMAPConfiguration: Sendable {
-    /// The pinned TLS connection (implicit TLS, port 993 by default).
+    /// The pinned TLS connection (the same checks for both kinds of `security`).
     public var tls: PinnedTLSConfiguration
+    /// Implicit TLS (the default) or STARTTLS.
+    public var security: IMAPSecurity
     /// The parser's bounds.
     public var limits: IMAPResponseParser.Limits
 
     /// Creates a configuration.
-    public init(tls: PinnedTLSConfiguration, limits: IMAPResponseParser.Limits = .init()) {
+    public init(
+        tls: PinnedTLSConfiguration,
+        security: IMAPSecurity = .implicitTLS,
+        limits: IMAPResponseParser.Limits = .init()
+    ) {
         self.tls = tls
+        self.security = security
         self.limits = limits
     }
 }
@@ -79,8 +95,8 @@ public actor IMAPClient {
     /// The selected mailbox, if any.
     public private(set) var selected: SelectedMailbox?
     private var unsolicited: [UntaggedResponse] = []
-    /// The pins of the server's validated chain and the pin policy's decision.
-    public nonisolated let pinEvaluation: PinEvaluation
+    /// What the pin policy decided about the server's validated chain.
+    public private(set) var pinEvaluation: PinEvaluation
 
     private init(channel: any Channel, queue: IMAPEventQueue, pinEvaluation: PinEvaluation) {
         self.channel = channel
@@ -88,27 +104,82 @@ public actor IMAPClient {
         self.pinEvaluation = pinEvaluation
     }
 
-    /// Connects over pinned TLS and reads the greeting.
+    /// Connects over pinned TLS (implicit, or STARTTLS before anything else) and reads the greeting.
     ///
     /// - Throws: `IMAPError.transport` with the transport's sentence for a TLS or pin failure (never bypassable),
-    ///   `.connectionClosed` for a BYE greeting, or a parse error.
+    ///   `.missingCapability("STARTTLS")` when STARTTLS is configured and not offered,
+    ///   `.plaintextAfterStartTLS`, `.connectionClosed` for a BYE greeting, or a parse error.
     public static func connect(_ configuration: IMAPConfiguration) async throws(IMAPError) -> IMAPClient {
         let queue = IMAPEventQueue()
         let limits = configuration.limits
+        let addHandler: @Sendable (any Channel) -> EventLoopFuture<any Channel> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHandler(IMAPChannelHandler(limits: limits, queue: queue))
+                return channel
+            }
+        }
+        switch configuration.security {
+        case .implicitTLS:
+            let connection: PinnedConnection<any Channel>
+            do {
+                connection = try await PinnedTLS.connect(configuration.tls, configure: addHandler)
+            } catch {
+                throw .transport(error.description)
+            }
+            let client = IMAPClient(channel: connection.output, queue: queue, pinEvaluation: connection.pinEvaluation)
+            try await client.readGreeting()
+            return client
+        case .startTLS:
+            let channel: any Channel
+            do {
+                channel = try await PinnedTLS.connectPlaintext(configuration.tls, configure: addHandler)
+            } catch {
+                throw .transport(error.description)
+            }
+            // Not pinned yet: the client is handed out only after startTLS has checked the chain and the pins.
+            let client = IMAPClient(channel: channel, queue: queue, pinEvaluation: .notPinned)
+            try await client.readGreeting()
+            try await client.startTLS(configuration.tls)
+            return client
+        }
+    }
+
+    /// STARTTLS (RFC 3501 6.2.1, RFC 8314): refuses a server without it, upgrades with the full pinned checks, and
+    /// forgets what the server said in plaintext (its capabilities are asked again over TLS).
+    private func startTLS(_ tls: PinnedTLSConfiguration) async throws(IMAPError) {
+        if capabilities.isEmpty { _ = try await run(IMAPCommand("CAPABILITY")) }
+        guard capabilities.contains("STARTTLS") else {
+            await closeChannel()
+            throw .missingCapability("STARTTLS")
+        }
+        let channel = channel
+        do {
+            try await channel.eventLoop.submit {
+                try channel.pipeline.syncOperations.handler(type: IMAPChannelHandler.self).armForStartTLS()
+            }.get()
+        } catch {
+            await closeChannel()
+            throw .connectionClosed
+        }
+        do {
+            _ = try await run(IMAPCommand("STARTTLS"))
+        } catch {
+            await closeChannel()
+            throw error
+        }
         let connection: PinnedConnection<any Channel>
         do {
-            connection = try await PinnedTLS.connect(configuration.tls) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(IMAPChannelHandler(limits: limits, queue: queue))
-                    return channel
-                }
+            connection = try await PinnedTLS.startTLS(on: channel, tls) { channel in
+                try channel.pipeline.syncOperations.handler(type: IMAPChannelHandler.self).resumeOverTLS()
             }
         } catch {
+            closed = true
+            if queue.failure == .plaintextAfterStartTLS { throw .plaintextAfterStartTLS }
             throw .transport(error.description)
         }
-        let client = IMAPClient(channel: connection.output, queue: queue, pinEvaluation: connection.pinEvaluation)
-        try await client.readGreeting()
-        return client
+        pinEvaluation = connection.pinEvaluation
+        capabilities = []
+        _ = try await run(IMAPCommand("CAPABILITY"))
     }
 
     private func readGreeting() async throws(IMAPError) {

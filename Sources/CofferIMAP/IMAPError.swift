@@ -23,6 +23,9 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
     case connectionClosed
     /// The server sent something the client did not expect at that point (for example no `+` before a literal).
     case unexpectedResponse(expected: String)
+    /// The server sent bytes after its go-ahead to STARTTLS and before TLS began: a man in the middle injecting
+    /// plaintext responses, or a broken server (CVE-2011-0411's kind). Nothing of it was read as a response.
+    case plaintextAfterStartTLS
     /// The operation did not complete in time, or its task was cancelled.
     case cancelled
     /// The pinned TLS connection failed (the transport's own sentence).
@@ -51,6 +54,9 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
             "The IMAP server closed the connection before the command completed."
         case .unexpectedResponse(let expected):
             "The IMAP server sent an unexpected response (expected \(expected))."
+        case .plaintextAfterStartTLS:
+            "The IMAP server sent data between agreeing to STARTTLS and starting TLS, which a man in the middle does; "
+                + "the connection was dropped."
         case .cancelled:
             "The IMAP operation was cancelled or timed out."
         case .transport(let sentence):

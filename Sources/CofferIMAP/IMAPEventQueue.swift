@@ -34,6 +34,9 @@ final class IMAPEventQueue: Sendable {
         waiter?.resume(returning: item)
     }
 
+    /// The failure that ended the stream, if one did (without consuming anything).
+    var failure: IMAPError? { state.withLock { $0.terminal } }
+
     /// The next item; on task cancellation `.failed(.cancelled)`.
     func next() async -> IMAPInbound {
         await withTaskCancellationHandler {

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import Foundation
 
 /// Ready-made test fixtures.
 public enum Fixtures {
@@ -17,4 +18,15 @@ public enum Fixtures {
 
     /// A PIN as secret bytes.
     public static func pin(_ text: String) -> SecretBytes { SecretBytes(copying: Array(text.utf8)) }
+
+    /// Decodes the JSON file at `path`, relative to the folder of the test file that calls (for example
+    /// `"Fixtures/vectors.json"`).
+    public static func json<Value: Decodable>(
+        _ type: Value.Type,
+        _ path: String,
+        besideFile file: String = #filePath
+    ) throws -> Value {
+        let url = URL(fileURLWithPath: file).deletingLastPathComponent().appendingPathComponent(path)
+        return try JSONDecoder().decode(type, from: Data(contentsOf: url))
+    }
 }

@@ -43,6 +43,8 @@ public enum TestServers {
         public let dir: String
         /// The IMAPS port on 127.0.0.1.
         public let imapsPort: Int
+        /// The plain IMAP port on 127.0.0.1, where the server offers STARTTLS and refuses LOGIN before it.
+        public let imapPort: Int
         /// The master process.
         public let pid: Int32
 
@@ -57,11 +59,12 @@ public enum TestServers {
             )
             guard result.code == 0, let line = result.output.split(separator: "\n").last,
                 let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-                let port = info["imaps_port"] as? Int, let pid = info["pid"] as? Int
+                let port = info["imaps_port"] as? Int, let plainPort = info["imap_port"] as? Int,
+                let pid = info["pid"] as? Int
             else {
                 throw TestSetupError(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)")
             }
-            return Dovecot(dir: dir, imapsPort: port, pid: Int32(pid))
+            return Dovecot(dir: dir, imapsPort: port, imapPort: plainPort, pid: Int32(pid))
         }
 
         /// Stops the server.

@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import SwiftASN1
-import X509
+@_spi(FixedExpiryValidationTime) import X509
 
 /// Chain, hostname and pin checks of a presented chain, in that order. Pure apart from the async chain building;
 /// the TLS callback runs it and tests call it directly.
@@ -29,7 +29,7 @@ struct ChainVerifier: Sendable {
         let intermediates = CertificateStore(certificates.dropFirst())
 
         // 1. The chain alone (RFC 5280: signatures, validity at `now`, CA constraints) to a trusted root.
-        var chainOnly = Verifier(rootCertificates: roots) { RFC5280Policy(validationTime: now) }
+        var chainOnly = Verifier(rootCertificates: roots) { RFC5280Policy(fixedExpiryValidationTime: now) }
         guard case .validCertificate = await chainOnly.validate(leaf: leaf, intermediates: intermediates) else {
             if now > leaf.notValidAfter {
                 throw .certificateExpired(host: serverName, notValidAfter: leaf.notValidAfter)
@@ -43,7 +43,7 @@ struct ChainVerifier: Sendable {
         // 2. The same with the server identity (RFC 6125: subjectAltName DNS or IP) added.
         let isIP = (try? SocketAddress(ipAddress: serverName, port: 0)) != nil
         var withIdentity = Verifier(rootCertificates: roots) {
-            RFC5280Policy(validationTime: now)
+            RFC5280Policy(fixedExpiryValidationTime: now)
             ServerIdentityPolicy(serverHostname: isIP ? nil : serverName, serverIP: isIP ? serverName : nil)
         }
         guard case .validCertificate(let chain) = await withIdentity.validate(leaf: leaf, intermediates: intermediates)

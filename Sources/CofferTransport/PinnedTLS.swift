@@ -105,49 +105,57 @@ public enum PinnedTLS {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Output>
     ) async throws(TransportError) -> PinnedConnection<Output> {
-        let host = configuration.serverName
-        let roots = try configuration.trustRoots.store()
-        let verifier = ChainVerifier(
-            serverName: host,
-            port: configuration.port,
-            roots: roots,
-            policy: configuration.pinPolicy
-        )
-        let outcome = Outcome()
-        let context = try makeContext(host: host, verification: .fullVerification)
-        let now = configuration.now
-        let reporter = configuration.reporter
-        let port = configuration.port
-        let policy = configuration.pinPolicy
-        let callback: VerifyCallback = { certificates, promise in
-            let presented = certificates.compactMap { try? $0.toDERBytes() }
-            promise.completeWithTask { () async -> NIOSSLVerificationResultWithMetadata in
-                let verified: ChainVerifier.Verified
-                do throws(TransportError) {
-                    verified = try await verifier.verify(presented: presented, now: now())
-                } catch {
-                    outcome.set(error: error)
-                    if let entry = policy?.entry(for: host), error.isPinFailure {
-                        reporter?.pinFailure(report(entry, error, host, port, error.seenPins, true, now()))
-                    }
-                    return .failed
-                }
-                guard let chain = try? verified.chainDER.map({ try NIOSSLCertificate(bytes: $0, format: .der) }),
-                    !chain.isEmpty
-                else {
-                    outcome.set(error: .untrustedChain(host: host, reason: "the validated chain cannot be encoded"))
-                    return .failed
-                }
-                outcome.set(verified: verified)
-                if case .expired(let entry, let failure) = verified.evaluation {
-                    reporter?.pinFailure(report(entry, failure, host, port, verified.chainPins, false, now()))
-                }
-                return .certificateVerified(VerificationMetadata(ValidatedCertificateChain(chain)))
-            }
+        try await open(configuration, group: group, handshake: Handshake(configuration)) { configure($0) }
+    }
+
+    /// Opens a plain TCP connection, to be upgraded with ``startTLS(on:_:prepare:)`` once the protocol says so
+    /// (IMAP's STARTTLS). Nothing may be sent over it before the upgrade but the protocol's own commands for it.
+    ///
+    /// - Throws: `TransportError.connectFailed` or `.timedOut`.
+    public static func connectPlaintext<Output: Sendable>(
+        _ configuration: PinnedTLSConfiguration,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Output>
+    ) async throws(TransportError) -> Output {
+        let address = configuration.connectAddress ?? configuration.serverName
+        do {
+            return try await ClientBootstrap(group: group).connectTimeout(configuration.timeout)
+                .connect(host: address, port: configuration.port) { configure($0) }
+        } catch {
+            throw map(error, host: configuration.serverName, port: configuration.port)
         }
-        return try await open(configuration, group: group, context: context, callback: callback, outcome: outcome) {
-            configure($0)
+    }
+
+    /// Upgrades a connected plaintext channel to TLS in place, with the same chain, hostname and pin checks as
+    /// ``connect(_:group:configure:)``. On the event loop, in one step, it runs `prepare` (the protocol handler
+    /// arms itself to refuse any plaintext that came after the go-ahead) and puts the TLS handler first in the
+    /// pipeline, so from then on every byte read has come through TLS. Then it waits for the handshake.
+    ///
+    /// - Throws: A `TransportError` for every failure; the channel is closed.
+    public static func startTLS(
+        on channel: any Channel,
+        _ configuration: PinnedTLSConfiguration,
+        prepare: @escaping @Sendable (any Channel) throws -> Void
+    ) async throws(TransportError) -> PinnedConnection<any Channel> {
+        let handshake = try Handshake(configuration)
+        do {
+            let handshakeDone = try await channel.eventLoop.submit {
+                try prepare(channel)
+                let (tls, watcher) = try handshake.handlers(eventLoop: channel.eventLoop)
+                try channel.pipeline.syncOperations.addHandler(tls, position: .first)
+                try channel.pipeline.syncOperations.addHandler(watcher, position: .after(tls))
+                return watcher.promise.futureResult
+            }.get()
+            try await handshakeDone.get()
+        } catch {
+            channel.close(promise: nil)
+            throw handshake.outcome.error ?? map(error, host: configuration.serverName, port: configuration.port)
         }
+        guard let verified = handshake.outcome.verified else {
+            channel.close(promise: nil)
+            throw .handshakeFailed(host: configuration.serverName, reason: "the certificate was not verified")
+        }
+        return PinnedConnection(output: channel, chainPins: verified.chainPins, pinEvaluation: verified.evaluation)
     }
 
     /// The certificates a server presents, with their pins, WITHOUT trusting them: the handshake is aborted once
@@ -176,13 +184,17 @@ public enum PinnedTLS {
             timeout: timeout
         )
         do {
-            let connection = try await open(
-                configuration,
-                group: group,
+            let handshake = Handshake(
+                host: serverName,
+                isIP: (try? SocketAddress(ipAddress: serverName, port: 0)) != nil,
+                timeout: timeout,
                 context: context,
                 callback: callback,
                 outcome: Outcome()
-            ) { $0.eventLoop.makeSucceededFuture($0) }
+            )
+            let connection = try await open(configuration, group: group, handshake: handshake) {
+                $0.eventLoop.makeSucceededFuture($0)
+            }
             // Unreachable in practice (the callback always fails the handshake); never keep the connection.
             _ = try? await connection.output.close()
         } catch {
@@ -227,17 +239,14 @@ public enum PinnedTLS {
     private static func open<Output: Sendable>(
         _ configuration: PinnedTLSConfiguration,
         group: any EventLoopGroup,
-        context: NIOSSLContext,
-        callback: @escaping VerifyCallback,
-        outcome: Outcome,
+        handshake: Handshake,
         configure: @escaping @Sendable (any Channel) -> EventLoopFuture<Output>
     ) async throws(TransportError) -> PinnedConnection<Output> {
         let host = configuration.serverName
         let port = configuration.port
         let address = configuration.connectAddress ?? host
-        let isIP = (try? SocketAddress(ipAddress: host, port: 0)) != nil
-        let timeout = configuration.timeout
-        let bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
+        let outcome = handshake.outcome
+        let bootstrap = ClientBootstrap(group: group).connectTimeout(configuration.timeout)
         // The caller's handlers are added only once the handshake (with every check) has completed: a refused
         // connection never reaches them. The flatMap runs synchronously on the event loop when the handshake
         // completes, before NIOSSL passes on any application data, so no byte is lost.
@@ -245,12 +254,7 @@ public enum PinnedTLS {
         do {
             opened = try await bootstrap.connect(host: address, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(
-                        context: context,
-                        serverHostname: isIP ? nil : host,
-                        customVerificationCallbackWithMetadata: callback
-                    )
-                    let watcher = HandshakeWatcher(promise: channel.eventLoop.makePromise(), timeout: timeout)
+                    let (tls, watcher) = try handshake.handlers(eventLoop: channel.eventLoop)
                     try channel.pipeline.syncOperations.addHandlers(tls, watcher)
                     return (channel, watcher.promise.futureResult.flatMap { configure(channel) })
                 }
@@ -409,5 +413,96 @@ private final class HandshakeWatcher: ChannelInboundHandler, RemovableChannelHan
         done = true
         timer?.cancel()
         promise.completeWith(result)
+    }
+}
+
+extension PinnedTLS {
+    /// One TLS handshake's checks: the context, the verification callback (chain, hostname, pins) and what the
+    /// callback found, read after the handshake for a typed error.
+    fileprivate struct Handshake: Sendable {
+        let host: String
+        let isIP: Bool
+        let timeout: TimeAmount
+        let context: NIOSSLContext
+        let callback: VerifyCallback
+        let outcome: Outcome
+
+        init(
+            host: String,
+            isIP: Bool,
+            timeout: TimeAmount,
+            context: NIOSSLContext,
+            callback: @escaping VerifyCallback,
+            outcome: Outcome
+        ) {
+            self.host = host
+            self.isIP = isIP
+            self.timeout = timeout
+            self.context = context
+            self.callback = callback
+            self.outcome = outcome
+        }
+
+        /// The full checks of `configuration`: the chain to its trust roots, the server identity, then its pins.
+        init(_ configuration: PinnedTLSConfiguration) throws(TransportError) {
+            let host = configuration.serverName
+            let verifier = ChainVerifier(
+                serverName: host,
+                port: configuration.port,
+                roots: try configuration.trustRoots.store(),
+                policy: configuration.pinPolicy
+            )
+            let outcome = Outcome()
+            let now = configuration.now
+            let reporter = configuration.reporter
+            let port = configuration.port
+            let policy = configuration.pinPolicy
+            let callback: VerifyCallback = { certificates, promise in
+                let presented = certificates.compactMap { try? $0.toDERBytes() }
+                promise.completeWithTask { () async -> NIOSSLVerificationResultWithMetadata in
+                    let verified: ChainVerifier.Verified
+                    do throws(TransportError) {
+                        verified = try await verifier.verify(presented: presented, now: now())
+                    } catch {
+                        outcome.set(error: error)
+                        if let entry = policy?.entry(for: host), error.isPinFailure {
+                            reporter?.pinFailure(report(entry, error, host, port, error.seenPins, true, now()))
+                        }
+                        return .failed
+                    }
+                    guard let chain = try? verified.chainDER.map({ try NIOSSLCertificate(bytes: $0, format: .der) }),
+                        !chain.isEmpty
+                    else {
+                        outcome.set(
+                            error: .untrustedChain(host: host, reason: "the validated chain cannot be encoded")
+                        )
+                        return .failed
+                    }
+                    outcome.set(verified: verified)
+                    if case .expired(let entry, let failure) = verified.evaluation {
+                        reporter?.pinFailure(report(entry, failure, host, port, verified.chainPins, false, now()))
+                    }
+                    return .certificateVerified(VerificationMetadata(ValidatedCertificateChain(chain)))
+                }
+            }
+            self.init(
+                host: host,
+                isIP: (try? SocketAddress(ipAddress: host, port: 0)) != nil,
+                timeout: configuration.timeout,
+                context: try makeContext(host: host, verification: .fullVerification),
+                callback: callback,
+                outcome: outcome
+            )
+        }
+
+        /// The TLS handler and the watcher that completes when its handshake does (or fails, closes, times out).
+        func handlers(eventLoop: any EventLoop) throws -> (NIOSSLClientHandler, HandshakeWatcher) {
+            let tls = try NIOSSLClientHandler(
+                context: context,
+                serverHostname: isIP ? nil : host,
+                customVerificationCallbackWithMetadata: callback
+            )
+            return (tls, HandshakeWatcher(promise: eventLoop.makePromise(), timeout: timeout))
+        }
     }
 }

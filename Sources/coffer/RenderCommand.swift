@@ -81,10 +81,7 @@ enum MessagePage {
     static func show(_ page: String, viewer: String?, under parent: String) async throws {
         try SecureFile.makePrivateDirectory(parent)
         PreviewCleanup.protect(parent: parent)
-        var random = SystemRandomNumberGenerator()
-        let nonce = (0..<2).map { _ in String(random.next() as UInt64, radix: 16) }.joined()
-        let folder = "\(parent)/\(getpid())-\(nonce)"
-        guard mkdir(folder, 0o700) == 0 else { throw CLIError("Cannot create the folder \(folder).") }
+        let folder = try SecureFile.makeProcessFolder(under: parent)
         defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/message.html"
         try SecureFile.writeNew(Array(page.utf8), to: file)

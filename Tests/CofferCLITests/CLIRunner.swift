@@ -55,16 +55,21 @@ struct CLIRunner {
         )
     }
 
-    /// Runs `coffer` inside a pseudo-terminal through `Tests/CofferCLITests/tty_driver.py`, which answers the
-    /// secure element's presence prompt by typing the code it shows (as a person at the terminal would).
+    /// The pseudo-terminal driver, `Tests/CofferCLITests/pty_driver.py` (the person at the keyboard).
+    static let ptyDriver = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "pty_driver.py"
+    )
+
+    /// Runs `coffer` inside a pseudo-terminal through ``ptyDriver``, which answers the secure element's presence
+    /// prompt by typing the code it shows (as a person at the terminal would).
     /// `mode` overrides the driver's mode (`ignore`: never type anything).
     func runOnTerminal(_ arguments: [String], answerPresence: Bool, mode: String? = nil) throws -> Result {
-        let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("tty_driver.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let command = arguments.first.map { [$0, "--home", home.path] + arguments.dropFirst() } ?? []
         process.arguments =
-            ["python3", driver.path, mode ?? (answerPresence ? "answer" : "refuse"), Self.binary] + command
+            ["python3", Self.ptyDriver.path, "presence", mode ?? (answerPresence ? "answer" : "refuse"), Self.binary]
+            + command
         process.environment = ProcessInfo.processInfo.environment.merging(extraEnvironment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout

@@ -40,7 +40,7 @@ import Glibc
         return (cli, runtime)
     }
 
-    /// Runs `coffer arguments` on a pseudo-terminal through `signal_driver.py`, with no `xdg-open` on the path (so
+    /// Runs `coffer arguments` on a pseudo-terminal through the pty driver, with no `xdg-open` on the path (so
     /// coffer prints the file's path and waits for Enter), and interrupts it at the prompt.
     static func interrupt(
         _ cli: CLIRunner,
@@ -48,14 +48,14 @@ import Glibc
         with interruption: Interruption,
         environment: [String: String]
     ) throws -> String {
-        let driver = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-            "signal_driver.py"
-        )
         let variables = environment.merging(["PATH": "/nonexistent"]) { $1 }.map { "\($0.key)=\($0.value)" }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments =
-            ["python3", driver.path, interruption.rawValue, "/usr/bin/env", "-u", "COFFER_HOME"] + variables
+            [
+                "python3", CLIRunner.ptyDriver.path, "preview", interruption.rawValue, "/usr/bin/env", "-u",
+                "COFFER_HOME",
+            ] + variables
             + [CLIRunner.binary] + arguments + ["--home", cli.home.path]
         let output = Pipe()
         process.standardOutput = output

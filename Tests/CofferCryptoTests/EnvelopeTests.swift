@@ -200,7 +200,7 @@ struct KnownAnswers: Decodable {
     var pinKDF: [PINVector]
 
     static func load() throws -> KnownAnswers {
-        try JSONDecoder().decode(KnownAnswers.self, from: Data(contentsOf: FixtureFiles.url("vectors.json")))
+        try Fixtures.json(KnownAnswers.self, "Fixtures/vectors.json")
     }
 
     /// The generator's plaintexts: `b""`, `b"hello, coffer"` and `i % 251` patterns.

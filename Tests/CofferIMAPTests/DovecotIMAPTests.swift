@@ -14,8 +14,6 @@ struct LiveDovecot {
     let server: TestServers.Dovecot
     let certs: String
 
-    var port: Int { server.imapsPort }
-
     /// Makes certificates and starts Dovecot; throws (the test fails) with the reason when it cannot.
     static func start() throws -> LiveDovecot {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-imap-\(UUID().uuidString)")
@@ -36,8 +34,13 @@ struct LiveDovecot {
 
     func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
 
-    func configuration() throws -> IMAPConfiguration {
-        let pins = try ["a", "backup"].map { key in
+    /// The configuration pinned to certificate A and the backup key (or to `pinned`), on the IMAPS port or, for
+    /// STARTTLS, on the plain IMAP port.
+    func configuration(
+        security: IMAPSecurity = .implicitTLS,
+        pinned: [String] = ["a", "backup"]
+    ) throws -> IMAPConfiguration {
+        let pins = try pinned.map { key in
             let text = try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines)
             guard let pin = SPKIPin(base64: text) else { throw TestSetupError(reason: "bad pin \(key)") }
@@ -47,12 +50,13 @@ struct LiveDovecot {
         return IMAPConfiguration(
             tls: PinnedTLSConfiguration(
                 serverName: Self.name,
-                port: port,
+                port: security == .startTLS ? server.imapPort : server.imapsPort,
                 connectAddress: "127.0.0.1",
                 trustRoots: .caBundle(path: "\(certs)/ca.pem"),
                 pinPolicy: policy,
                 timeout: .seconds(60)
             ),
+            security: security,
             // Small thresholds so the attachment message is streamed in chunks.
             limits: .init(streamBodyThreshold: 4096, chunkSize: 1000)
         )

@@ -33,12 +33,10 @@ import Testing
     }
 
     static let vectors: Vectors = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("../CofferCryptoTests/Fixtures/vectors.json")
         do {
-            return try JSONDecoder().decode(Vectors.self, from: Data(contentsOf: url))
+            return try Fixtures.json(Vectors.self, "../CofferCryptoTests/Fixtures/vectors.json")
         } catch {
-            Issue.record("cannot read \(url.path): \(error)")
+            Issue.record("cannot read CofferCryptoTests/Fixtures/vectors.json: \(error)")
             return Vectors(deviceSecret: [], keychainItem: [])
         }
     }()

@@ -39,9 +39,7 @@ struct KeymakerVectors: Decodable {
     var lockedString: Sealed
 
     static func load(file: String = #filePath) throws -> KeymakerVectors {
-        let url = URL(fileURLWithPath: file).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/keymaker_vectors.json")
-        return try JSONDecoder().decode(KeymakerVectors.self, from: Data(contentsOf: url))
+        try Fixtures.json(KeymakerVectors.self, "Fixtures/keymaker_vectors.json", besideFile: file)
     }
 }
 

@@ -1,3 +1,4 @@
+import CofferSampleMail
 import Foundation
 import Testing
 
@@ -64,7 +65,7 @@ private let nulBytes: @Sendable () -> [UInt8] = {
 }
 
 private let binaryGarbage: @Sendable () -> [UInt8] = {
-    var generator = SplitMix64(seed: 7)
+    var generator = SplitMix(seed: 7)
     return (0..<200_000).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
 }
 
@@ -233,22 +234,5 @@ func exerciseAccessors(_ message: MIMEMessage) {
     for part in message.root.allParts.prefix(200) {
         _ = part.text
         _ = part.filename
-    }
-}
-
-/// A small deterministic pseudo-random generator (SplitMix64), so fuzzing is reproducible from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

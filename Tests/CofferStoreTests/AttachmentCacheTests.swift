@@ -160,14 +160,21 @@ struct AttachmentCacheTests {
         try SecureFile.makePrivateDirectory(stale)
         try SecureFile.writeAtomically(Array("leftover cleartext".utf8), to: "\(stale)/attachment.txt")
         try SecureFile.writeAtomically([9, 9], to: "\(world.cacheFolder)/.abc.cfa.tmp-1234")
-        // A live process's preview is kept.
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -3600)],
+            ofItemAtPath: "\(world.cacheFolder)/.abc.cfa.tmp-1234"
+        )
+        // A live process's preview and its cache write in progress (pid 1 runs) are kept.
         let live = "\(world.previewFolder)/1-cafe"
         try SecureFile.makePrivateDirectory(live)
+        let writing = "\(world.cacheFolder)/.def.cfa.tmp-1-cafe"
+        try SecureFile.writeAtomically([7, 7], to: writing)
 
         let reopened = try world.cache()
         #expect(!SecureFile.exists(stale))
         #expect(!SecureFile.exists("\(world.cacheFolder)/.abc.cfa.tmp-1234"))
         #expect(SecureFile.exists(live))
+        #expect(SecureFile.exists(writing))
         #expect(try await reopened.read("keep") == [1, 2, 3])
     }
 

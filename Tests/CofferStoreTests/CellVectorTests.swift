@@ -33,22 +33,12 @@ struct CellVector: Decodable, Sendable, CustomTestStringConvertible {
 
     static func all(file: String = #filePath) throws -> [CellVector] {
         struct Root: Decodable { var cells: [CellVector] }
-        let url = URL(fileURLWithPath: file).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/cell_vectors.json")
-        return try JSONDecoder().decode(Root.self, from: Data(contentsOf: url)).cells
+        return try Fixtures.json(Root.self, "Fixtures/cell_vectors.json", besideFile: file).cells
     }
 }
 
-func hexBytes(_ text: String) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        bytes.append(UInt8(text[index..<next], radix: 16) ?? 0)
-        index = next
-    }
-    return bytes
-}
+/// The vector's hex as bytes (no bytes for bad hex, which then fails every comparison).
+func hexBytes(_ text: String) -> [UInt8] { [UInt8](hexString: text) ?? [] }
 
 @Suite("Store cell known answers")
 struct CellVectorTests {

@@ -6,7 +6,8 @@ unprivileged user (nobody, or --user) and every Dovecot process keeps that user:
 
   dovecot.py start   --dir DIR --cert CHAIN.pem --key KEY.pem [--user-pass NAME:PASSWORD]... [--run-as USER]
       writes DIR/dovecot.conf and DIR/users, starts `dovecot -F -c DIR/dovecot.conf` in the background, waits until
-      both ports answer, and prints one JSON line: {"imaps_port": N, "lmtp_port": M, "pid": P, "dir": DIR}
+      its ports answer, and prints one JSON line: {"imaps_port": N, "imap_port": S, "lmtp_port": M, "pid": P,
+      "dir": DIR} (imap_port: plain IMAP where only STARTTLS leads on, since ssl = required).
       (also saved as DIR/server.json). Exit 0 on success; on failure exit 2 and print why (with the log's tail).
   dovecot.py stop    --dir DIR                          stops it (SIGTERM, then SIGKILL) and waits.
   dovecot.py deliver --dir DIR --to NAME [--file MESSAGE]  delivers a message (stdin or file) over LMTP.
@@ -50,7 +51,7 @@ def log_tail(d):
         return "(no log)"
 
 
-def write_config(d, cert, key, users, account, imaps_port, lmtp_port):
+def write_config(d, cert, key, users, account, imaps_port, imap_port, lmtp_port):
     uid, gid = account.pw_uid, account.pw_gid
     group = subprocess.run(["id", "-gn", account.pw_name], capture_output=True, text=True).stdout.strip()
     for sub in ("run", "state", "mail", "home"):
@@ -103,7 +104,8 @@ service imap-login {{
   chroot =
   user = {account.pw_name}
   inet_listener imap {{
-    port = 0
+    address = 127.0.0.1
+    port = {imap_port}
   }}
   inet_listener imaps {{
     address = 127.0.0.1
@@ -176,8 +178,8 @@ def start(a):
     os.makedirs(d, exist_ok=True)
     account = pwd.getpwnam(a.run_as) if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
     users = [tuple(u.split(":", 1)) for u in (a.user_pass or ["alice:alice-test-password"])]
-    imaps_port, lmtp_port = free_port(), free_port()
-    write_config(d, a.cert, a.key, users, account, imaps_port, lmtp_port)
+    imaps_port, imap_port, lmtp_port = free_port(), free_port(), free_port()
+    write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port)
     kwargs = {}
     if os.geteuid() == 0:
         kwargs = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
@@ -189,7 +191,7 @@ def start(a):
         # A caller (the Swift test runner) may block signals; Dovecot must see SIGTERM to stop cleanly.
         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []),
     )
-    if not (wait_port(imaps_port, proc) and wait_port(lmtp_port, proc)):
+    if not (wait_port(imaps_port, proc) and wait_port(imap_port, proc) and wait_port(lmtp_port, proc)):
         code = proc.poll()
         if code is None:
             proc.kill()
@@ -197,7 +199,7 @@ def start(a):
         with open(os.path.join(d, "dovecot.stdout"), encoding="utf-8", errors="replace") as f:
             early = f.read()[-2000:]
         fail(f"dovecot did not start (exit {code}):\n{early}\n{log_tail(d)}")
-    info = {"imaps_port": imaps_port, "lmtp_port": lmtp_port, "pid": proc.pid, "dir": d}
+    info = {"imaps_port": imaps_port, "imap_port": imap_port, "lmtp_port": lmtp_port, "pid": proc.pid, "dir": d}
     with open(os.path.join(d, "server.json"), "w", encoding="utf-8") as f:
         json.dump(info, f)
     print(json.dumps(info), flush=True)
