@@ -187,7 +187,8 @@ let package = Package(
             dependencies: [
                 "CofferSync", "CofferIMAP", "CofferStore", "CofferTransport", "CofferTesting", "CofferKeymaker",
                 "CofferKeychain", .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
     ],

@@ -108,7 +108,7 @@ struct AccountCommand: AsyncParsableCommand {
                 )
                 let client = try await Syncer(store: server.store).connect(account)
                 let evaluation: String
-                switch client.pinEvaluation {
+                switch await client.pinEvaluation {
                 case .matched(_, let pin): evaluation = "pin \(pin.base64) matched"
                 case .expired: evaluation = "the pins have expired and did not match: reported, not enforced"
                 case .notPinned, .refused: evaluation = "not pinned"
