@@ -67,7 +67,7 @@ let package = Package(
         .target(
             name: "CofferApp",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments",
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -5,7 +5,7 @@ import Foundation
 import NIOCore
 
 /// What one sync did.
-public struct SyncSummary: Sendable, Equatable {
+public struct SyncSummary: Sendable, Equatable, Codable {
     /// Folders synced.
     public var folders = 0
     /// Messages fetched and stored (or located, when already stored).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferStore
 import CofferSync
 
@@ -32,6 +33,16 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
+            if let agent = try AgentLink.connect(home) {
+                // The agent holds the key and syncs with its own store; a locked agent answers with the usual
+                // locked error.
+                defer { agent.close() }
+                var request = AgentRequest(.sync, account: try AgentLink.account(home))
+                (request.id, request.folders, request.batch) = (id, folder, batch)
+                guard let summary = try await agent.call(request).synced else { throw AppError.malformedMessage }
+                print(Self.line(summary))
+                return
+            }
             let server = try await ServerSession.open(home, pinOptions)
             let account = try await server.serverAccount(id)
             let interactive = Terminal.isInteractiveOutput
@@ -44,14 +55,16 @@ struct SyncCommand: AsyncParsableCommand {
                 fflush(nil)
             }
             if interactive { print("") }
-            print(
-                "Synced \(summary.folders) folder\(summary.folders == 1 ? "" : "s"): \(summary.fetched) new, "
-                    + "\(summary.deleted) deleted, \(summary.flagsPulled + summary.flagsPushed) flags changed"
-                    + (summary.resynced > 0
-                        ? ", \(summary.resynced) folder(s) fetched again (UIDVALIDITY changed)" : "")
-                    + "."
-            )
+            print(Self.line(summary))
             try server.close()
         }
+    }
+
+    /// The one-line summary.
+    static func line(_ summary: SyncSummary) -> String {
+        "Synced \(summary.folders) folder\(summary.folders == 1 ? "" : "s"): \(summary.fetched) new, "
+            + "\(summary.deleted) deleted, \(summary.flagsPulled + summary.flagsPushed) flags changed"
+            + (summary.resynced > 0 ? ", \(summary.resynced) folder(s) fetched again (UIDVALIDITY changed)" : "")
+            + "."
     }
 }

@@ -9,6 +9,8 @@ import Glibc
 /// Runs the built `coffer` (`$COFFER_BIN`, else `.build/debug/coffer`) with a private home.
 struct SyncCLI {
     let home = TemporaryDirectory(prefix: "coffer-sync-cli")
+    /// This runner's own `XDG_RUNTIME_DIR`, so an agent it starts is its own.
+    let runtime = TemporaryDirectory(prefix: "coffer-sync-xdg")
 
     static var binary: String {
         if let path = ProcessInfo.processInfo.environment["COFFER_BIN"], !path.isEmpty { return path }
@@ -23,6 +25,7 @@ struct SyncCLI {
         process.arguments = ["--wait"] + full
         var environment = ProcessInfo.processInfo.environment
         environment["COFFER_HOME"] = nil
+        environment["XDG_RUNTIME_DIR"] = runtime.path
         process.environment = environment
         let stdin = Pipe()
         let stdout = Pipe()
@@ -182,5 +185,46 @@ struct SyncCLI {
             #expect(found.stdout.split(separator: "\n").count == 1, "\(marker): \(found.stdout)")
         }
         print("killedSyncs: \(killed) of 10 runs killed mid-sync (a whole run took \(base) ms)")
+    }
+
+    @Test func throughTheAgentALockedSyncIsRefusedAndAnUnlockedOneSyncs() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        for marker in ["agentone", "agenttwo"] { try server.deliver(SyncMail.message(marker)) }
+        let cli = try makeHome()
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
+        #expect(added.status == 0, "\(added.stderr)")
+
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: SyncCLI.binary)
+        agent.arguments = ["agent", "--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_HOME"] = nil
+        environment["XDG_RUNTIME_DIR"] = cli.runtime.path
+        agent.environment = environment
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = try cli.run(["status"]).stdout.contains("mode: agent")
+            if !ready { usleep(100_000) }
+        }
+        #expect(ready, "the agent did not come up")
+
+        let locked = try cli.run(["sync"])
+        #expect(locked.status == 1)
+        #expect(locked.stderr.contains("Coffer is locked"), "\(locked.stderr)")
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let synced = try cli.run(["sync"])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
+        let listed = try cli.run(["list"])
+        #expect(listed.stdout.contains("note agentone") && listed.stdout.contains("note agenttwo"), "\(listed.stdout)")
+        #expect(try cli.run(["sync"]).stdout.contains("0 new"))
     }
 }
