@@ -120,19 +120,7 @@ public struct Syncer: Sendable {
         folders: [String] = [],
         progress: @Sendable (SyncProgress) -> Void = { _ in }
     ) async throws(SyncError) -> SyncSummary {
-        let server: ServerAccount
-        do {
-            guard let found = try await store.serverAccounts().first(where: { $0.id == accountID }) else {
-                throw SyncError.noAccount
-            }
-            server = found.server
-        } catch let error as SyncError {
-            throw error
-        } catch let error as StoreError {
-            throw SyncError.wrap(error)
-        } catch {
-            throw .noAccount
-        }
+        let server = try await account(accountID)
         let client = try await connect(server)
         var summary = SyncSummary()
         do {
@@ -156,6 +144,51 @@ public struct Syncer: Sendable {
         }
         await client.logout()
         return summary
+    }
+
+    /// Waits until `folder` of the account changes on the server (IDLE, RFC 2177) or `timeout` passes, on a
+    /// connection of its own. Returns at once when the folder already holds mail above the highest UID stored (mail
+    /// that arrived between the last sync and this wait is not missed).
+    ///
+    /// - Returns: Whether the server reported a change.
+    public func waitForChange(accountID: Int64, folder: String, timeout: Duration) async throws(SyncError) -> Bool {
+        let server = try await account(accountID)
+        let known: SyncFolder?
+        do { known = try await store.syncFolder(accountID: accountID, name: folder) } catch {
+            throw SyncError.wrap(error)
+        }
+        let client = try await connect(server)
+        do {
+            let selected = try await client.select(folder, readOnly: true)
+            if let next = selected.uidNext, let known, selected.uidValidity == known.uidValidity,
+                next > known.highestUID &+ 1
+            {
+                await client.logout()
+                return true
+            }
+            let changes = try await client.idle(timeout: timeout)
+            await client.logout()
+            return !changes.isEmpty
+        } catch {
+            await client.logout()
+            throw .imap(error)
+        }
+    }
+
+    /// The stored record of the account `id`.
+    func account(_ id: Int64) async throws(SyncError) -> ServerAccount {
+        do {
+            guard let found = try await store.serverAccounts().first(where: { $0.id == id }) else {
+                throw SyncError.noAccount
+            }
+            return found.server
+        } catch let error as SyncError {
+            throw error
+        } catch let error as StoreError {
+            throw SyncError.wrap(error)
+        } catch {
+            throw .noAccount
+        }
     }
 
     private func syncFolder(

@@ -26,6 +26,8 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The mail server account (from `coffer account show`; default the only one).")
     var id: Int64?
     @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = 50
+    @Flag(name: .long, help: "Keep running: wait for changes with IDLE on the first folder and sync again.")
+    var watch = false
 
     func validate() throws {
         guard batch > 0 else { throw ValidationError("--batch must be positive.") }
@@ -33,7 +35,7 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if let agent = try AgentLink.connect(home) {
+            if !watch, let agent = try AgentLink.connect(home) {
                 // The agent holds the key and syncs with its own store; a locked agent answers with the usual
                 // locked error.
                 defer { agent.close() }
@@ -46,16 +48,24 @@ struct SyncCommand: AsyncParsableCommand {
             let server = try await ServerSession.open(home, pinOptions)
             let account = try await server.serverAccount(id)
             let interactive = Terminal.isInteractiveOutput
-            let summary = try await Syncer(store: server.store, batchSize: batch).sync(
-                accountID: account.id,
-                folders: folder
-            ) { progress in
-                guard interactive, progress.total > 0 else { return }
-                print("\r\(progress.folder): \(progress.done) of \(progress.total)    ", terminator: "")
+            let syncer = Syncer(store: server.store, batchSize: batch)
+            while true {
+                let summary = try await syncer.sync(accountID: account.id, folders: folder) { progress in
+                    guard interactive, progress.total > 0 else { return }
+                    print("\r\(progress.folder): \(progress.done) of \(progress.total)    ", terminator: "")
+                    fflush(nil)
+                }
+                if interactive { print("") }
+                print(Self.line(summary))
                 fflush(nil)
+                guard watch else { break }
+                // A sync is crash-safe, so ending the watch with Ctrl-C (or a kill) at any point loses nothing.
+                _ = try await syncer.waitForChange(
+                    accountID: account.id,
+                    folder: folder.first ?? "INBOX",
+                    timeout: .seconds(25 * 60)
+                )
             }
-            if interactive { print("") }
-            print(Self.line(summary))
             try server.close()
         }
     }

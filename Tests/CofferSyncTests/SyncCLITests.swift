@@ -227,4 +227,52 @@ struct SyncCLI {
         #expect(listed.stdout.contains("note agentone") && listed.stdout.contains("note agenttwo"), "\(listed.stdout)")
         #expect(try cli.run(["sync"]).stdout.contains("0 new"))
     }
+
+    @Test func watchSyncsAgainWhenNewMailArrives() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("watchone"))
+        let cli = try makeHome(protected: false)
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        #expect(added.status == 0, "\(added.stderr)")
+
+        let output = "\(cli.home.path)/watch.out"
+        FileManager.default.createFile(atPath: output, contents: nil)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: SyncCLI.binary)
+        watcher.arguments = ["sync", "--watch", "--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_HOME"] = nil
+        environment["XDG_RUNTIME_DIR"] = cli.runtime.path
+        watcher.environment = environment
+        watcher.standardInput = FileHandle.nullDevice
+        watcher.standardOutput = FileHandle(forWritingAtPath: output)
+        watcher.standardError = FileHandle(forWritingAtPath: output)
+        try watcher.run()
+        defer {
+            kill(watcher.processIdentifier, SIGKILL)
+            watcher.waitUntilExit()
+        }
+        /// Waits (at most 60 s) until the output has `count` summary lines.
+        func lines(_ count: Int) -> [String] {
+            var found: [String] = []
+            for _ in 0..<600 {
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                found = text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("Synced") }
+                if found.count >= count || !watcher.isRunning { break }
+                usleep(100_000)
+            }
+            return found
+        }
+        let first = lines(1)
+        #expect(first.first?.contains("1 new") == true, "\(first)")
+        try server.deliver(SyncMail.message("watchtwo"))
+        let second = lines(2)
+        #expect(second.count == 2, "\(second)")
+        #expect(second.last?.contains("1 new") == true, "\(second)")
+        #expect(watcher.isRunning)
+        kill(watcher.processIdentifier, SIGKILL)
+        watcher.waitUntilExit()
+        #expect(try cli.run(["search", "watchtwo"]).stdout.split(separator: "\n").count == 1)
+    }
 }
