@@ -51,7 +51,7 @@ def log_tail(d):
         return "(no log)"
 
 
-def write_config(d, cert, key, users, account, imaps_port, imap_port, lmtp_port):
+def write_config(d, cert, key, users, account, imaps_port, imap_port, lmtp_port, push_url=None):
     uid, gid = account.pw_uid, account.pw_gid
     group = subprocess.run(["id", "-gn", account.pw_name], capture_output=True, text=True).stdout.strip()
     for sub in ("run", "state", "mail", "home"):
@@ -149,6 +149,20 @@ service dict-async {{
   user = {account.pw_name}
 }}
 """
+    if push_url:
+        # Optional: the push_notification plugin's ox driver POSTs new-mail events to push_url (coffer-notify's
+        # /v1/events/dovecot with the secret as Basic auth) for users whose METADATA entry
+        # /private/vendor/vendor.dovecot/http-notify is set; IMAP loads the plugin so clients may set that entry.
+        conf += f"""protocol lmtp {{
+  mail_plugins = $mail_plugins notify push_notification
+}}
+protocol imap {{
+  mail_plugins = $mail_plugins notify push_notification
+}}
+plugin {{
+  push_notification_driver = ox:url={push_url} user_from_metadata
+}}
+"""
     with open(os.path.join(d, "dovecot.conf"), "w", encoding="utf-8") as f:
         f.write(conf)
     for root, dirs, files in os.walk(d):
@@ -179,7 +193,7 @@ def start(a):
     account = pwd.getpwnam(a.run_as) if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
     users = [tuple(u.split(":", 1)) for u in (a.user_pass or ["alice:alice-test-password"])]
     imaps_port, imap_port, lmtp_port = free_port(), free_port(), free_port()
-    write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port)
+    write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port, getattr(a, "push_url", None))
     kwargs = {}
     if os.geteuid() == 0:
         kwargs = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
@@ -306,6 +320,7 @@ def main():
     p.add_argument("--ca")
     p.add_argument("--name", default=TEST_NAME)
     p.add_argument("--user-pass", action="append")
+    p.add_argument("--push-url", help="enable push_notification (ox driver) posting to this URL")
     p.add_argument("--run-as", default="nobody")
     p.add_argument("--to")
     p.add_argument("--file")

@@ -1,0 +1,249 @@
+import CofferPush
+import Crypto
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The service's logic, independent of HTTP: sessions, events in, pending pushes out.
+public struct NotifyService: Sendable {
+    /// Settings with safe defaults.
+    public struct Settings: Sendable {
+        /// How long a token works before it must be refreshed (30 days).
+        public var sessionLifetime: TimeInterval = 30 * 24 * 3600
+        /// How long an unacked push is kept (7 days).
+        public var messageLifetime: TimeInterval = 7 * 24 * 3600
+        /// The shared secret Dovecot's ox driver sends as the Basic auth password.
+        public var eventSecret: [UInt8]
+        /// Registration attempts per client address and per user per minute.
+        public var registrationsPerMinute: Int = 10
+        /// The most messages one stream request hands out.
+        public var streamBatch: Int = 100
+
+        /// Creates settings; only the event secret has no default.
+        public init(eventSecret: [UInt8]) { self.eventSecret = eventSecret }
+    }
+
+    /// The database.
+    public let storage: any NotifyStorage
+    /// Checks mail credentials at registration.
+    public let authenticator: any MailAuthenticator
+    /// The settings.
+    public let settings: Settings
+    /// Limits registration attempts.
+    public let limiter: RateLimiter
+    /// Wakes long-polling streams when a message is queued.
+    public let signal = PendingSignal()
+    /// The clock.
+    public let now: @Sendable () -> Date
+    /// The log: never tokens, passwords, senders or subjects.
+    public let logger: Logger
+    /// Posts pushes to sessions' RFC 8030 endpoints; nil when Web Push is off.
+    public let webPush: WebPushSender?
+
+    /// Creates the service.
+    public init(
+        storage: any NotifyStorage,
+        authenticator: any MailAuthenticator,
+        settings: Settings,
+        logger: Logger = Logger(label: "coffer-notify"),
+        webPush: WebPushSender? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.webPush = webPush
+        self.storage = storage
+        self.authenticator = authenticator
+        self.settings = settings
+        self.limiter = RateLimiter(limit: settings.registrationsPerMinute, window: 60, now: now)
+        self.logger = logger
+        self.now = now
+    }
+
+    /// Registers a device: checks the credentials once with the mail server, then stores a new session.
+    ///
+    /// - Returns: the session and its token (the only time the token exists outside the client).
+    public func register(
+        user: String,
+        password: String,
+        deviceName: String,
+        pushPublicKey: [UInt8],
+        pushAuthSecret: [UInt8],
+        pushEndpoint: String? = nil,
+        clientAddress: String
+    ) async throws(NotifyError) -> (session: NotifySession, token: SessionToken) {
+        guard (1...320).contains(user.utf8.count), !user.contains(where: \.isNewline) else {
+            throw .invalidRequest("user must be 1 to 320 bytes on one line")
+        }
+        guard (1...1024).contains(password.utf8.count) else {
+            throw .invalidRequest("password must be 1 to 1024 bytes")
+        }
+        guard (1...100).contains(deviceName.count), !deviceName.contains(where: \.isNewline) else {
+            throw .invalidRequest("deviceName must be 1 to 100 characters on one line")
+        }
+        do {
+            _ = try WebPush.Subscription(publicKey: pushPublicKey, authSecret: pushAuthSecret)
+        } catch {
+            throw .invalidRequest("the push keys are not a P-256 public key and a 16-byte auth secret")
+        }
+        if let pushEndpoint {
+            guard let webPush else {
+                throw .invalidRequest("this service does not send Web Push; leave out pushEndpoint")
+            }
+            _ = try webPush.policy.checkForm(pushEndpoint)
+        }
+        guard await limiter.allow(["address:" + clientAddress, "user:" + user.lowercased()]) else {
+            logger.notice("registration refused: rate limit")
+            throw .rateLimited
+        }
+        try await authenticator.verify(user: user, password: password)
+        let date = now()
+        let token = SessionToken()
+        let session = NotifySession(
+            id: UUID().uuidString.lowercased(),
+            user: user,
+            deviceName: deviceName,
+            tokenHash: token.hash,
+            created: date,
+            lastSeen: date,
+            expires: date.addingTimeInterval(settings.sessionLifetime),
+            pushPublicKey: pushPublicKey,
+            pushAuthSecret: pushAuthSecret,
+            pushEndpoint: pushEndpoint
+        )
+        try await storage.createSession(session)
+        logger.info("session registered", metadata: ["session": "\(session.id)"])
+        return (session, token)
+    }
+
+    /// The live session a bearer token belongs to, its last-seen time updated.
+    ///
+    /// - Throws: `NotifyError.unauthorized` for a malformed, unknown, expired or revoked token.
+    public func authenticate(bearer text: some StringProtocol) async throws(NotifyError) -> NotifySession {
+        guard let token = SessionToken(text: text) else { throw .unauthorized }
+        let date = now()
+        guard var session = try await storage.session(tokenHash: token.hash),
+            constantTimeEqual(session.tokenHash, token.hash), session.isLive(at: date)
+        else { throw .unauthorized }
+        try await storage.touch(id: session.id, at: date)
+        session.lastSeen = date
+        return session
+    }
+
+    /// Gives the session a new token and expiry; the old token stops working.
+    public func refresh(_ session: NotifySession) async throws(NotifyError) -> (expires: Date, token: SessionToken) {
+        let token = SessionToken()
+        let expires = now().addingTimeInterval(settings.sessionLifetime)
+        try await storage.replaceToken(id: session.id, tokenHash: token.hash, expires: expires)
+        logger.info("session refreshed", metadata: ["session": "\(session.id)"])
+        return (expires, token)
+    }
+
+    /// Revokes one of the caller's own sessions.
+    ///
+    /// - Throws: `NotifyError.sessionNotFound` when there is no such session or it is another user's.
+    public func revoke(id: String, by caller: NotifySession) async throws(NotifyError) {
+        guard let target = try await storage.session(id: id), target.user == caller.user else {
+            throw .sessionNotFound
+        }
+        _ = try await storage.revoke(id: target.id)
+        await signal.wake(sessionID: target.id)
+        logger.info("session revoked", metadata: ["session": "\(target.id)"])
+    }
+
+    /// Checks the Basic auth password Dovecot sent against the event secret, in constant time.
+    public func eventSecretMatches(_ password: [UInt8]) -> Bool {
+        constantTimeEqual(Array(SHA256.hash(data: password)), Array(SHA256.hash(data: settings.eventSecret)))
+    }
+
+    /// Seals the event to every live session of its user and queues it; returns how many were queued.
+    public func handle(_ event: DovecotEvent) async throws(NotifyError) -> Int {
+        guard event.event == nil || event.event == "messageNew" else { return 0 }
+        let date = now()
+        let message = PushMessage(event: event)
+        var queued = 0
+        for session in try await storage.sessions(user: event.user) where session.isLive(at: date) {
+            let body: [UInt8]
+            do {
+                let subscription = try WebPush.Subscription(
+                    publicKey: session.pushPublicKey,
+                    authSecret: session.pushAuthSecret
+                )
+                body = try message.seal(to: subscription)
+            } catch {
+                logger.error("a push could not be sealed", metadata: ["session": "\(session.id)"])
+                continue
+            }
+            let pending = PendingMessage(
+                id: UUID().uuidString.lowercased(),
+                sessionID: session.id,
+                body: body,
+                created: date,
+                expires: date.addingTimeInterval(settings.messageLifetime)
+            )
+            try await storage.enqueue(pending)
+            await signal.wake(sessionID: session.id)
+            queued += 1
+            if let endpoint = session.pushEndpoint, let webPush {
+                await deliver(pending, to: endpoint, with: webPush)
+            }
+        }
+        logger.info("event handled", metadata: ["queued": "\(queued)"])
+        return queued
+    }
+
+    /// Posts a queued push to the session's push service; once accepted (2xx) it leaves the stream. A failure leaves
+    /// it queued for the stream and is logged without the URL (which identifies the device).
+    func deliver(_ message: PendingMessage, to endpoint: String, with sender: WebPushSender) async {
+        let ttl = Int(max(0, message.expires.timeIntervalSince(now())))
+        do {
+            let status = try await sender.send(message.body, to: endpoint, ttl: ttl, now: now())
+            guard (200..<300).contains(status) else {
+                logger.notice(
+                    "push service refused",
+                    metadata: ["session": "\(message.sessionID)", "status": "\(status)"]
+                )
+                return
+            }
+            _ = try await storage.ack(sessionID: message.sessionID, ids: [message.id])
+        } catch {
+            logger.notice("push not delivered: \(error)", metadata: ["session": "\(message.sessionID)"])
+        }
+    }
+
+    /// The session's pending messages; when there are none, waits up to `wait` for one.
+    public func pending(for session: NotifySession, wait: Duration) async throws(NotifyError) -> [PendingMessage] {
+        let first = try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
+        guard first.isEmpty, wait > .zero else { return first }
+        await signal.wait(sessionID: session.id, timeout: wait)
+        guard let current = try await storage.session(id: session.id), current.isLive(at: now()) else {
+            throw .unauthorized
+        }
+        return try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
+    }
+}
+
+/// Deletes expired pending messages every `interval` until the service shuts down.
+public struct PurgeService: Service {
+    /// The service whose storage is purged.
+    public let service: NotifyService
+    /// Time between purges.
+    public let interval: Duration
+
+    /// Creates the purger.
+    public init(service: NotifyService, interval: Duration = .seconds(600)) {
+        self.service = service
+        self.interval = interval
+    }
+
+    /// Purges, then sleeps, until graceful shutdown or cancellation.
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let removed = try await service.storage.purgeExpired(now: service.now())
+                if removed > 0 { service.logger.info("expired pushes purged", metadata: ["count": "\(removed)"]) }
+            } catch {
+                service.logger.error("purge failed: \(error)")
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+
+/// Where coffer-notify keeps sessions and pending messages. GRDB/SQLite (``SQLiteNotifyStorage``) now; PostgreSQL
+/// later behind the same protocol.
+public protocol NotifyStorage: Sendable {
+    /// Stores a new session.
+    ///
+    /// - Throws: `NotifyError.pushKeyInUse` when another session (live or not) has the same push public key.
+    func createSession(_ session: NotifySession) async throws(NotifyError)
+    /// The session whose token hashes to `tokenHash`, whatever its state.
+    func session(tokenHash: [UInt8]) async throws(NotifyError) -> NotifySession?
+    /// The session with this id, whatever its state.
+    func session(id: String) async throws(NotifyError) -> NotifySession?
+    /// The user's sessions, oldest first.
+    func sessions(user: String) async throws(NotifyError) -> [NotifySession]
+    /// Every session, oldest first (the admin command).
+    func allSessions() async throws(NotifyError) -> [NotifySession]
+    /// Records that the session used its token at `date`.
+    func touch(id: String, at date: Date) async throws(NotifyError)
+    /// Replaces the session's token hash and expiry (refresh): the old token stops working.
+    func replaceToken(id: String, tokenHash: [UInt8], expires: Date) async throws(NotifyError)
+    /// Revokes the session and deletes its pending messages; returns false when there is no such session.
+    func revoke(id: String) async throws(NotifyError) -> Bool
+    /// Queues an encrypted message.
+    func enqueue(_ message: PendingMessage) async throws(NotifyError)
+    /// The session's unexpired pending messages, oldest first, at most `limit`.
+    func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage]
+    /// Deletes the session's messages with these ids; returns how many were deleted.
+    func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int
+    /// Deletes expired pending messages; returns how many.
+    func purgeExpired(now: Date) async throws(NotifyError) -> Int
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// Counts attempts per key (a client address, a user name) in fixed windows and refuses beyond the limit.
+public actor RateLimiter {
+    /// Attempts allowed per key per window.
+    public let limit: Int
+    /// The window length.
+    public let window: TimeInterval
+    private let now: @Sendable () -> Date
+    private var windows: [String: (start: Date, count: Int)] = [:]
+
+    /// Creates a limiter allowing `limit` attempts per key per `window` seconds.
+    public init(limit: Int, window: TimeInterval, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.limit = limit
+        self.window = window
+        self.now = now
+    }
+
+    /// Counts one attempt for every key; true when none of them is over the limit.
+    public func allow(_ keys: [String]) -> Bool {
+        let date = now()
+        if windows.count > 100_000 { windows = windows.filter { date.timeIntervalSince($0.value.start) < window } }
+        var allowed = true
+        for key in keys {
+            var entry = windows[key] ?? (date, 0)
+            if date.timeIntervalSince(entry.start) >= window { entry = (date, 0) }
+            entry.count += 1
+            windows[key] = entry
+            if entry.count > limit { allowed = false }
+        }
+        return allowed
+    }
+}

@@ -1,0 +1,255 @@
+import Foundation
+import GRDB
+
+/// ``NotifyStorage`` on GRDB/SQLite: one file (WAL mode), frozen migrations.
+///
+/// The tables hold token hashes, never tokens, and pending messages only as RFC 8291 ciphertext.
+public final class SQLiteNotifyStorage: NotifyStorage {
+    private let database: DatabasePool
+
+    /// Opens (creating if needed) the database at `path` and applies the migrations.
+    ///
+    /// - Throws: `NotifyError.storage` when the file cannot be opened or migrated.
+    public init(path: String) throws(NotifyError) {
+        do {
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = true
+            database = try DatabasePool(path: path, configuration: configuration)
+            try Self.migrator.migrate(database)
+        } catch {
+            throw .storage("the database at \(path) could not be opened (\(Self.reason(error)))")
+        }
+    }
+
+    /// The migrations. Frozen: a shipped migration is never edited, only followed by a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE session (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user TEXT NOT NULL,
+                        device_name TEXT NOT NULL,
+                        token_hash BLOB NOT NULL UNIQUE,
+                        created REAL NOT NULL,
+                        last_seen REAL NOT NULL,
+                        expires REAL NOT NULL,
+                        revoked INTEGER NOT NULL DEFAULT 0,
+                        push_public_key BLOB NOT NULL UNIQUE,
+                        push_auth_secret BLOB NOT NULL
+                    );
+                    CREATE INDEX session_user ON session(user);
+                    CREATE TABLE pending_message (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+                        body BLOB NOT NULL,
+                        created REAL NOT NULL,
+                        expires REAL NOT NULL
+                    );
+                    CREATE INDEX pending_message_session ON pending_message(session_id, created);
+                    """
+            )
+        }
+        migrator.registerMigration("v2") { db in
+            try db.execute(sql: "ALTER TABLE session ADD COLUMN push_endpoint TEXT")
+        }
+        return migrator
+    }
+
+    /// A short reason without any value from a row (GRDB's messages may quote SQL, never bound values).
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return "SQLite error \(error.resultCode.rawValue)" }
+        return "\(type(of: error))"
+    }
+
+    private func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws(NotifyError) -> T {
+        do {
+            return try await database.read(body)
+        } catch let error as NotifyError {
+            throw error
+        } catch {
+            throw .storage("a read failed (\(Self.reason(error)))")
+        }
+    }
+
+    private func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws(NotifyError) -> T {
+        do {
+            return try await database.write(body)
+        } catch let error as NotifyError {
+            throw error
+        } catch {
+            throw .storage("a write failed (\(Self.reason(error)))")
+        }
+    }
+
+    private static let sessionColumns =
+        "id, user, device_name, token_hash, created, last_seen, expires, revoked, push_public_key, push_auth_secret, "
+        + "push_endpoint"
+
+    private static func session(_ row: Row) -> NotifySession {
+        NotifySession(
+            id: row["id"],
+            user: row["user"],
+            deviceName: row["device_name"],
+            tokenHash: [UInt8](row["token_hash"] as Data),
+            created: Date(timeIntervalSince1970: row["created"]),
+            lastSeen: Date(timeIntervalSince1970: row["last_seen"]),
+            expires: Date(timeIntervalSince1970: row["expires"]),
+            revoked: row["revoked"],
+            pushPublicKey: [UInt8](row["push_public_key"] as Data),
+            pushAuthSecret: [UInt8](row["push_auth_secret"] as Data),
+            pushEndpoint: row["push_endpoint"]
+        )
+    }
+
+    /// See ``NotifyStorage/createSession(_:)``.
+    public func createSession(_ session: NotifySession) async throws(NotifyError) {
+        try await write { db in
+            let used = try Bool.fetchOne(
+                db,
+                sql: "SELECT EXISTS(SELECT 1 FROM session WHERE push_public_key = ?)",
+                arguments: [Data(session.pushPublicKey)]
+            )
+            if used == true { throw NotifyError.pushKeyInUse }
+            try db.execute(
+                sql: "INSERT INTO session (\(Self.sessionColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    session.id, session.user, session.deviceName, Data(session.tokenHash),
+                    session.created.timeIntervalSince1970, session.lastSeen.timeIntervalSince1970,
+                    session.expires.timeIntervalSince1970, session.revoked, Data(session.pushPublicKey),
+                    Data(session.pushAuthSecret), session.pushEndpoint,
+                ]
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/session(tokenHash:)``.
+    public func session(tokenHash: [UInt8]) async throws(NotifyError) -> NotifySession? {
+        try await read { db in
+            try Row.fetchOne(
+                db,
+                sql: "SELECT \(Self.sessionColumns) FROM session WHERE token_hash = ?",
+                arguments: [Data(tokenHash)]
+            ).map(Self.session)
+        }
+    }
+
+    /// See ``NotifyStorage/session(id:)``.
+    public func session(id: String) async throws(NotifyError) -> NotifySession? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.sessionColumns) FROM session WHERE id = ?", arguments: [id])
+                .map(Self.session)
+        }
+    }
+
+    /// See ``NotifyStorage/sessions(user:)``.
+    public func sessions(user: String) async throws(NotifyError) -> [NotifySession] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT \(Self.sessionColumns) FROM session WHERE user = ? ORDER BY created, id",
+                arguments: [user]
+            ).map(Self.session)
+        }
+    }
+
+    /// See ``NotifyStorage/allSessions()``.
+    public func allSessions() async throws(NotifyError) -> [NotifySession] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.sessionColumns) FROM session ORDER BY created, id")
+                .map(Self.session)
+        }
+    }
+
+    /// See ``NotifyStorage/touch(id:at:)``.
+    public func touch(id: String, at date: Date) async throws(NotifyError) {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE session SET last_seen = ? WHERE id = ?",
+                arguments: [date.timeIntervalSince1970, id]
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/replaceToken(id:tokenHash:expires:)``.
+    public func replaceToken(id: String, tokenHash: [UInt8], expires: Date) async throws(NotifyError) {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE session SET token_hash = ?, expires = ? WHERE id = ? AND revoked = 0",
+                arguments: [Data(tokenHash), expires.timeIntervalSince1970, id]
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/revoke(id:)``.
+    public func revoke(id: String) async throws(NotifyError) -> Bool {
+        try await write { db in
+            try db.execute(sql: "UPDATE session SET revoked = 1 WHERE id = ?", arguments: [id])
+            let changed = db.changesCount > 0
+            try db.execute(sql: "DELETE FROM pending_message WHERE session_id = ?", arguments: [id])
+            return changed
+        }
+    }
+
+    /// See ``NotifyStorage/enqueue(_:)``.
+    public func enqueue(_ message: PendingMessage) async throws(NotifyError) {
+        try await write { db in
+            try db.execute(
+                sql: "INSERT INTO pending_message (id, session_id, body, created, expires) VALUES (?, ?, ?, ?, ?)",
+                arguments: [
+                    message.id, message.sessionID, Data(message.body), message.created.timeIntervalSince1970,
+                    message.expires.timeIntervalSince1970,
+                ]
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/pending(sessionID:now:limit:)``.
+    public func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, session_id, body, created, expires FROM pending_message
+                    WHERE session_id = ? AND expires > ? ORDER BY created, id LIMIT ?
+                    """,
+                arguments: [sessionID, now.timeIntervalSince1970, max(0, limit)]
+            ).map { row in
+                PendingMessage(
+                    id: row["id"],
+                    sessionID: row["session_id"],
+                    body: [UInt8](row["body"] as Data),
+                    created: Date(timeIntervalSince1970: row["created"]),
+                    expires: Date(timeIntervalSince1970: row["expires"])
+                )
+            }
+        }
+    }
+
+    /// See ``NotifyStorage/ack(sessionID:ids:)``.
+    public func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int {
+        try await write { db in
+            var deleted = 0
+            for id in ids {
+                try db.execute(
+                    sql: "DELETE FROM pending_message WHERE session_id = ? AND id = ?",
+                    arguments: [sessionID, id]
+                )
+                deleted += db.changesCount
+            }
+            return deleted
+        }
+    }
+
+    /// See ``NotifyStorage/purgeExpired(now:)``.
+    public func purgeExpired(now: Date) async throws(NotifyError) -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM pending_message WHERE expires <= ?",
+                arguments: [now.timeIntervalSince1970]
+            )
+            return db.changesCount
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import ArgumentParser
+import CofferIMAP
+import CofferNotify
+import CofferPush
+import CofferTransport
+import Foundation
+import Hummingbird
+import Logging
+
+/// `coffer-notify`: the notification service and its admin commands.
+@main
+struct CofferNotifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "coffer-notify",
+        abstract: "Coffer's notification service: device sessions, Dovecot events in, encrypted pushes out.",
+        subcommands: [Serve.self, Sessions.self]
+    )
+}
+
+/// Options every subcommand shares.
+struct HomeOptions: ParsableArguments {
+    @Option(help: "The data folder (default $XDG_DATA_HOME/coffer-notify).")
+    var dataDir: String?
+}
+
+/// Refuses every registration: `serve` without `--imap` has no mail server to check credentials with.
+struct NoMailServer: MailAuthenticator {
+    func verify(user: String, password: String) async throws(NotifyError) {
+        throw .mailServerUnavailable("no IMAP server is configured (start coffer-notify serve with --imap).")
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the service (SQLite in the data folder, loopback, a fresh master key and event secret)."
+    )
+
+    @OptionGroup var home: HomeOptions
+    @Option(help: "The address to listen on.") var host = "127.0.0.1"
+    @Option(help: "The port to listen on (0: any free port, printed at start).") var port = 8790
+    @Option(help: "The IMAP server that checks credentials: imaps://HOST:PORT (or imap://HOST:PORT for STARTTLS).")
+    var imap: String?
+    @Option(help: "A PEM bundle of the CAs the IMAP server's chain must lead to (default: the system store).")
+    var caFile: String?
+    @Option(help: "A base64 SHA-256 SPKI pin of the IMAP server; give at least two (one a backup).")
+    var pinSha256: [String] = []
+    @Option(help: "Connect to this address instead of the IMAP host name (tests).") var imapConnectAddress: String?
+    @Option(help: "Turn on RFC 8030 Web Push with VAPID; the contact (mailto: or https:) push services see.")
+    var webPushSubject: String?
+
+    func run() async throws {
+        var logger = Logger(label: "coffer-notify")
+        logger.logLevel = .info
+        let home = try NotifyHome(explicit: self.home.dataDir)
+        _ = try home.masterKey()
+        let secret = try home.eventSecret()
+        let storage = try SQLiteNotifyStorage(path: home.database)
+        let authenticator: any MailAuthenticator =
+            if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
+        let webPush = try webPushSubject.map { subject in
+            WebPushSender(signer: try VAPID.Signer(privateKey: try home.vapidKey(), subject: subject))
+        }
+        let service = NotifyService(
+            storage: storage,
+            authenticator: authenticator,
+            settings: NotifyService.Settings(eventSecret: secret),
+            logger: logger,
+            webPush: webPush
+        )
+        let application = Application(
+            router: NotifyAPI.router(service: service),
+            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
+            server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            services: [PurgeService(service: service)],
+            onServerRunning: { channel in
+                // One line on stdout that scripts and tests read; never a secret.
+                let line = "coffer-notify listening on \(host):\(channel.localAddress?.port ?? port)\n"
+                FileHandle.standardOutput.write(Data(line.utf8))
+            },
+            logger: logger
+        )
+        logger.info(
+            "event secret for Dovecot's ox driver url: \(home.path)/event-secret",
+            metadata: ["imap": "\(imap ?? "none")"]
+        )
+        try await application.runService()
+    }
+
+    func imapConfiguration(_ text: String) throws -> IMAPConfiguration {
+        guard let url = URL(string: text), let scheme = url.scheme, let name = url.host, !name.isEmpty else {
+            throw ValidationError("--imap must look like imaps://HOST:PORT")
+        }
+        let security: IMAPSecurity
+        switch scheme {
+        case "imaps": security = .implicitTLS
+        case "imap": security = .startTLS
+        default: throw ValidationError("--imap must start with imaps:// or imap://")
+        }
+        var policy: PinPolicy?
+        if !pinSha256.isEmpty {
+            let pins = try pinSha256.map { text in
+                guard let pin = SPKIPin(base64: text) else { throw ValidationError("--pin-sha256 is not base64") }
+                return pin
+            }
+            policy = try PinPolicy(hosts: [HostPinPolicy(host: name, pins: pins)])
+        }
+        return IMAPConfiguration(
+            tls: PinnedTLSConfiguration(
+                serverName: name,
+                port: url.port ?? (security == .implicitTLS ? 993 : 143),
+                connectAddress: imapConnectAddress,
+                trustRoots: caFile.map { .caBundle(path: $0) } ?? .system,
+                pinPolicy: policy
+            ),
+            security: security
+        )
+    }
+}
+
+struct Sessions: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List or revoke sessions, straight on the database.",
+        subcommands: [List.self, Revoke.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List every session.")
+        @OptionGroup var home: HomeOptions
+        @Option(help: "Only this user's sessions.") var user: String?
+
+        func run() async throws {
+            let home = try NotifyHome(explicit: self.home.dataDir)
+            let storage = try SQLiteNotifyStorage(path: home.database)
+            let all =
+                if let user { try await storage.sessions(user: user) } else { try await storage.allSessions() }
+            let format = ISO8601DateFormatter()
+            print("id\tuser\tdevice\tcreated\tlast seen\texpires\tstate")
+            let now = Date()
+            for session in all {
+                let state = session.revoked ? "revoked" : session.isLive(at: now) ? "live" : "expired"
+                print(
+                    [
+                        session.id, session.user, session.deviceName, format.string(from: session.created),
+                        format.string(from: session.lastSeen), format.string(from: session.expires), state,
+                    ].joined(separator: "\t")
+                )
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a session by id; its pending pushes go.")
+        @OptionGroup var home: HomeOptions
+        @Argument(help: "The session id (from `sessions list`).") var id: String
+
+        func run() async throws {
+            let home = try NotifyHome(explicit: self.home.dataDir)
+            let storage = try SQLiteNotifyStorage(path: home.database)
+            guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
+            print("revoked \(id)")
+        }
+    }
+}

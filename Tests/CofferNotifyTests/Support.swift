@@ -1,0 +1,100 @@
+import CofferNotify
+import CofferPush
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+
+/// Accepts exactly one password per user, like a mail server would.
+struct FakeAuthenticator: MailAuthenticator {
+    let passwords: [String: String]
+
+    func verify(user: String, password: String) async throws(NotifyError) {
+        guard passwords[user] == password else { throw .wrongCredentials }
+    }
+}
+
+/// A fresh service on a temporary SQLite file, with Alice and Bob as mail users.
+struct Harness {
+    static let eventSecret = Array("dovecot-event-secret-for-tests".utf8)
+    let folder: URL
+    let storage: SQLiteNotifyStorage
+    let service: NotifyService
+
+    init(registrationsPerMinute: Int = 100) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
+        var settings = NotifyService.Settings(eventSecret: Self.eventSecret)
+        settings.registrationsPerMinute = registrationsPerMinute
+        var logger = Logger(label: "coffer-notify-tests")
+        logger.logLevel = .warning
+        service = NotifyService(
+            storage: storage,
+            authenticator: FakeAuthenticator(passwords: ["alice": "alice-pw", "bob": "bob-pw"]),
+            settings: settings,
+            logger: logger
+        )
+    }
+
+    var application: some ApplicationProtocol { Application(router: NotifyAPI.router(service: service)) }
+
+    func remove() { try? FileManager.default.removeItem(at: folder) }
+}
+
+/// A device: its push keys and, once registered, its token.
+struct Device {
+    let keys = WebPush.UserAgentKeys()
+
+    func registration(user: String, password: String, name: String = "phone") -> RegisterRequest {
+        RegisterRequest(
+            user: user,
+            password: password,
+            deviceName: name,
+            pushPublicKey: Base64URL.encode(keys.subscription.publicKeyBytes),
+            pushAuthSecret: keys.authSecret.withUnsafeBytes { Base64URL.encode($0) }
+        )
+    }
+}
+
+func json(_ value: some Encodable) throws -> ByteBuffer {
+    let encoder = JSONEncoder()
+    encoder.dateEncodingStrategy = .iso8601
+    return ByteBuffer(data: try encoder.encode(value))
+}
+
+func decode<T: Decodable>(_ type: T.Type, _ buffer: ByteBuffer) throws -> T {
+    let decoder = JSONDecoder()
+    decoder.dateDecodingStrategy = .iso8601
+    return try decoder.decode(T.self, from: Data(buffer.readableBytesView))
+}
+
+func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
+
+let jsonHeaders: HTTPFields = [.contentType: "application/json"]
+
+func basic(_ user: String, _ password: [UInt8]) -> HTTPFields {
+    [
+        .authorization: "Basic " + Data(Array("\(user):".utf8) + password).base64EncodedString(),
+        .contentType: "application/json",
+    ]
+}
+
+extension TestClientProtocol {
+    /// Registers and returns the token response (expects 201).
+    func register(_ request: RegisterRequest) async throws -> TokenResponse {
+        try await execute(uri: "/v1/sessions", method: .post, headers: jsonHeaders, body: json(request)) {
+            response in
+            guard response.status == .created else {
+                throw TestFailure("registration answered \(response.status): \(String(buffer: response.body))")
+            }
+            return try decode(TokenResponse.self, response.body)
+        }
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
