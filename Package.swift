@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
         .library(name: "CofferPush", targets: ["CofferPush"]),
         .library(name: "CofferTPM", targets: ["CofferTPM"]),
+        .library(name: "CofferSync", targets: ["CofferSync"]),
         .library(name: "CofferNotify", targets: ["CofferNotify"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
@@ -71,7 +72,7 @@ let package = Package(
         .target(
             name: "CofferApp",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments",
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -98,6 +99,13 @@ let package = Package(
             dependencies: [
                 "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // IMAP accounts and sync into the sealed store (incremental by UID, UIDVALIDITY, expunges, flags both ways).
+        .target(
+            name: "CofferSync",
+            dependencies: [
+                "CofferIMAP", "CofferStore", "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by
@@ -140,7 +148,8 @@ let package = Package(
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "CofferContent", "CofferTransport", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -215,6 +224,15 @@ let package = Package(
         ),
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
         .testTarget(name: "CofferTPMTests", dependencies: ["CofferTPM", "CofferTesting"]),
+        .testTarget(
+            name: "CofferSyncTests",
+            dependencies: [
+                "CofferSync", "CofferIMAP", "CofferStore", "CofferTransport", "CofferTesting", "CofferKeymaker",
+                "CofferKeychain", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .testTarget(
             name: "CofferNotifyTests",
             dependencies: [

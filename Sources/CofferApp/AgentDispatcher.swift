@@ -170,6 +170,9 @@ public final class AgentDispatcher: Sendable {
                     batchSize: max(1, request.batch ?? MailStore.defaultBatchSize),
                     progress: { conversation.progress($0) }
                 )
+        case .sync:
+            reply.synced = try await SyncHandler(dependencies: try user(request))
+                .sync(id: request.id, folders: request.folders ?? [], batch: request.batch)
         }
         return reply
     }

@@ -1,4 +1,5 @@
 import CofferStore
+import CofferSync
 import Foundation
 
 /// What a client asks the agent to do.
@@ -37,6 +38,8 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case save
     /// Import a file or folder into the store.
     case `import`
+    /// Sync the IMAP account ``AgentRequest/id`` (or the only one): ``AgentRequest/folders``, else INBOX.
+    case sync
 }
 
 /// One request (a JSON object in a request frame). Only the fields the operation uses are set.
@@ -69,6 +72,8 @@ public struct AgentRequest: Codable, Sendable, Equatable {
     public var remove: Bool?
     /// hello: the protocol version the client speaks (absent: the agent answers with its own and checks nothing).
     public var version: Int?
+    /// sync: the folders (INBOX when absent or empty).
+    public var folders: [String]?
 
     /// A request for `op`.
     public init(_ op: AgentOperation, account: String? = nil) {
@@ -178,6 +183,8 @@ public struct AgentReply: Codable, Sendable {
     public var alreadyUnlocked: Bool?
     /// autolock: the policy now in force.
     public var policy: String?
+    /// sync: what the sync did.
+    public var synced: SyncSummary?
 
     /// A success with no fields yet.
     public static var success: AgentReply { AgentReply(ok: true) }

@@ -35,7 +35,7 @@ public struct AgentLimits: Sendable {
     func timeout(for op: AgentOperation) -> Int64 {
         switch op {
         case .unlock, .protect: unlockMilliseconds
-        case .import: importMilliseconds
+        case .import, .sync: importMilliseconds
         default: requestMilliseconds
         }
     }

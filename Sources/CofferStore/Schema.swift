@@ -85,6 +85,7 @@ enum Schema {
                     """
             )
         }
+        registerSyncMigration(&migrator)
         return migrator
     }
 

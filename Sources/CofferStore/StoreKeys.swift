@@ -62,6 +62,8 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case contactDetails = "contacts.details"
     case labelName = "labels.name"
     case settingValue = "settings.value"
+    case serverConfig = "accountServers.config"
+    case syncFolderName = "syncFolders.name"
 
     var table: Substring { rawValue.split(separator: ".")[0] }
     var column: Substring { rawValue.split(separator: ".")[1] }
@@ -75,6 +77,7 @@ enum HashTag {
     static let labelName: UInt8 = 0x04
     static let contactAddress: UInt8 = 0x05
     static let ownAddress: UInt8 = 0x06
+    static let syncFolderName: UInt8 = 0x07
 }
 
 /// Every key the store uses, derived once per MainKey (per unlock), never per cell.

@@ -192,27 +192,37 @@ def start(a):
     os.makedirs(d, exist_ok=True)
     account = pwd.getpwnam(a.run_as) if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
     users = [tuple(u.split(":", 1)) for u in (a.user_pass or ["alice:alice-test-password"])]
-    imaps_port, imap_port, lmtp_port = free_port(), free_port(), free_port()
-    write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port, getattr(a, "push_url", None))
-    kwargs = {}
-    if os.geteuid() == 0:
-        kwargs = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
-    out = open(os.path.join(d, "dovecot.stdout"), "w")
-    proc = subprocess.Popen(
-        [dovecot, "-F", "-c", os.path.join(d, "dovecot.conf")],
-        stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        cwd=d, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **kwargs,
-        # A caller (the Swift test runner) may block signals; Dovecot must see SIGTERM to stop cleanly.
-        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []),
-    )
-    if not (wait_port(imaps_port, proc) and wait_port(imap_port, proc) and wait_port(lmtp_port, proc)):
+    # A port found free may be taken by a server that another test starts meanwhile: retry with new ports then.
+    for attempt in range(3):
+        imaps_port, imap_port, lmtp_port = free_port(), free_port(), free_port()
+        push_url = getattr(a, "push_url", None)
+        write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port, push_url)
+        kwargs = {}
+        if os.geteuid() == 0:
+            kwargs = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+        out = open(os.path.join(d, "dovecot.stdout"), "w")
+        proc = subprocess.Popen(
+            [dovecot, "-F", "-c", os.path.join(d, "dovecot.conf")],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=d, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, **kwargs,
+            # A caller (the Swift test runner) may block signals; Dovecot must see SIGTERM to stop cleanly.
+            preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []),
+        )
+        ports_answer = wait_port(imaps_port, proc) and wait_port(imap_port, proc) and wait_port(lmtp_port, proc)
+        # A port that answers may be another server's: this one would have exited on its failed bind by now.
+        time.sleep(0.2)
+        if ports_answer and proc.poll() is None:
+            break
         code = proc.poll()
         if code is None:
             proc.kill()
             proc.wait()
         with open(os.path.join(d, "dovecot.stdout"), encoding="utf-8", errors="replace") as f:
             early = f.read()[-2000:]
-        fail(f"dovecot did not start (exit {code}):\n{early}\n{log_tail(d)}")
+        report = f"{early}\n{log_tail(d)}"
+        if "Address already in use" in report and attempt < 2:
+            continue
+        fail(f"dovecot did not start (exit {code}):\n{report}")
     info = {"imaps_port": imaps_port, "imap_port": imap_port, "lmtp_port": lmtp_port, "pid": proc.pid, "dir": d}
     with open(os.path.join(d, "server.json"), "w", encoding="utf-8") as f:
         json.dump(info, f)

@@ -1,0 +1,43 @@
+import CofferStore
+import CofferSync
+
+/// `sync` in the agent: the agent's own store (it holds the unlocked key) and an IMAP connection from the agent.
+public struct SyncHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasMailStore
+
+    private let dependencies: any Dependencies
+
+    /// A handler over one account's container.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// Syncs the IMAP account `id` (or the only one) and returns what it did.
+    ///
+    /// - Throws: `StoreError.locked` when the key is not in memory (the dispatcher's usual locked reply), else the
+    ///   ``SyncError``.
+    public func sync(id: Int64?, folders: [String], batch: Int?) async throws -> SyncSummary {
+        let store = try dependencies.mailStore
+        do {
+            let accounts = try await store.serverAccounts()
+            let chosen: Int64
+            if let id {
+                guard accounts.contains(where: { $0.id == id }) else {
+                    throw AgentFailure(.badRequest, "There is no mail server account \(id).")
+                }
+                chosen = id
+            } else {
+                guard let only = accounts.first else { throw SyncError.noAccount }
+                guard accounts.count == 1 else {
+                    throw AgentFailure(.badRequest, "There are several mail server accounts; choose one with --id.")
+                }
+                chosen = only.id
+            }
+            return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
+                accountID: chosen,
+                folders: folders
+            )
+        } catch SyncError.locked {
+            throw StoreError.locked
+        }
+    }
+}

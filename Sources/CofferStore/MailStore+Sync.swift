@@ -1,0 +1,562 @@
+import GRDB
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// An IMAP account's connection settings, stored sealed under the MainKey (account record v1, docs/FORMAT.md).
+public struct ServerAccount: Sendable, Equatable {
+    /// The server's host name (the certificate must carry it).
+    public var host: String
+    /// The IMAPS port (implicit TLS).
+    public var port: Int
+    /// The login name.
+    public var username: String
+    /// The password (never printed; ``description`` leaves it out).
+    public var password: String
+    /// SPKI pins (base64 SHA-256); empty means chain and host name validation only.
+    public var pins: [String]
+    /// A PEM bundle of the CAs to trust instead of the system store.
+    public var caFile: String?
+    /// The address to connect to instead of `host` (the certificate must still carry `host`).
+    public var connectAddress: String?
+
+    /// Creates a record.
+    public init(
+        host: String,
+        port: Int,
+        username: String,
+        password: String,
+        pins: [String] = [],
+        caFile: String? = nil,
+        connectAddress: String? = nil
+    ) {
+        self.host = host
+        self.port = port
+        self.username = username
+        self.password = password
+        self.pins = pins
+        self.caFile = caFile
+        self.connectAddress = connectAddress
+    }
+
+    /// The version of the sealed record written by this code.
+    public static let recordVersion = 1
+
+    func encoded() -> [UInt8] {
+        var writer = CellWriter(capacity: 128)
+        writer.count(Self.recordVersion)
+        writer.string(host)
+        writer.count(port)
+        writer.string(username)
+        writer.string(password)
+        writer.string(caFile)
+        writer.string(connectAddress)
+        writer.count(pins.count)
+        for pin in pins { writer.string(pin) }
+        return writer.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(CellReader.Malformed) -> ServerAccount {
+        var reader = try CellReader(bytes)
+        guard try reader.count() == recordVersion else { throw CellReader.Malformed() }
+        let host = try reader.requiredString()
+        let port = try reader.count()
+        let username = try reader.requiredString()
+        let password = try reader.requiredString()
+        let caFile = try reader.string()
+        let connectAddress = try reader.string()
+        let pinCount = try reader.count()
+        guard pinCount <= 64 else { throw CellReader.Malformed() }
+        var pins: [String] = []
+        for _ in 0..<pinCount { pins.append(try reader.requiredString()) }
+        try reader.finish()
+        return ServerAccount(
+            host: host,
+            port: port,
+            username: username,
+            password: password,
+            pins: pins,
+            caFile: caFile,
+            connectAddress: connectAddress
+        )
+    }
+}
+
+/// One server folder a sync follows: its validity and how far the sync got.
+public struct SyncFolder: Sendable, Equatable {
+    /// The row id.
+    public var id: Int64
+    /// The account it belongs to.
+    public var accountID: Int64
+    /// The folder's name on the server.
+    public var name: String
+    /// The server's UIDVALIDITY when the folder was first synced; a change means every UID is new.
+    public var uidValidity: UInt32
+    /// The highest UID stored (every message up to it has been fetched).
+    public var highestUID: UInt32
+    /// The server's HIGHESTMODSEQ after the last complete sync (0 without CONDSTORE).
+    public var highestModSeq: UInt64
+}
+
+/// Where a stored message lives on the server, and its flags there and here.
+public struct SyncLocation: Sendable, Equatable {
+    /// The message's UID in the folder.
+    public var uid: UInt32
+    /// The stored message.
+    public var messageID: Int64
+    /// The flags the server had at the last sync (only ``MailStore/syncedFlags``).
+    public var serverFlags: MessageFlags
+    /// The message's flags here (only ``MailStore/syncedFlags``).
+    public var localFlags: MessageFlags
+}
+
+/// A message fetched from a server folder, to be stored with its location.
+public struct FetchedMail: Sendable {
+    /// Its UID.
+    public var uid: UInt32
+    /// The raw bytes.
+    public var bytes: [UInt8]
+    /// The server's flags.
+    public var flags: MessageFlags
+    /// The label it gets (the folder's name).
+    public var label: String
+
+    /// Creates one.
+    public init(uid: UInt32, bytes: [UInt8], flags: MessageFlags, label: String) {
+        self.uid = uid
+        self.bytes = bytes
+        self.flags = flags
+        self.label = label
+    }
+}
+
+extension MailStore {
+    /// The flags kept in step with the server: `\Seen`, `\Answered`, `\Flagged`, `\Draft`.
+    public static let syncedFlags: MessageFlags = [.seen, .answered, .flagged, .draft]
+
+    // MARK: - Server accounts
+
+    /// Adds an IMAP account (an `accounts` row and its sealed connection record) in one transaction.
+    ///
+    /// - Returns: The account's id.
+    public func addServerAccount(_ server: ServerAccount) async throws(StoreError) -> Int64 {
+        guard !server.host.isEmpty, !server.username.isEmpty else {
+            throw .invalidArgument("an account needs a host and a user name")
+        }
+        guard (1...65535).contains(server.port) else { throw .invalidArgument("the port must be from 1 to 65535") }
+        let keys = try await keys()
+        var writer = CellWriter()
+        writer.string(server.username)
+        writer.string(nil)
+        let details = writer.bytes
+        var config = server.encoded()
+        defer { StoreKeys.zero(&config) }
+        let sealedConfig = config
+        return try await write { db in
+            let id = try Schema.nextID(db, table: "accounts")
+            try AccountRecord(id: id, details: try keys.seal(details, .accountDetails, row: id)).insert(db)
+            try db.execute(
+                sql: "INSERT INTO accountServers (accountID, config) VALUES (?, ?)",
+                arguments: [id, try keys.seal(sealedConfig, .serverConfig, row: id)]
+            )
+            return id
+        }
+    }
+
+    /// Every IMAP account, by id.
+    ///
+    /// - Throws: `.corruptRecord(table: "accountServers", …)` when a record fails to open.
+    public func serverAccounts() async throws(StoreError) -> [(id: Int64, server: ServerAccount)] {
+        let keys = try await keys()
+        let rows = try await read { db in
+            try Row.fetchAll(db, sql: "SELECT accountID, config FROM accountServers ORDER BY accountID")
+                .map { row throws -> (Int64, Data) in
+                    let strict = try StrictRow(row, table: "accountServers", idColumn: "accountID")
+                    return (strict.id, try strict.blob("config"))
+                }
+        }
+        return try rows.map { (id, sealed) throws(StoreError) in
+            guard var plain = keys.open(sealed, .serverConfig, row: id) else {
+                throw .corruptRecord(table: "accountServers", id: id)
+            }
+            defer { StoreKeys.zero(&plain) }
+            do {
+                return (id, try ServerAccount.decode(plain))
+            } catch {
+                throw .corruptRecord(table: "accountServers", id: id)
+            }
+        }
+    }
+
+    /// Removes an account with its connection record and sync state, and the messages that were stored only
+    /// through its folders.
+    ///
+    /// - Returns: How many messages were deleted.
+    public func removeAccount(_ id: Int64) async throws(StoreError) -> Int {
+        _ = try await keys()
+        let deleted = try await write { db -> Int? in
+            let candidates = try Self.locatedMessages(
+                db,
+                "folderID IN (SELECT id FROM syncFolders WHERE accountID = ?)",
+                [id]
+            )
+            guard try AccountRecord.deleteOne(db, key: id) else { return nil }
+            return try Self.deleteUnlocated(candidates, db: db)
+        }
+        guard let deleted else { throw .invalidArgument("there is no account \(id)") }
+        return deleted
+    }
+
+    // MARK: - Folders
+
+    /// The sync state of `name` in `accountID`, nil when it was never synced.
+    public func syncFolder(accountID: Int64, name: String) async throws(StoreError) -> SyncFolder? {
+        let keys = try await keys()
+        let lookup = Self.folderLookup(keys: keys, name: name)
+        let row = try await read { db in
+            try FolderRow.fetchOne(
+                db,
+                sql: """
+                    SELECT id, accountID, name, uidValidity, highestUID, highestModSeq FROM syncFolders
+                    WHERE accountID = ? AND lookup = ?
+                    """,
+                arguments: [accountID, lookup]
+            )
+        }
+        guard let row else { return nil }
+        return try Self.folder(row, keys: keys)
+    }
+
+    /// Every synced folder of an account.
+    public func syncFolders(accountID: Int64) async throws(StoreError) -> [SyncFolder] {
+        let keys = try await keys()
+        let rows = try await read { db in
+            try FolderRow.fetchAll(
+                db,
+                sql: """
+                    SELECT id, accountID, name, uidValidity, highestUID, highestModSeq FROM syncFolders
+                    WHERE accountID = ? ORDER BY id
+                    """,
+                arguments: [accountID]
+            )
+        }
+        return try rows.map { row throws(StoreError) in try Self.folder(row, keys: keys) }
+    }
+
+    /// Starts following a folder with the server's UIDVALIDITY (nothing fetched yet).
+    public func addSyncFolder(
+        accountID: Int64,
+        name: String,
+        uidValidity: UInt32
+    ) async throws(StoreError)
+        -> SyncFolder
+    {
+        let keys = try await keys()
+        let lookup = Self.folderLookup(keys: keys, name: name)
+        let plain = CellWriter.text(name)
+        let id = try await write { db in
+            let id = try Schema.nextID(db, table: "syncFolders")
+            try db.execute(
+                sql: """
+                    INSERT INTO syncFolders (id, accountID, lookup, name, uidValidity, highestUID, highestModSeq)
+                    VALUES (?, ?, ?, ?, ?, 0, 0)
+                    """,
+                arguments: [
+                    id, accountID, lookup, try keys.seal(plain, .syncFolderName, row: id, extra: String(accountID)),
+                    Int64(uidValidity),
+                ]
+            )
+            return id
+        }
+        return SyncFolder(
+            id: id,
+            accountID: accountID,
+            name: name,
+            uidValidity: uidValidity,
+            highestUID: 0,
+            highestModSeq: 0
+        )
+    }
+
+    /// Records the server's HIGHESTMODSEQ after a complete sync of the folder.
+    public func setHighestModSeq(folderID: Int64, _ value: UInt64) async throws(StoreError) {
+        _ = try await keys()
+        let clamped = Int64(clamping: value)
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE syncFolders SET highestModSeq = ? WHERE id = ?",
+                arguments: [clamped, folderID]
+            )
+        }
+    }
+
+    /// Forgets a folder (its UIDVALIDITY changed, or it is no longer followed): its locations go, and so do the
+    /// messages stored only through it, in one transaction.
+    ///
+    /// - Returns: How many messages were deleted.
+    public func forgetSyncFolder(_ folderID: Int64) async throws(StoreError) -> Int {
+        _ = try await keys()
+        return try await write { db in
+            let candidates = try Self.locatedMessages(db, "folderID = ?", [folderID])
+            try db.execute(sql: "DELETE FROM syncFolders WHERE id = ?", arguments: [folderID])
+            return try Self.deleteUnlocated(candidates, db: db)
+        }
+    }
+
+    // MARK: - Messages at locations
+
+    /// Stores fetched messages with their locations in ONE transaction, and raises the folder's highest UID to the
+    /// largest of them: a crash leaves either all of them stored and located or none. A message already stored
+    /// (same content or Message-ID) gets the location without a second copy.
+    ///
+    /// - Returns: One outcome per message (`.imported(id)`, `.duplicate`, `.malformed`).
+    public func storeFetched(_ mails: [FetchedMail], folderID: Int64) async throws(StoreError) -> [ImportOutcome] {
+        guard !mails.isEmpty else { return [] }
+        let keys = try await keys()
+        let now = Schema.seconds(Date())
+        let prepared = mails.map { mail in
+            Self.prepare(
+                RawMessage(bytes: mail.bytes, flags: mail.flags, labels: [mail.label]),
+                keys: keys,
+                now: now
+            )
+        }
+        let locations = mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) }
+        let highest = Int64(mails.map(\.uid).max() ?? 0)
+        return try await write { db in
+            let outcomes = try Self.insert(prepared, keys: keys, db: db)
+            for (index, outcome) in outcomes.enumerated() {
+                let messageID: Int64?
+                switch outcome {
+                case .imported(let id): messageID = id
+                case .duplicate:
+                    guard case .success(let message) = prepared[index] else { continue }
+                    messageID = try Self.existingMessage(message, db: db)
+                case .malformed: messageID = nil
+                }
+                guard let messageID else { continue }
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO syncLocations (folderID, uid, messageID, serverFlags)
+                        VALUES (?, ?, ?, ?)
+                        """,
+                    arguments: [folderID, locations[index].uid, messageID, locations[index].flags]
+                )
+            }
+            try db.execute(
+                sql: "UPDATE syncFolders SET highestUID = max(highestUID, ?) WHERE id = ?",
+                arguments: [highest, folderID]
+            )
+            return outcomes
+        }
+    }
+
+    /// Every location in a folder, by UID, with the server's and the local flags.
+    public func syncLocations(folderID: Int64) async throws(StoreError) -> [SyncLocation] {
+        _ = try await keys()
+        let mask = Self.syncedFlags.rawValue
+        let rows = try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT l.uid, l.messageID, l.serverFlags, m.flags FROM syncLocations l
+                    JOIN messages m ON m.id = l.messageID WHERE l.folderID = ? ORDER BY l.uid
+                    """,
+                arguments: [folderID]
+            ).map { row -> SyncLocation? in
+                guard let uid = Self.integer(row, 0), let messageID = Self.integer(row, 1),
+                    let server = Self.integer(row, 2),
+                    let local = Self.integer(row, 3), let uid32 = UInt32(exactly: uid)
+                else { return nil }
+                return SyncLocation(
+                    uid: uid32,
+                    messageID: messageID,
+                    serverFlags: MessageFlags(rawValue: server & mask),
+                    localFlags: MessageFlags(rawValue: local & mask)
+                )
+            }
+        }
+        return try rows.map { location throws(StoreError) in
+            guard let location else { throw .corruptRecord(table: "syncLocations", id: folderID) }
+            return location
+        }
+    }
+
+    /// Deletes the locations of UIDs the server expunged, and the messages stored only there, in one transaction.
+    ///
+    /// - Returns: How many messages were deleted.
+    public func deleteLocations(folderID: Int64, uids: [UInt32]) async throws(StoreError) -> Int {
+        guard !uids.isEmpty else { return 0 }
+        _ = try await keys()
+        return try await write { db in
+            let find = try db.cachedStatement(sql: "SELECT messageID FROM syncLocations WHERE folderID = ? AND uid = ?")
+            let delete = try db.cachedStatement(sql: "DELETE FROM syncLocations WHERE folderID = ? AND uid = ?")
+            var candidates = Set<Int64>()
+            for uid in uids {
+                if let id = try Int64.fetchOne(find, arguments: [folderID, Int64(uid)]) { candidates.insert(id) }
+                try delete.execute(arguments: [folderID, Int64(uid)])
+            }
+            return try Self.deleteUnlocated(candidates, db: db)
+        }
+    }
+
+    /// Applies the server's current flags: for every flag the server changed since the last sync the server's
+    /// value wins; flags it did not change keep their local value (so a local change waits to be pushed).
+    ///
+    /// - Returns: How many messages changed locally.
+    public func applyServerFlags(folderID: Int64, _ flags: [UInt32: MessageFlags]) async throws(StoreError) -> Int {
+        guard !flags.isEmpty else { return 0 }
+        _ = try await keys()
+        let mask = Self.syncedFlags.rawValue
+        return try await write { db in
+            var changed = 0
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT l.uid, l.messageID, l.serverFlags, m.flags FROM syncLocations l
+                    JOIN messages m ON m.id = l.messageID WHERE l.folderID = ?
+                    """,
+                arguments: [folderID]
+            )
+            for row in rows {
+                guard let uid = Self.integer(row, 0), let messageID = Self.integer(row, 1),
+                    let old = Self.integer(row, 2),
+                    let local = Self.integer(row, 3), let uid32 = UInt32(exactly: uid), let now = flags[uid32]
+                else { continue }
+                let new = now.rawValue & mask
+                let serverChanged = (old & mask) ^ new
+                guard serverChanged != 0 else { continue }
+                let merged = (local & ~serverChanged) | (new & serverChanged)
+                if merged != local {
+                    try db.execute(sql: "UPDATE messages SET flags = ? WHERE id = ?", arguments: [merged, messageID])
+                    changed += 1
+                }
+                try db.execute(
+                    sql: "UPDATE syncLocations SET serverFlags = ? WHERE folderID = ? AND uid = ?",
+                    arguments: [new, folderID, uid]
+                )
+            }
+            return changed
+        }
+    }
+
+    /// Records that the server now holds `flags` for `uid` (after a push).
+    public func setServerFlags(folderID: Int64, uid: UInt32, _ flags: MessageFlags) async throws(StoreError) {
+        _ = try await keys()
+        let value = flags.intersection(Self.syncedFlags).rawValue
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE syncLocations SET serverFlags = ? WHERE folderID = ? AND uid = ?",
+                arguments: [value, folderID, Int64(uid)]
+            )
+        }
+    }
+
+    /// Adds and removes flags of a message here (for example `\Seen` when it is read); a sync pushes the change.
+    public func setFlags(
+        _ messageID: Int64,
+        adding: MessageFlags = [],
+        removing: MessageFlags = []
+    )
+        async throws(StoreError)
+    {
+        _ = try await keys()
+        let add = adding.subtracting(.corrupt).rawValue
+        let remove = removing.subtracting(.corrupt).rawValue
+        let found = try await write { db in
+            try db.execute(
+                sql: "UPDATE messages SET flags = (flags & ~?) | ? WHERE id = ?",
+                arguments: [remove, add, messageID]
+            )
+            return db.changesCount > 0
+        }
+        guard found else { throw .messageNotFound(messageID) }
+    }
+
+    // MARK: - Helpers
+
+    static func folderLookup(keys: StoreKeys, name: String) -> Data {
+        Data(keys.lookup.hash(tag: HashTag.syncFolderName, Array(name.utf8)).prefix(16))
+    }
+
+    static func folder(_ row: FolderRow, keys: StoreKeys) throws(StoreError) -> SyncFolder {
+        guard let plain = keys.open(row.name, .syncFolderName, row: row.id, extra: String(row.accountID)),
+            let name = try? CellReader.text(plain), let validity = UInt32(exactly: row.uidValidity),
+            let uid = UInt32(exactly: row.highestUID), let modSeq = UInt64(exactly: row.highestModSeq)
+        else { throw .corruptRecord(table: "syncFolders", id: row.id) }
+        return SyncFolder(
+            id: row.id,
+            accountID: row.accountID,
+            name: name,
+            uidValidity: validity,
+            highestUID: uid,
+            highestModSeq: modSeq
+        )
+    }
+
+    /// The id of the stored message a duplicate matched (by content, then by Message-ID).
+    static func existingMessage(_ message: PreparedMessage, db: Database) throws -> Int64? {
+        if let id = try Int64.fetchOne(
+            db,
+            sql: "SELECT id FROM messages WHERE contentHash = ?",
+            arguments: [message.contentHash]
+        ) {
+            return id
+        }
+        guard let hash = message.messageIDHash else { return nil }
+        return try Int64.fetchOne(db, sql: "SELECT id FROM messages WHERE messageIDHash = ?", arguments: [hash])
+    }
+
+    /// The integer in column `index` of `row`, nil for any other storage class (a changed file never traps).
+    static func integer(_ row: Row, _ index: Int) -> Int64? {
+        if case .int64(let value) = (row[index] as DatabaseValue).storage { return value }
+        return nil
+    }
+
+    /// The messages at the locations `condition` selects (with `arguments`).
+    static func locatedMessages(
+        _ db: Database,
+        _ condition: String,
+        _ arguments: StatementArguments
+    ) throws
+        -> Set<Int64>
+    {
+        Set(try Int64.fetchAll(db, sql: "SELECT messageID FROM syncLocations WHERE \(condition)", arguments: arguments))
+    }
+
+    /// Deletes those of `candidates` (messages whose locations were just removed) that have no location left, so
+    /// a message imported from a file, which never had a location, is never deleted by a sync.
+    ///
+    /// - Returns: How many were deleted.
+    static func deleteUnlocated(_ candidates: Set<Int64>, db: Database) throws -> Int {
+        let remaining = try db.cachedStatement(sql: "SELECT 1 FROM syncLocations WHERE messageID = ? LIMIT 1")
+        var deleted = 0
+        for id in candidates where try Bool.fetchOne(remaining, arguments: [id]) != true {
+            if try MessageRecord.deleteOne(db, key: id) { deleted += 1 }
+        }
+        return deleted
+    }
+}
+
+/// A row of `syncFolders`, decoded strictly (see ``StrictRow``).
+struct FolderRow: FetchableRecord, Sendable {
+    var id: Int64
+    var accountID: Int64
+    var name: Data
+    var uidValidity: Int64
+    var highestUID: Int64
+    var highestModSeq: Int64
+
+    init(row: Row) throws {
+        let row = try StrictRow(row, table: "syncFolders")
+        id = row.id
+        accountID = try row.int64("accountID")
+        name = try row.blob("name")
+        uidValidity = try row.int64("uidValidity")
+        highestUID = try row.int64("highestUID")
+        highestModSeq = try row.int64("highestModSeq")
+    }
+}

@@ -1,0 +1,169 @@
+import ArgumentParser
+import CofferCrypto
+import CofferStore
+import CofferSync
+import CofferTransport
+
+/// The store of one Coffer account opened one-shot for the server-account and sync commands: they need the store
+/// itself (the IMAP connection runs in this process), so they unlock here even when an agent runs.
+struct ServerSession {
+    let mail: MailSession
+    let store: MailStore
+
+    static func open(_ home: HomeOptions, _ pin: PINOptions) async throws -> ServerSession {
+        let session = try AccountSession.open(home)
+        try await session.unlock(pinFromStdin: pin.pinStdin)
+        let store = try MailStore(folder: MailSession.folders(session).store, keymaker: session.keymaker)
+        return ServerSession(mail: MailSession(session: session, store: store), store: store)
+    }
+
+    /// The server account `id`, or the only one.
+    func serverAccount(_ id: Int64?) async throws -> (id: Int64, server: ServerAccount) {
+        let accounts = try await store.serverAccounts()
+        if let id {
+            guard let found = accounts.first(where: { $0.id == id }) else {
+                throw CLIError("There is no mail server account \(id); `coffer account show` lists them.")
+            }
+            return found
+        }
+        guard let only = accounts.first else { throw SyncError.noAccount }
+        guard accounts.count == 1 else {
+            throw CLIError("There are several mail server accounts; choose one with --id (see `coffer account show`).")
+        }
+        return only
+    }
+
+    func close() throws { try store.close() }
+}
+
+/// `coffer account add|show|remove`: the IMAP accounts whose mail `coffer sync` brings into the store.
+struct AccountCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "account",
+        abstract: "Add, show or remove the mail server (IMAP) accounts that `coffer sync` fetches from.",
+        subcommands: [Add.self, Show.self, Remove.self]
+    )
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add an IMAP account after checking that it logs in; it is stored sealed under the MainKey.",
+            discussion: """
+                The password is read from the terminal without echo, or with --password-stdin from the next line \
+                of standard input (after the PIN's line with --pin-stdin); never from the command line. With \
+                --pin-sha256 (at least two: the server's key and a backup key), a server whose chain holds none of \
+                them is refused, with no way around it; `coffer pin HOST` shows the pins a server presents.
+                """
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Option(name: .long, help: "The server as imaps://HOST[:PORT] (port 993 by default).") var imap: String
+        @Option(name: .long, help: "The login name.") var user: String
+        @Option(name: .customLong("pin-sha256"), help: "An SPKI pin (base64 SHA-256); repeat for the backup key.")
+        var pins: [String] = []
+        @Option(name: .customLong("ca-file"), help: "Trust only the CAs of this PEM bundle (else the system's).")
+        var caFile: String?
+        @Option(name: .long, help: "Connect to this address instead of HOST (the certificate must still name HOST).")
+        var connect: String?
+        @Flag(name: .long, help: "Read the password from standard input's next line instead of the terminal.")
+        var passwordStdin = false
+
+        /// `imaps://HOST[:PORT]` split, or nil.
+        static func parse(_ url: String) -> (host: String, port: Int)? {
+            let prefix = "imaps://"
+            guard url.lowercased().hasPrefix(prefix) else { return nil }
+            var rest = String(url.dropFirst(prefix.count))
+            if rest.hasSuffix("/") { rest.removeLast() }
+            guard !rest.contains("/"), !rest.contains("@") else { return nil }
+            return PinCommand.parse(rest)
+        }
+
+        func validate() throws {
+            guard Self.parse(imap) != nil else {
+                throw ValidationError("--imap must be imaps://HOST or imaps://HOST:PORT with a port from 1 to 65535.")
+            }
+            guard !user.isEmpty else { throw ValidationError("--user must not be empty.") }
+            if !pins.isEmpty && pins.count < 2 {
+                throw ValidationError(
+                    "Give at least two --pin-sha256: the server's key and a backup key it does not use yet."
+                )
+            }
+        }
+
+        func run() async throws {
+            try await runReportingErrors {
+                guard let (host, port) = Self.parse(imap) else { throw CLIError("--imap is not imaps://HOST[:PORT].") }
+                let server = try await ServerSession.open(home, pinOptions)
+                let secret = try Terminal.readPIN(prompt: "Password for \(user) at \(host): ", fromStdin: passwordStdin)
+                let password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                guard !password.isEmpty else { throw CLIError("No password was given.") }
+                let account = ServerAccount(
+                    host: host,
+                    port: port,
+                    username: user,
+                    password: password,
+                    pins: pins,
+                    caFile: caFile.map(AgentLink.absolute),
+                    connectAddress: connect
+                )
+                let client = try await Syncer(store: server.store).connect(account)
+                let evaluation: String
+                switch await client.pinEvaluation {
+                case .matched(_, let pin): evaluation = "pin \(pin.base64) matched"
+                case .expired: evaluation = "the pins have expired and did not match: reported, not enforced"
+                case .notPinned, .refused: evaluation = "not pinned"
+                }
+                await client.logout()
+                let id = try await server.store.addServerAccount(account)
+                print(
+                    "Added mail server account \(id): \(user) at imaps://\(host):\(port) (login checked, \(evaluation))."
+                )
+                try server.close()
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the IMAP accounts (never the password).")
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+
+        func run() async throws {
+            try await runReportingErrors {
+                let server = try await ServerSession.open(home, pinOptions)
+                let accounts = try await server.store.serverAccounts()
+                if accounts.isEmpty { print("No mail server account; add one with `coffer account add`.") }
+                for (id, account) in accounts {
+                    print("\(id)\t\(account.username) at imaps://\(account.host):\(account.port)")
+                    print(
+                        "\tpins: \(account.pins.isEmpty ? "none (chain and host name only)" : account.pins.joined(separator: " "))"
+                    )
+                    print("\tCAs: \(account.caFile ?? "system")")
+                    if let address = account.connectAddress { print("\tconnects to: \(address)") }
+                }
+                try server.close()
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an IMAP account, its password, its sync state and the mail synced only through it."
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Argument(help: "The account's number (from `coffer account show`).") var id: Int64
+
+        func run() async throws {
+            try await runReportingErrors {
+                let server = try await ServerSession.open(home, pinOptions)
+                let account = try await server.serverAccount(id)
+                let deleted = try await server.store.removeAccount(account.id)
+                print("Removed mail server account \(account.id) and \(deleted) messages synced only through it.")
+                try server.close()
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import CofferApp
+import CofferStore
+import CofferSync
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer sync`: brings an IMAP account's folders into the sealed store.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Fetch new mail from the IMAP account into the sealed store, and keep flags and deletions in step.",
+        discussion: """
+            Only messages above the highest UID already stored are fetched; a folder whose UIDVALIDITY changed is \
+            fetched again; messages the server expunged are deleted here; \\Seen, \\Answered, \\Flagged and \\Draft \
+            go both ways (the server's change wins for a flag both changed). An interrupted sync keeps what it \
+            stored; the next one continues.
+            """
+    )
+
+    @OptionGroup var home: HomeOptions
+    @OptionGroup var pinOptions: PINOptions
+    @Option(name: .long, help: "A folder to sync (repeatable; default INBOX).") var folder: [String] = []
+    @Option(name: .long, help: "The mail server account (from `coffer account show`; default the only one).")
+    var id: Int64?
+    @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = 50
+    @Flag(name: .long, help: "Keep running: wait for changes with IDLE on the first folder and sync again.")
+    var watch = false
+
+    func validate() throws {
+        guard batch > 0 else { throw ValidationError("--batch must be positive.") }
+    }
+
+    func run() async throws {
+        try await runReportingErrors {
+            if !watch, let agent = try AgentLink.connect(home) {
+                // The agent holds the key and syncs with its own store; a locked agent answers with the usual
+                // locked error.
+                defer { agent.close() }
+                var request = AgentRequest(.sync, account: try AgentLink.account(home))
+                (request.id, request.folders, request.batch) = (id, folder, batch)
+                guard let summary = try await agent.call(request).synced else { throw AppError.malformedMessage }
+                print(Self.line(summary))
+                return
+            }
+            let server = try await ServerSession.open(home, pinOptions)
+            let account = try await server.serverAccount(id)
+            let interactive = Terminal.isInteractiveOutput
+            let syncer = Syncer(store: server.store, batchSize: batch)
+            while true {
+                let summary = try await syncer.sync(accountID: account.id, folders: folder) { progress in
+                    guard interactive, progress.total > 0 else { return }
+                    print("\r\(progress.folder): \(progress.done) of \(progress.total)    ", terminator: "")
+                    fflush(nil)
+                }
+                if interactive { print("") }
+                print(Self.line(summary))
+                fflush(nil)
+                guard watch else { break }
+                // A sync is crash-safe, so ending the watch with Ctrl-C (or a kill) at any point loses nothing.
+                _ = try await syncer.waitForChange(
+                    accountID: account.id,
+                    folder: folder.first ?? "INBOX",
+                    timeout: .seconds(25 * 60)
+                )
+            }
+            try server.close()
+        }
+    }
+
+    /// The one-line summary.
+    static func line(_ summary: SyncSummary) -> String {
+        "Synced \(summary.folders) folder\(summary.folders == 1 ? "" : "s"): \(summary.fetched) new, "
+            + "\(summary.deleted) deleted, \(summary.flagsPulled + summary.flagsPushed) flags changed"
+            + (summary.resynced > 0 ? ", \(summary.resynced) folder(s) fetched again (UIDVALIDITY changed)" : "")
+            + "."
+    }
+}

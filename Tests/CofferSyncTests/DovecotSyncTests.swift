@@ -1,0 +1,182 @@
+import CofferCrypto
+import CofferIMAP
+import CofferStore
+import CofferTesting
+import Foundation
+import Testing
+
+@testable import CofferSync
+
+/// Syncs against a private live Dovecot and compares with what imaplib sees there.
+@Suite(.serialized) struct DovecotSyncTests {
+    /// A world with the server's account added; the syncer streams large bodies in small chunks.
+    func setUp(_ server: SyncDovecot) async throws -> (SyncWorld, Syncer, Int64) {
+        let world = try await SyncWorld()
+        let syncer = Syncer(
+            store: world.store,
+            batchSize: 2,
+            limits: .init(streamBodyThreshold: 4096, chunkSize: 1000),
+            timeout: .seconds(60)
+        )
+        let account = try await world.store.addServerAccount(try server.account())
+        return (world, syncer, account)
+    }
+
+    /// The store's INBOX locations against imaplib's INBOX: same UIDs, same sizes, flags as the server has them.
+    func expectMatches(_ world: SyncWorld, _ server: SyncDovecot, account: Int64) async throws {
+        let reference = try server.messages()
+        let folder = try #require(try await world.store.syncFolder(accountID: account, name: "INBOX"))
+        let locations = try await world.store.syncLocations(folderID: folder.id)
+        #expect(locations.map(\.uid) == reference.map(\.uid))
+        for (location, theirs) in zip(locations, reference) {
+            let detail = try await world.store.message(location.messageID)
+            #expect(detail.summary.size == theirs.body.count, "UID \(location.uid): a different size")
+            #expect(location.localFlags == Syncer.flags(theirs.flags), "UID \(location.uid): different flags")
+        }
+        #expect(try await world.store.count() == reference.count)
+    }
+
+    @Test func firstSyncMatchesTheServerAndASecondFetchesNothingThenOnlyNewMail() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let markers = ["syncalpha", "syncbravo", "synccharlie"]
+        try server.deliver(SyncMail.message(markers[0]))
+        try server.deliver(SyncMail.attachment(markers[1]))
+        try server.deliver(SyncMail.nonASCII)
+        try server.deliver(SyncMail.message(markers[2], extraBody: String(repeating: "line of text\r\n", count: 2000)))
+        let (world, syncer, account) = try await setUp(server)
+
+        let first = try await syncer.sync(accountID: account)
+        #expect(first.fetched == 4)
+        #expect(first.deleted == 0)
+        try await expectMatches(world, server, account: account)
+        let withAttachment = try #require(try await world.store.search(markers[1]).first)
+        #expect(try await world.store.attachments(of: withAttachment.id).count == 1)
+        #expect(try await world.store.search("canaryumlautword").count == 1)
+
+        let second = try await syncer.sync(accountID: account)
+        #expect(
+            second
+                == {
+                    var s = SyncSummary()
+                    s.folders = 1
+                    return s
+                }()
+        )
+
+        try server.deliver(SyncMail.message("syncdelta"))
+        let third = try await syncer.sync(accountID: account)
+        #expect(third.fetched == 1)
+        try await expectMatches(world, server, account: account)
+
+        // Canary: no unique word of any message is in Coffer's files.
+        try world.store.close()
+        let files = world.root.allFiles()
+        #expect(files.contains { $0.hasSuffix(MailStore.databaseName) })
+        for file in files {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            for word in markers + ["syncdelta", "canaryumlautword", "bob@coffer.test", SyncDovecot.password] {
+                #expect(!ByteSearch.contains(Array(word.utf8), in: bytes), "\(word) is in \(file)")
+            }
+        }
+    }
+
+    @Test func expungesDeleteLocallyAndSeenTravelsBothWays() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        for marker in ["one", "two", "three"] { try server.deliver(SyncMail.message("flags\(marker)")) }
+        let (world, syncer, account) = try await setUp(server)
+        #expect(try await syncer.sync(accountID: account).fetched == 3)
+
+        // Server side: UID 1 expunged, UID 2 marked \Seen and \Flagged.
+        try server.python(
+            """
+            imap.select("INBOX")
+            imap.uid("STORE", "1", "+FLAGS", "(\\\\Deleted)")
+            imap.uid("STORE", "2", "+FLAGS", "(\\\\Seen \\\\Flagged)")
+            imap.expunge()
+            """
+        )
+        // Local side: UID 3 read here.
+        let folder = try #require(try await world.store.syncFolder(accountID: account, name: "INBOX"))
+        let third = try #require(try await world.store.syncLocations(folderID: folder.id).first { $0.uid == 3 })
+        try await world.store.setFlags(third.messageID, adding: .seen)
+
+        let summary = try await syncer.sync(accountID: account)
+        #expect(summary.deleted == 1)
+        #expect(summary.flagsPulled == 1)
+        #expect(summary.flagsPushed == 1)
+        #expect(try await world.store.search("flagsone").isEmpty)
+        let reference = try server.messages()
+        #expect(reference.map(\.uid) == [2, 3])
+        #expect(reference.first { $0.uid == 3 }?.flags.contains("\\Seen") == true)
+        try await expectMatches(world, server, account: account)
+        let second = try await world.store.syncLocations(folderID: folder.id).first { $0.uid == 2 }
+        #expect(second?.localFlags == [.seen, .flagged])
+        // Nothing left to do.
+        let again = try await syncer.sync(accountID: account)
+        #expect(again.deleted == 0 && again.flagsPulled == 0 && again.flagsPushed == 0 && again.fetched == 0)
+    }
+
+    @Test func aUIDValidityChangeForgetsTheFolderAndFetchesItAgain() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let append = { (marker: String) in
+            let literal = String(decoding: SyncMail.message(marker), as: UTF8.self)
+            try server.python("imap.append(\"Work\", None, None, \(String(reflecting: literal)).encode())")
+        }
+        try server.python("imap.create(\"Work\")")
+        try append("workone")
+        try append("worktwo")
+        let (world, syncer, account) = try await setUp(server)
+        #expect(try await syncer.sync(accountID: account, folders: ["Work"]).fetched == 2)
+        let before = try #require(try await world.store.syncFolder(accountID: account, name: "Work"))
+
+        // Recreated with other mail: a new UIDVALIDITY, and UID 1 now names another message.
+        try server.python("imap.delete(\"Work\")\nimap.create(\"Work\")")
+        try append("workthree")
+        let summary = try await syncer.sync(accountID: account, folders: ["Work"])
+        #expect(summary.resynced == 1)
+        #expect(summary.deleted == 2)
+        #expect(summary.fetched == 1)
+        let after = try #require(try await world.store.syncFolder(accountID: account, name: "Work"))
+        #expect(after.uidValidity != before.uidValidity)
+        #expect(try await world.store.count() == 1)
+        #expect(try await world.store.search("workthree").count == 1)
+        #expect(try await world.store.search("workone").isEmpty)
+    }
+
+    @Test func aWrongPinIsRefusedAndNothingIsWritten() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("pinned"))
+        let world = try await SyncWorld()
+        let syncer = Syncer(store: world.store, timeout: .seconds(60))
+        // Certificate B's key and the backup: a valid chain, but not the key the server uses (A).
+        let account = try await world.store.addServerAccount(
+            try server.account(pins: [server.pin("b"), server.pin("backup")])
+        )
+        do {
+            _ = try await syncer.sync(accountID: account)
+            Issue.record("a sync through a wrong pin succeeded")
+        } catch {
+            guard case .imap(.transport(let sentence)) = error else {
+                Issue.record("expected a transport error, got \(error)")
+                return
+            }
+            #expect(sentence.contains(SyncDovecot.name))
+        }
+        #expect(try await world.store.count() == 0)
+        #expect(try await world.store.syncFolders(accountID: account).isEmpty)
+    }
+
+    @Test func aLockedKeymakerRefusesBeforeConnecting() async throws {
+        let world = try await SyncWorld()
+        // No server runs at this port: a locked sync must not get as far as trying it.
+        let account = try await world.store.addServerAccount(
+            ServerAccount(host: "mail.coffer.test", port: 9, username: "u", password: "p", connectAddress: "127.0.0.1")
+        )
+        await world.keymaker.lock()
+        await #expect(throws: SyncError.locked) { try await Syncer(store: world.store).sync(accountID: account) }
+    }
+}

@@ -1,0 +1,278 @@
+import CofferTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `coffer` (`$COFFER_BIN`, else `.build/debug/coffer`) with a private home.
+struct SyncCLI {
+    let home = TemporaryDirectory(prefix: "coffer-sync-cli")
+    /// This runner's own `XDG_RUNTIME_DIR`, so an agent it starts is its own.
+    let runtime = TemporaryDirectory(prefix: "coffer-sync-xdg")
+
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["COFFER_BIN"], !path.isEmpty { return path }
+        return TestServers.repoRoot.appendingPathComponent(".build/debug/coffer").path
+    }
+
+    func process(_ arguments: [String], input: String) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        var full = [Self.binary]
+        full += arguments + ["--home", home.path]
+        process.arguments = ["--wait"] + full
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_HOME"] = nil
+        environment["XDG_RUNTIME_DIR"] = runtime.path
+        process.environment = environment
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        return (process, stdout, stderr)
+    }
+
+    func run(_ arguments: [String], input: String = "") throws -> (status: Int32, stdout: String, stderr: String) {
+        let (process, stdout, stderr) = try process(arguments, input: input)
+        let out = stdout.fileHandleForReading.readDataToEndOfFile()
+        let err = stderr.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    /// `account add` for the test server, PIN and password on standard input.
+    func addAccount(
+        _ server: SyncDovecot,
+        pins: [String],
+        password: String = SyncDovecot.password,
+        protected: Bool = true
+    ) throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
+        try run(
+            [
+                "account", "add", "--imap", "imaps://\(SyncDovecot.name):\(server.server.imapsPort)", "--user",
+                SyncDovecot.user, "--ca-file", "\(server.certs)/ca.pem", "--connect", "127.0.0.1", "--pin-stdin",
+                "--password-stdin",
+            ] + pins.flatMap { ["--pin-sha256", $0] },
+            input: (protected ? "\(SyncCLITests.pin)\n" : "") + "\(password)\n"
+        )
+    }
+}
+
+@Suite(.serialized) struct SyncCLITests {
+    static let pin = "582914"
+
+    /// A home with account "alice" protected by a PIN.
+    func makeHome(protected: Bool = true) throws -> SyncCLI {
+        let cli = SyncCLI()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        if protected {
+            #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        }
+        return cli
+    }
+
+    @Test func accountAddShowSyncListRemove() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        for marker in ["clione", "clitwo"] { try server.deliver(SyncMail.message(marker)) }
+        let cli = try makeHome()
+
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("login checked"))
+        #expect(added.stdout.contains("matched"))
+        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(shown.stdout.contains("alice at imaps://\(SyncDovecot.name)"))
+        #expect(!shown.stdout.contains(SyncDovecot.password))
+
+        let synced = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
+        // Not a terminal: no progress line.
+        #expect(!synced.stdout.contains(" of "))
+        let listed = try cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(listed.stdout.contains("note clione") && listed.stdout.contains("note clitwo"))
+        let again = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(again.stdout.contains("0 new, 0 deleted, 0 flags changed"), "\(again.stdout)")
+
+        let removed = try cli.run(["account", "remove", "1", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdout.contains("2 messages"))
+        let none = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(none.stdout.contains("No mail server account"))
+        let nothing = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(nothing.status == 1)
+        #expect(nothing.stderr.contains("No mail server account is set up"))
+    }
+
+    @Test func aWrongPasswordOrAWrongPinStoresNoAccount() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let cli = try makeHome()
+        let wrongPassword = "not-the-password-4471"
+        let refused = try cli.addAccount(server, pins: [], password: wrongPassword)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("LOGIN"))
+        #expect(!refused.stderr.contains(wrongPassword))
+        let wrongPin = try cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")])
+        #expect(wrongPin.status == 1)
+        #expect(wrongPin.stderr.contains(SyncDovecot.name), "\(wrongPin.stderr)")
+        let one = try cli.addAccount(server, pins: [try server.pin("a")])
+        #expect(one.status != 0)
+        #expect(one.stderr.contains("at least two --pin-sha256"))
+        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(shown.stdout.contains("No mail server account"))
+    }
+
+    @Test("a sync killed with SIGKILL at random points leaves no duplicate or half message; a rerun completes")
+    func killedSyncs() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        // No PIN here (a PIN's key derivation would take most of each run's time): kills land inside the sync.
+        let cli = try makeHome(protected: false)
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        #expect(added.status == 0, "\(added.stderr)")
+        // One whole sync of 20 new messages, unkilled, to learn how long a run takes on this machine.
+        var markers = (0..<20).map { "killmarkerfirst\($0)x" }
+        try server.deliver(
+            many: markers.map { SyncMail.message($0, extraBody: String(repeating: "padding\r\n", count: 500)) }
+        )
+        let start = ContinuousClock.now
+        #expect(try cli.run(["sync", "--batch", "1"]).status == 0)
+        let elapsed = ContinuousClock.now - start
+        let base = Int(elapsed.components.seconds * 1000) + Int(elapsed.components.attoseconds / 1_000_000_000_000_000)
+
+        var generator = SystemRandomNumberGenerator()
+        var killed = 0
+        for run in 0..<10 {
+            // Every run has new mail to fetch, one message per transaction.
+            let fresh = (0..<20).map { "killmarker\(run)n\($0)x" }
+            try server.deliver(
+                many: fresh.map { SyncMail.message($0, extraBody: String(repeating: "padding\r\n", count: 500)) }
+            )
+            markers += fresh
+            let (process, stdout, stderr) = try cli.process(["sync", "--batch", "1"], input: "")
+            // Anywhere from the start-up to the end of such a run: mostly inside the fetching.
+            usleep(useconds_t(Int.random(in: (base / 4)...base, using: &generator) * 1000))
+            if process.isRunning {
+                // setsid runs coffer in a session of its own: kill it and the whole group.
+                kill(-process.processIdentifier, SIGKILL)
+                kill(process.processIdentifier, SIGKILL)
+                killed += 1
+            }
+            _ = stdout.fileHandleForReading.readDataToEndOfFile()
+            _ = stderr.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+        }
+        let final = try cli.run(["sync"], input: "")
+        #expect(final.status == 0, "\(final.stderr)")
+        let listed = try cli.run(["list", "--limit", "1000"])
+        let lines = listed.stdout.split(separator: "\n")
+        #expect(lines.count == markers.count, "\(killed) kills; \(listed.stdout)")
+        #expect(!listed.stdout.contains("damaged"))
+        #expect(try server.messages().count == markers.count)
+        for marker in markers {
+            let found = try cli.run(["search", marker])
+            #expect(found.stdout.split(separator: "\n").count == 1, "\(marker): \(found.stdout)")
+        }
+        print("killedSyncs: \(killed) of 10 runs killed mid-sync (a whole run took \(base) ms)")
+    }
+
+    @Test func throughTheAgentALockedSyncIsRefusedAndAnUnlockedOneSyncs() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        for marker in ["agentone", "agenttwo"] { try server.deliver(SyncMail.message(marker)) }
+        let cli = try makeHome()
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
+        #expect(added.status == 0, "\(added.stderr)")
+
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: SyncCLI.binary)
+        agent.arguments = ["agent", "--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_HOME"] = nil
+        environment["XDG_RUNTIME_DIR"] = cli.runtime.path
+        agent.environment = environment
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = try cli.run(["status"]).stdout.contains("mode: agent")
+            if !ready { usleep(100_000) }
+        }
+        #expect(ready, "the agent did not come up")
+
+        let locked = try cli.run(["sync"])
+        #expect(locked.status == 1)
+        #expect(locked.stderr.contains("Coffer is locked"), "\(locked.stderr)")
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let synced = try cli.run(["sync"])
+        #expect(synced.status == 0, "\(synced.stderr)")
+        #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
+        let listed = try cli.run(["list"])
+        #expect(listed.stdout.contains("note agentone") && listed.stdout.contains("note agenttwo"), "\(listed.stdout)")
+        #expect(try cli.run(["sync"]).stdout.contains("0 new"))
+    }
+
+    @Test func watchSyncsAgainWhenNewMailArrives() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("watchone"))
+        let cli = try makeHome(protected: false)
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        #expect(added.status == 0, "\(added.stderr)")
+
+        let output = "\(cli.home.path)/watch.out"
+        FileManager.default.createFile(atPath: output, contents: nil)
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: SyncCLI.binary)
+        watcher.arguments = ["sync", "--watch", "--home", cli.home.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["COFFER_HOME"] = nil
+        environment["XDG_RUNTIME_DIR"] = cli.runtime.path
+        watcher.environment = environment
+        watcher.standardInput = FileHandle.nullDevice
+        watcher.standardOutput = FileHandle(forWritingAtPath: output)
+        watcher.standardError = FileHandle(forWritingAtPath: output)
+        try watcher.run()
+        defer {
+            kill(watcher.processIdentifier, SIGKILL)
+            watcher.waitUntilExit()
+        }
+        /// Waits (at most 60 s) until the output has `count` summary lines.
+        func lines(_ count: Int) -> [String] {
+            var found: [String] = []
+            for _ in 0..<600 {
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                found = text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("Synced") }
+                if found.count >= count || !watcher.isRunning { break }
+                usleep(100_000)
+            }
+            return found
+        }
+        let first = lines(1)
+        #expect(first.first?.contains("1 new") == true, "\(first)")
+        try server.deliver(SyncMail.message("watchtwo"))
+        let second = lines(2)
+        #expect(second.count == 2, "\(second)")
+        #expect(second.last?.contains("1 new") == true, "\(second)")
+        #expect(watcher.isRunning)
+        kill(watcher.processIdentifier, SIGKILL)
+        watcher.waitUntilExit()
+        #expect(try cli.run(["search", "watchtwo"]).stdout.split(separator: "\n").count == 1)
+    }
+}

@@ -1,0 +1,162 @@
+import CofferCrypto
+import CofferKeymaker
+import CofferTesting
+import Foundation
+import GRDB
+import Testing
+
+@testable import CofferStore
+
+/// The store's sync API without a server: migration, locations, expunges, flag merge, accounts.
+struct SyncStoreTests {
+    func mail(_ uid: UInt32, _ marker: String, flags: MessageFlags = []) -> FetchedMail {
+        FetchedMail(uid: uid, bytes: SyncMail.message(marker), flags: flags, label: "INBOX")
+    }
+
+    @Test func aV1StoreUpgradesAndKeepsItsMessagesAndAccounts() async throws {
+        let world = try await SyncWorld()
+        // Keys come from the MainKey, not the folder: another store of the same key seals the v1 rows.
+        let keys = try await world.store.keys()
+        let folder = "\(world.root.path)/old"
+        try SecureFile.makePrivateDirectory(folder)
+        let path = "\(folder)/\(MailStore.databaseName)"
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try Schema.migrator.migrate(queue, upTo: "v1")
+            let prepared = [
+                MailStore.prepare(RawMessage(bytes: SyncMail.message("oldone")), keys: keys, now: 0),
+                MailStore.prepare(RawMessage(bytes: SyncMail.message("oldtwo")), keys: keys, now: 0),
+            ]
+            try await queue.write { db in
+                _ = try MailStore.insert(prepared, keys: keys, db: db)
+                var writer = CellWriter()
+                writer.string("old-user")
+                writer.string(nil)
+                try AccountRecord(id: 1, details: try keys.seal(writer.bytes, .accountDetails, row: 1)).insert(db)
+            }
+            let applied = try await queue.read { db in try Schema.migrator.appliedMigrations(db) }
+            #expect(applied == ["v1"])
+            try queue.close()
+        }
+
+        let upgraded = try MailStore(folder: folder, keymaker: world.keymaker)
+        #expect(try await upgraded.count() == 2)
+        #expect(try await upgraded.accounts().map(\.username) == ["old-user"])
+        #expect(try await upgraded.search("oldtwo").count == 1)
+        #expect(try await upgraded.serverAccounts().isEmpty)
+        // The new tables work on the upgraded file.
+        let synced = try await upgraded.addSyncFolder(accountID: 1, name: "INBOX", uidValidity: 7)
+        let outcomes = try await upgraded.storeFetched([mail(1, "oldone"), mail(2, "newthree")], folderID: synced.id)
+        #expect(outcomes.count == 2)
+        #expect(try await upgraded.count() == 3)
+        #expect(try await upgraded.syncLocations(folderID: synced.id).map(\.uid) == [1, 2])
+        try upgraded.close()
+    }
+
+    @Test func aFetchedDuplicateGetsALocationNotASecondCopyAndExpungesDeleteOnlyUnlocatedMessages() async throws {
+        let world = try await SyncWorld()
+        let store = world.store
+        // A message imported from a file (never located) must survive any sync deletion.
+        _ = try await store.importMessage(RawMessage(bytes: SyncMail.message("fromfile")))
+        let account = try await store.addServerAccount(
+            ServerAccount(host: "h.test", port: 993, username: "u", password: "p")
+        )
+        let inbox = try await store.addSyncFolder(accountID: account, name: "INBOX", uidValidity: 1)
+        let other = try await store.addSyncFolder(accountID: account, name: "Archive", uidValidity: 1)
+        _ = try await store.storeFetched([mail(1, "alpha"), mail(2, "beta")], folderID: inbox.id)
+        _ = try await store.storeFetched([mail(9, "alpha"), mail(10, "fromfile")], folderID: other.id)
+        #expect(try await store.count() == 3)
+        // Storing the same batch again (a rerun after a crash) changes nothing.
+        _ = try await store.storeFetched([mail(1, "alpha"), mail(2, "beta")], folderID: inbox.id)
+        #expect(try await store.count() == 3)
+        #expect(try await store.syncFolder(accountID: account, name: "INBOX")?.highestUID == 2)
+
+        // alpha is still in Archive: expunging it from INBOX keeps the message.
+        #expect(try await store.deleteLocations(folderID: inbox.id, uids: [1]) == 0)
+        #expect(try await store.count() == 3)
+        #expect(try await store.deleteLocations(folderID: inbox.id, uids: [2]) == 1)
+        #expect(try await store.search("beta").isEmpty)
+        // Forgetting Archive deletes alpha and the file-imported message it located too (a located message goes
+        // with its last location); a message that was never located stays, below.
+        #expect(try await store.forgetSyncFolder(other.id) == 2)
+        #expect(try await store.count() == 0)
+
+        _ = try await store.importMessage(RawMessage(bytes: SyncMail.message("keepme")))
+        _ = try await store.storeFetched([mail(3, "gamma")], folderID: inbox.id)
+        #expect(try await store.removeAccount(account) == 1)
+        #expect(try await store.count() == 1)
+        #expect(try await store.search("keepme").count == 1)
+        #expect(try await store.serverAccounts().isEmpty)
+    }
+
+    @Test func serverFlagChangesWinOnlyForTheFlagsTheServerChanged() async throws {
+        let world = try await SyncWorld()
+        let store = world.store
+        let account = try await store.addServerAccount(
+            ServerAccount(host: "h.test", port: 993, username: "u", password: "p")
+        )
+        let inbox = try await store.addSyncFolder(accountID: account, name: "INBOX", uidValidity: 1)
+        let outcome = try await store.storeFetched([mail(1, "one", flags: [.flagged])], folderID: inbox.id)
+        guard case .imported(let id) = outcome[0] else { throw TestSetupError(reason: "not imported") }
+        // Read here: \Seen is a local change waiting to be pushed.
+        try await store.setFlags(id, adding: .seen)
+        var location = try #require(try await store.syncLocations(folderID: inbox.id).first)
+        #expect(location.localFlags == [.seen, .flagged])
+        #expect(location.serverFlags == [.flagged])
+        // Meanwhile the server unflagged it: that wins, the local \Seen stays.
+        #expect(try await store.applyServerFlags(folderID: inbox.id, [1: []]) == 1)
+        location = try #require(try await store.syncLocations(folderID: inbox.id).first)
+        #expect(location.localFlags == [.seen])
+        #expect(location.serverFlags == [])
+        // Same server flags again: nothing changes.
+        #expect(try await store.applyServerFlags(folderID: inbox.id, [1: []]) == 0)
+        try await store.setServerFlags(folderID: inbox.id, uid: 1, [.seen])
+        location = try #require(try await store.syncLocations(folderID: inbox.id).first)
+        #expect(location.localFlags == location.serverFlags)
+        await #expect(throws: StoreError.messageNotFound(999)) { try await store.setFlags(999, adding: .seen) }
+    }
+
+    @Test func theAccountRecordIsSealedAndRoundTrips() async throws {
+        let world = try await SyncWorld()
+        let password = "sealed-password-canary-7731"
+        let server = ServerAccount(
+            host: "imap.example.test",
+            port: 1993,
+            username: "alice-canary-user",
+            password: password,
+            pins: ["pinA", "pinB"],
+            caFile: "/tmp/ca.pem",
+            connectAddress: "127.0.0.1"
+        )
+        let id = try await world.store.addServerAccount(server)
+        let stored = try await world.store.serverAccounts()
+        #expect(stored.count == 1)
+        #expect(stored[0].id == id)
+        #expect(stored[0].server == server)
+        try world.store.close()
+        let files = world.root.allFiles()
+        #expect(!files.isEmpty)
+        for file in files {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            #expect(!ByteSearch.contains(Array(password.utf8), in: bytes), "the password is in \(file)")
+            #expect(!ByteSearch.contains(Array("alice-canary-user".utf8), in: bytes), "the user is in \(file)")
+        }
+    }
+
+    @Test func aLockedStoreRefusesEverySyncOperation() async throws {
+        let world = try await SyncWorld()
+        let account = try await world.store.addServerAccount(
+            ServerAccount(host: "h.test", port: 993, username: "u", password: "p")
+        )
+        let inbox = try await world.store.addSyncFolder(accountID: account, name: "INBOX", uidValidity: 1)
+        await world.keymaker.lock()
+        await #expect(throws: StoreError.locked) { try await world.store.serverAccounts() }
+        await #expect(throws: StoreError.locked) {
+            try await world.store.storeFetched([mail(1, "x")], folderID: inbox.id)
+        }
+        await #expect(throws: StoreError.locked) { try await world.store.syncLocations(folderID: inbox.id) }
+        await #expect(throws: StoreError.locked) {
+            try await world.store.deleteLocations(folderID: inbox.id, uids: [1])
+        }
+    }
+}
