@@ -220,8 +220,10 @@ public final class MailHandler: Sendable {
         try await dependencies.mailStore.search(words, limit: limit, offset: offset)
     }
 
-    /// One message.
-    public func message(_ id: Int64) async throws -> MessageDetail { try await dependencies.mailStore.message(id) }
+    /// One message, opened to be read: marked seen, which the next sync tells the server.
+    public func message(_ id: Int64) async throws -> MessageDetail {
+        try await dependencies.mailStore.readMessage(id)
+    }
 
     /// A message's attachments.
     public func attachments(of id: Int64) async throws -> [AttachmentInfo] {

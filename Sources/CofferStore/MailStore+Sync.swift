@@ -10,8 +10,11 @@ import Foundation
 public struct ServerAccount: Sendable, Equatable {
     /// The server's host name (the certificate must carry it).
     public var host: String
-    /// The IMAPS port (implicit TLS).
+    /// The port: IMAPS (implicit TLS), or plain IMAP upgraded with STARTTLS when ``startTLS``.
     public var port: Int
+    /// Whether the connection starts in plaintext and must be upgraded with STARTTLS (an `imap://` account); a
+    /// server that does not offer it is refused.
+    public var startTLS: Bool
     /// The login name.
     public var username: String
     /// The password (never printed; ``description`` leaves it out).
@@ -31,10 +34,12 @@ public struct ServerAccount: Sendable, Equatable {
         password: String,
         pins: [String] = [],
         caFile: String? = nil,
-        connectAddress: String? = nil
+        connectAddress: String? = nil,
+        startTLS: Bool = false
     ) {
         self.host = host
         self.port = port
+        self.startTLS = startTLS
         self.username = username
         self.password = password
         self.pins = pins
@@ -42,8 +47,11 @@ public struct ServerAccount: Sendable, Equatable {
         self.connectAddress = connectAddress
     }
 
-    /// The version of the sealed record written by this code.
-    public static let recordVersion = 1
+    /// The version of the sealed record written by this code (v2 adds `startTLS`; v1 records still open).
+    public static let recordVersion = 2
+
+    /// The account's server as a URL: `imaps://HOST:PORT`, or `imap://HOST:PORT` for STARTTLS.
+    public var url: String { "\(startTLS ? "imap" : "imaps")://\(host):\(port)" }
 
     func encoded() -> [UInt8] {
         var writer = CellWriter(capacity: 128)
@@ -56,12 +64,14 @@ public struct ServerAccount: Sendable, Equatable {
         writer.string(connectAddress)
         writer.count(pins.count)
         for pin in pins { writer.string(pin) }
+        writer.flag(startTLS)
         return writer.bytes
     }
 
     static func decode(_ bytes: [UInt8]) throws(CellReader.Malformed) -> ServerAccount {
         var reader = try CellReader(bytes)
-        guard try reader.count() == recordVersion else { throw CellReader.Malformed() }
+        let version = try reader.count()
+        guard version == 1 || version == recordVersion else { throw CellReader.Malformed() }
         let host = try reader.requiredString()
         let port = try reader.count()
         let username = try reader.requiredString()
@@ -72,6 +82,7 @@ public struct ServerAccount: Sendable, Equatable {
         guard pinCount <= 64 else { throw CellReader.Malformed() }
         var pins: [String] = []
         for _ in 0..<pinCount { pins.append(try reader.requiredString()) }
+        let startTLS = version >= 2 ? try reader.flag() : false
         try reader.finish()
         return ServerAccount(
             host: host,
@@ -80,7 +91,8 @@ public struct ServerAccount: Sendable, Equatable {
             password: password,
             pins: pins,
             caFile: caFile,
-            connectAddress: connectAddress
+            connectAddress: connectAddress,
+            startTLS: startTLS
         )
     }
 }
@@ -474,6 +486,14 @@ extension MailStore {
             return db.changesCount > 0
         }
         guard found else { throw .messageNotFound(messageID) }
+    }
+
+    /// The message a person opens to read: ``message(_:)``, then marked ``MessageFlags/seen`` here if it was not,
+    /// so the next sync sets `\Seen` on the server.
+    public func readMessage(_ id: Int64) async throws(StoreError) -> MessageDetail {
+        let detail = try await message(id)
+        if !detail.summary.flags.contains(.seen) { try await setFlags(id, adding: .seen) }
+        return detail
     }
 
     // MARK: - Helpers

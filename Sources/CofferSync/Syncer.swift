@@ -89,6 +89,7 @@ public struct Syncer: Sendable {
                 pinPolicy: policy,
                 timeout: timeout
             ),
+            security: server.startTLS ? .startTLS : .implicitTLS,
             limits: limits
         )
     }

@@ -57,7 +57,11 @@ struct AccountCommand: AsyncParsableCommand {
 
         @OptionGroup var home: HomeOptions
         @OptionGroup var pinOptions: PINOptions
-        @Option(name: .long, help: "The server as imaps://HOST[:PORT] (port 993 by default).") var imap: String
+        @Option(
+            name: .long,
+            help: "The server as imaps://HOST[:PORT] (TLS, port 993 by default) or imap://HOST[:PORT] (STARTTLS, 143)."
+        )
+        var imap: String
         @Option(name: .long, help: "The login name.") var user: String
         @Option(name: .customLong("pin-sha256"), help: "An SPKI pin (base64 SHA-256); repeat for the backup key.")
         var pins: [String] = []
@@ -68,19 +72,24 @@ struct AccountCommand: AsyncParsableCommand {
         @Flag(name: .long, help: "Read the password from standard input's next line instead of the terminal.")
         var passwordStdin = false
 
-        /// `imaps://HOST[:PORT]` split, or nil.
-        static func parse(_ url: String) -> (host: String, port: Int)? {
-            let prefix = "imaps://"
+        /// `imaps://HOST[:PORT]` or `imap://HOST[:PORT]` (STARTTLS) split, or nil.
+        static func parse(_ url: String) -> (host: String, port: Int, startTLS: Bool)? {
+            let startTLS = url.lowercased().hasPrefix("imap://")
+            let prefix = startTLS ? "imap://" : "imaps://"
             guard url.lowercased().hasPrefix(prefix) else { return nil }
             var rest = String(url.dropFirst(prefix.count))
             if rest.hasSuffix("/") { rest.removeLast() }
-            guard !rest.contains("/"), !rest.contains("@") else { return nil }
-            return PinCommand.parse(rest)
+            guard !rest.contains("/"), !rest.contains("@"),
+                let (host, port) = PinCommand.parse(rest, defaultPort: startTLS ? 143 : 993)
+            else { return nil }
+            return (host, port, startTLS)
         }
 
         func validate() throws {
             guard Self.parse(imap) != nil else {
-                throw ValidationError("--imap must be imaps://HOST or imaps://HOST:PORT with a port from 1 to 65535.")
+                throw ValidationError(
+                    "--imap must be imaps://HOST[:PORT] or imap://HOST[:PORT] (STARTTLS) with a port from 1 to 65535."
+                )
             }
             guard !user.isEmpty else { throw ValidationError("--user must not be empty.") }
             if !pins.isEmpty && pins.count < 2 {
@@ -92,7 +101,9 @@ struct AccountCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                guard let (host, port) = Self.parse(imap) else { throw CLIError("--imap is not imaps://HOST[:PORT].") }
+                guard let (host, port, startTLS) = Self.parse(imap) else {
+                    throw CLIError("--imap is not imaps://HOST[:PORT] or imap://HOST[:PORT].")
+                }
                 let server = try await ServerSession.open(home, pinOptions)
                 let secret = try Terminal.readPIN(prompt: "Password for \(user) at \(host): ", fromStdin: passwordStdin)
                 let password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -104,7 +115,8 @@ struct AccountCommand: AsyncParsableCommand {
                     password: password,
                     pins: pins,
                     caFile: caFile.map(AgentLink.absolute),
-                    connectAddress: connect
+                    connectAddress: connect,
+                    startTLS: startTLS
                 )
                 let client = try await Syncer(store: server.store).connect(account)
                 let evaluation: String
@@ -116,7 +128,7 @@ struct AccountCommand: AsyncParsableCommand {
                 await client.logout()
                 let id = try await server.store.addServerAccount(account)
                 print(
-                    "Added mail server account \(id): \(user) at imaps://\(host):\(port) (login checked, \(evaluation))."
+                    "Added mail server account \(id): \(user) at \(account.url) (login checked, \(evaluation))."
                 )
                 try server.close()
             }
@@ -135,7 +147,7 @@ struct AccountCommand: AsyncParsableCommand {
                 let accounts = try await server.store.serverAccounts()
                 if accounts.isEmpty { print("No mail server account; add one with `coffer account add`.") }
                 for (id, account) in accounts {
-                    print("\(id)\t\(account.username) at imaps://\(account.host):\(account.port)")
+                    print("\(id)\t\(account.username) at \(account.url)")
                     print(
                         "\tpins: \(account.pins.isEmpty ? "none (chain and host name only)" : account.pins.joined(separator: " "))"
                     )

@@ -17,7 +17,8 @@ extension CofferHome {
 protocol MailReading: Sendable {
     func list(label: String?, limit: Int, offset: Int) async throws -> [MessageSummary]
     func search(_ query: String, limit: Int, offset: Int) async throws -> [MessageSummary]
-    func message(_ id: Int64) async throws -> MessageDetail
+    /// The message opened to be read (marked seen).
+    func readMessage(_ id: Int64) async throws -> MessageDetail
     func attachments(of messageID: Int64) async throws -> [AttachmentInfo]
     func attachmentContent(_ id: Int64) async throws -> (info: AttachmentInfo, content: [UInt8])
     func importSource(
@@ -50,7 +51,7 @@ struct AgentMail: MailReading {
         return try await agent.call(request).summaries ?? []
     }
 
-    func message(_ id: Int64) async throws -> MessageDetail {
+    func readMessage(_ id: Int64) async throws -> MessageDetail {
         var request = request(.message)
         request.id = id
         guard let message = try await agent.call(request).message else { throw AppError.malformedMessage }

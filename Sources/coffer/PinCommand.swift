@@ -20,9 +20,9 @@ struct PinCommand: AsyncParsableCommand {
     var connect: String?
 
     /// Splits `HOST[:PORT]` (and `[IPv6]:PORT`).
-    static func parse(_ text: String) -> (host: String, port: Int)? {
+    static func parse(_ text: String, defaultPort: Int = 993) -> (host: String, port: Int)? {
         var host = text
-        var port = 993
+        var port = defaultPort
         if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
             host = String(text[text.index(after: text.startIndex)..<close])
             let rest = text[text.index(after: close)...]

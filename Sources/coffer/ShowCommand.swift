@@ -22,7 +22,7 @@ struct ShowCommand: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             let mail = try await MailSession.open(home, pinOptions)
-            let message = try await mail.store.message(id)
+            let message = try await mail.store.readMessage(id)
             if html {
                 try await showPage(mail, message)
                 try mail.close()

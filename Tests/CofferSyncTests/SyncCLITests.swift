@@ -52,13 +52,18 @@ struct SyncCLI {
         _ server: SyncDovecot,
         pins: [String],
         password: String = SyncDovecot.password,
-        protected: Bool = true
+        protected: Bool = true,
+        startTLS: Bool = false
     ) throws -> (
         status: Int32, stdout: String, stderr: String
     ) {
         try run(
             [
-                "account", "add", "--imap", "imaps://\(SyncDovecot.name):\(server.server.imapsPort)", "--user",
+                "account", "add", "--imap",
+                startTLS
+                    ? "imap://\(SyncDovecot.name):\(server.server.imapPort)"
+                    : "imaps://\(SyncDovecot.name):\(server.server.imapsPort)",
+                "--user",
                 SyncDovecot.user, "--ca-file", "\(server.certs)/ca.pem", "--connect", "127.0.0.1", "--pin-stdin",
                 "--password-stdin",
             ] + pins.flatMap { ["--pin-sha256", $0] },
@@ -112,6 +117,24 @@ struct SyncCLI {
         let nothing = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(nothing.status == 1)
         #expect(nothing.stderr.contains("No mail server account is set up"))
+    }
+
+    @Test func anIMAPAccountWithSTARTTLSIsPinnedAndSyncs() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("starttlsone"))
+        let cli = try makeHome()
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], startTLS: true)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("at imap://\(SyncDovecot.name):\(server.server.imapPort)"), "\(added.stdout)")
+        #expect(added.stdout.contains("matched"))
+        let synced = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(synced.stdout.contains("1 new"), "\(synced.stdout) \(synced.stderr)")
+        // Another key pinned: refused over STARTTLS too, and nothing stored.
+        let other = try cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")], startTLS: true)
+        #expect(other.status == 1)
+        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(shown.stdout.split(separator: "\n").filter { $0.contains(" at imap") }.count == 1, "\(shown.stdout)")
     }
 
     @Test func aWrongPasswordOrAWrongPinStoresNoAccount() async throws {

@@ -99,7 +99,8 @@ struct SyncStoreTests {
         let outcome = try await store.storeFetched([mail(1, "one", flags: [.flagged])], folderID: inbox.id)
         guard case .imported(let id) = outcome[0] else { throw TestSetupError(reason: "not imported") }
         // Read here: \Seen is a local change waiting to be pushed.
-        try await store.setFlags(id, adding: .seen)
+        #expect(try await store.readMessage(id).summary.flags == [.flagged])
+        #expect(try await store.message(id).summary.flags == [.seen, .flagged])
         var location = try #require(try await store.syncLocations(folderID: inbox.id).first)
         #expect(location.localFlags == [.seen, .flagged])
         #expect(location.serverFlags == [.flagged])
@@ -116,6 +117,24 @@ struct SyncStoreTests {
         await #expect(throws: StoreError.messageNotFound(999)) { try await store.setFlags(999, adding: .seen) }
     }
 
+    @Test func aVersion1AccountRecordStillOpensAsImplicitTLS() throws {
+        var writer = CellWriter()
+        writer.count(1)
+        writer.string("imap.example.test")
+        writer.count(993)
+        writer.string("alice")
+        writer.string("secret")
+        writer.string(nil)
+        writer.string(nil)
+        writer.count(0)
+        let account = try ServerAccount.decode(writer.bytes)
+        #expect(account == ServerAccount(host: "imap.example.test", port: 993, username: "alice", password: "secret"))
+        #expect(account.url == "imaps://imap.example.test:993")
+        var unknown = CellWriter()
+        unknown.count(3)
+        #expect(throws: CellReader.Malformed.self) { try ServerAccount.decode(unknown.bytes) }
+    }
+
     @Test func theAccountRecordIsSealedAndRoundTrips() async throws {
         let world = try await SyncWorld()
         let password = "sealed-password-canary-7731"
@@ -126,7 +145,8 @@ struct SyncStoreTests {
             password: password,
             pins: ["pinA", "pinB"],
             caFile: "/tmp/ca.pem",
-            connectAddress: "127.0.0.1"
+            connectAddress: "127.0.0.1",
+            startTLS: true
         )
         let id = try await world.store.addServerAccount(server)
         let stored = try await world.store.serverAccounts()
