@@ -191,7 +191,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["CofferTesting", "CofferApp"],
+            dependencies: ["CofferTesting", "CofferApp", "CofferSampleMail"],
             exclude: ["pty_driver.py"]
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import CofferApp
+import CofferSampleMail
 import CofferTesting
 import Foundation
 import Testing
@@ -42,7 +43,7 @@ final class AgentProcess {
         environment["COFFER_HOME"] = nil
         environment.merge(cli.extraEnvironment) { $1 }
         process.environment = environment
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -265,7 +266,7 @@ func messageWithAttachment(canary: String) -> String {
         _ = try cli.run(["init", "--account", "alice"])
         let agent = try AgentProcess(cli, runtime: runtime)
         let socket = agent.socketPath
-        var random = SeededRandom(seed: 0xA6E4_7F00)
+        var random = SplitMix(seed: 0xA6E4_7F00)
         let valid = AgentFrame(kind: .request, payload: Array(#"{"op":"status"}"#.utf8)).encoded
         var served = 0
         for round in 0..<300 {
@@ -456,18 +457,5 @@ func messageWithAttachment(canary: String) -> String {
         )
         #expect((try? String(contentsOfFile: saved, encoding: .utf8))?.contains(canary) == true)
         unlink(saved)
-    }
-}
-
-/// SplitMix64 with a fixed seed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

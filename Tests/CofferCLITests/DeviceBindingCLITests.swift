@@ -13,7 +13,7 @@ import Testing
         while let relative = enumerator?.nextObject() as? String {
             let path = "\(root)/\(relative)"
             var isFolder: ObjCBool = false
-            FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
+            _ = FileManager.default.fileExists(atPath: path, isDirectory: &isFolder)
             found[relative] = isFolder.boolValue ? nil : FileManager.default.contents(atPath: path)
         }
         return found

@@ -30,8 +30,9 @@ private final class FaultyServerHandler: ChannelInboundHandler, Sendable {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = context.channel.allocator.buffer(string: reply)
         let close = self.close
+        let channel = context.channel
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
-            if close { context.close(promise: nil) }
+            if close { channel.close(promise: nil) }
         }
     }
 }
