@@ -50,12 +50,19 @@ public enum TestServers {
 
         static var harness: String { repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path }
 
-        /// Starts Dovecot in `dir` serving `certificate`/`key`, with `users` as `name:password`.
+        /// Starts Dovecot in `dir` serving `certificate`/`key`, with `users` as `name:password`; with `pushURL`, its
+        /// push_notification plugin (ox driver) posts new-mail events there.
         /// - Throws: ``TestSetupError`` with the harness's output when it cannot start (run scripts/setup.sh).
-        public static func start(dir: String, certificate: String, key: String, users: [String]) throws -> Dovecot {
+        public static func start(
+            dir: String,
+            certificate: String,
+            key: String,
+            users: [String],
+            pushURL: String? = nil
+        ) throws -> Dovecot {
             let result = try runCommand(
                 ["/usr/bin/env", "python3", harness, "start", "--dir", dir, "--cert", certificate, "--key", key]
-                    + users.flatMap { ["--user-pass", $0] }
+                    + users.flatMap { ["--user-pass", $0] } + (pushURL.map { ["--push-url", $0] } ?? [])
             )
             guard result.code == 0, let line = result.output.split(separator: "\n").last,
                 let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
@@ -80,6 +87,76 @@ public enum TestServers {
                 ["/usr/bin/env", "python3", Self.harness, "deliver", "--dir", dir, "--to", user, "--file", file]
             )
             guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
+        }
+    }
+
+    /// A private Dovecot with its own certificates (``makeCertificates(in:name:)`` for ``name``) and one user, in a
+    /// temporary folder that ``stop()`` removes: the server of the IMAP, sync and notify tests.
+    public struct PinnedDovecot: Sendable {
+        /// The name the certificates carry (connect to 127.0.0.1 with this as the server name).
+        public static let name = "mail.coffer.test"
+        /// The one user.
+        public static let user = "alice"
+        /// The user's password (also a canary: it must never be found in the clear in Coffer's files).
+        public static let password = "alice-test-password"
+
+        /// The running server.
+        public let server: Dovecot
+        /// The certificates, keys and pins (`a-chain.pem`, `ca.pem`, `a.pin`, `backup.pin`, `b.pin`, ...).
+        public let certs: String
+        /// The temporary folder that holds both.
+        public let root: String
+
+        /// Makes certificates and starts Dovecot; with `pushURL`, its push_notification plugin posts there.
+        public static func start(pushURL: String? = nil) throws -> PinnedDovecot {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "coffer-dovecot-\(UUID().uuidString)"
+            )
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            // Dovecot runs as nobody and must reach its folder below this one.
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root.path)
+            let certs = "\(root.path)/certs"
+            try makeCertificates(in: certs, name: name)
+            let server = try Dovecot.start(
+                dir: "\(root.path)/server",
+                certificate: "\(certs)/a-chain.pem",
+                key: "\(certs)/a.key",
+                users: ["\(user):\(password)"],
+                pushURL: pushURL
+            )
+            return PinnedDovecot(server: server, certs: certs, root: root.path)
+        }
+
+        /// Stops the server and removes its folder.
+        public func stop() {
+            server.stop()
+            try? FileManager.default.removeItem(atPath: root)
+        }
+
+        /// Delivers `message` to the user over LMTP.
+        public func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
+
+        /// Delivers several messages to the user over one LMTP connection.
+        public func deliver(many messages: [[UInt8]]) throws {
+            let encoded = messages.map { Data($0).base64EncodedString() }
+            let script = """
+                import base64, smtplib, sys
+                sys.path.insert(0, \(String(reflecting: repoRoot.appendingPathComponent("Tests/servers").path)))
+                import dovecot
+                info = dovecot.load(\(String(reflecting: server.dir)))
+                with smtplib.LMTP("127.0.0.1", info["lmtp_port"]) as lmtp:
+                    for item in \(encoded):
+                        lmtp.sendmail("sender@coffer.test", [\(String(reflecting: Self.user))], base64.b64decode(item))
+                """
+            let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
+            guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
+        }
+
+        /// The SPKI pin (base64) of the key `key` (`a`, `b`, `backup`, `rogue`...).
+        public func pin(_ key: String) throws -> String {
+            try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8).trimmingCharacters(
+                in: .whitespacesAndNewlines
+            )
         }
     }
 }

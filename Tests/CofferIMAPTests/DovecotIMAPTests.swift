@@ -5,35 +5,10 @@ import Testing
 
 @testable import CofferIMAP
 
-/// A private Dovecot (Tests/servers/dovecot.py) with certificates from Tests/servers/make_certs.sh.
-struct LiveDovecot {
-    static let name = "mail.coffer.test"
-    static let user = "alice"
-    static let password = "alice-test-password"
+/// The shared test Dovecot, with the IMAP tests' helpers.
+typealias LiveDovecot = TestServers.PinnedDovecot
 
-    let server: TestServers.Dovecot
-    let certs: String
-
-    /// Makes certificates and starts Dovecot; throws (the test fails) with the reason when it cannot.
-    static func start() throws -> LiveDovecot {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-imap-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
-        let certs = "\(dir.path)/certs"
-        try TestServers.makeCertificates(in: certs, name: name)
-        let server = try TestServers.Dovecot.start(
-            dir: "\(dir.path)/server",
-            certificate: "\(certs)/a-chain.pem",
-            key: "\(certs)/a.key",
-            users: ["\(user):\(password)"]
-        )
-        return LiveDovecot(server: server, certs: certs)
-    }
-
-    func stop() { server.stop() }
-
-    func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
-
+extension TestServers.PinnedDovecot {
     /// The configuration pinned to certificate A and the backup key (or to `pinned`), on the IMAPS port or, for
     /// STARTTLS, on the plain IMAP port.
     func configuration(
@@ -41,9 +16,7 @@ struct LiveDovecot {
         pinned: [String] = ["a", "backup"]
     ) throws -> IMAPConfiguration {
         let pins = try pinned.map { key in
-            let text = try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let pin = SPKIPin(base64: text) else { throw TestSetupError(reason: "bad pin \(key)") }
+            guard let pin = SPKIPin(base64: try self.pin(key)) else { throw TestSetupError(reason: "bad pin \(key)") }
             return pin
         }
         let policy = try PinPolicy(hosts: [HostPinPolicy(host: Self.name, pins: pins)])

@@ -10,64 +10,24 @@ import Logging
 import NIOCore
 import Testing
 
-/// A private Dovecot (Tests/servers/dovecot.py), optionally with the push_notification ox driver posting to a URL.
-struct NotifyDovecot {
-    static let name = "mail.coffer.test"
-    static let user = "alice"
-    static let password = "alice-test-password"
-    static let harness = TestServers.repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path
+/// The shared test Dovecot (optionally with the push_notification ox driver posting to a URL), with the notify tests'
+/// helpers.
+typealias NotifyDovecot = TestServers.PinnedDovecot
 
-    let root: URL
-    let dir: String
-    let certs: String
-    let imapsPort: Int
-
-    static func start(pushURL: String? = nil) throws -> NotifyDovecot {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root.path)
-        let certs = "\(root.path)/certs"
-        try TestServers.makeCertificates(in: certs, name: name)
-        let dir = "\(root.path)/server"
-        let result = try runCommand(
-            [
-                "/usr/bin/env", "python3", harness, "start", "--dir", dir, "--cert", "\(certs)/a-chain.pem", "--key",
-                "\(certs)/a.key", "--user-pass", "\(user):\(password)",
-            ] + (pushURL.map { ["--push-url", $0] } ?? [])
-        )
-        guard result.code == 0, let line = result.output.split(separator: "\n").last,
-            let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-            let port = info["imaps_port"] as? Int
-        else { throw TestSetupError(reason: "the test Dovecot did not start (run scripts/setup.sh): \(result.output)") }
-        return NotifyDovecot(root: root, dir: dir, certs: certs, imapsPort: port)
-    }
-
-    func stop() {
-        _ = try? runCommand(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", dir])
-        try? FileManager.default.removeItem(at: root)
-    }
-
-    func deliver(_ message: String) throws {
-        let file = "\(dir)/message-\(UUID().uuidString).eml"
-        try Data(message.utf8).write(to: URL(fileURLWithPath: file))
-        let result = try runCommand(
-            ["/usr/bin/env", "python3", Self.harness, "deliver", "--dir", dir, "--to", Self.user, "--file", file]
-        )
-        guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
-    }
+extension TestServers.PinnedDovecot {
+    /// Delivers a message given as text.
+    func deliver(_ message: String) throws { try deliver(Array(message.utf8)) }
 
     /// Pinned to certificate A and the backup key, as `coffer-notify serve --pin-sha256` would be.
     func configuration() throws -> IMAPConfiguration {
         let pins = try ["a", "backup"].map { key in
-            let text = try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let pin = SPKIPin(base64: text) else { throw TestSetupError(reason: "bad pin \(key)") }
+            guard let pin = SPKIPin(base64: try self.pin(key)) else { throw TestSetupError(reason: "bad pin \(key)") }
             return pin
         }
         return IMAPConfiguration(
             tls: PinnedTLSConfiguration(
                 serverName: Self.name,
-                port: imapsPort,
+                port: server.imapsPort,
                 connectAddress: "127.0.0.1",
                 trustRoots: .caBundle(path: "\(certs)/ca.pem"),
                 pinPolicy: try PinPolicy(hosts: [HostPinPolicy(host: Self.name, pins: pins)]),

@@ -28,56 +28,10 @@ struct SyncWorld {
     }
 }
 
-/// A private Dovecot (Tests/servers/dovecot.py) with certificates from Tests/servers/make_certs.sh.
-struct SyncDovecot {
-    static let name = "mail.coffer.test"
-    static let user = "alice"
-    static let password = "alice-sync-password"
+/// The shared test Dovecot, with the sync tests' helpers.
+typealias SyncDovecot = TestServers.PinnedDovecot
 
-    let server: TestServers.Dovecot
-    let certs: String
-
-    static func start() throws -> SyncDovecot {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sync-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir.path)
-        let certs = "\(dir.path)/certs"
-        try TestServers.makeCertificates(in: certs, name: name)
-        let server = try TestServers.Dovecot.start(
-            dir: "\(dir.path)/server",
-            certificate: "\(certs)/a-chain.pem",
-            key: "\(certs)/a.key",
-            users: ["\(user):\(password)"]
-        )
-        return SyncDovecot(server: server, certs: certs)
-    }
-
-    func stop() { server.stop() }
-
-    func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
-
-    /// Delivers several messages over one LMTP connection.
-    func deliver(many messages: [[UInt8]]) throws {
-        let encoded = messages.map { Data($0).base64EncodedString() }
-        let script = """
-            import base64, smtplib, sys
-            sys.path.insert(0, \(String(reflecting: TestServers.repoRoot.appendingPathComponent("Tests/servers").path)))
-            import dovecot
-            info = dovecot.load(\(String(reflecting: server.dir)))
-            with smtplib.LMTP("127.0.0.1", info["lmtp_port"]) as lmtp:
-                for item in \(encoded):
-                    lmtp.sendmail("sender@coffer.test", [\(String(reflecting: Self.user))], base64.b64decode(item))
-            """
-        let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
-        guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
-    }
-
-    func pin(_ key: String) throws -> String {
-        try String(contentsOfFile: "\(certs)/\(key).pin", encoding: .utf8).trimmingCharacters(
-            in: .whitespacesAndNewlines
-        )
-    }
-
+extension TestServers.PinnedDovecot {
     /// The account record for this server, pinned to certificate A and the backup key.
     func account(pins: [String]? = nil) throws -> ServerAccount {
         ServerAccount(
