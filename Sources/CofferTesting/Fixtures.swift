@@ -16,6 +16,24 @@ public enum Fixtures {
         allowInsecureKDF: true
     )
 
+    /// A Keymaker over a fresh in-memory keychain with a MainKey made (random, or `mainKey`'s bytes) and so
+    /// unlocked: the key holder of the store, cache and sync tests.
+    public static func unlockedKeymaker(
+        account: String = "alice",
+        clock: any KeymakerClock = SystemClock(),
+        mainKey: [UInt8]? = nil
+    ) async throws -> Keymaker {
+        let keymaker = Keymaker(
+            account: account,
+            keychain: InMemoryKeychain(),
+            device: device(),
+            clock: clock,
+            configuration: keymakerConfiguration
+        )
+        try await keymaker.createMainKey(injected: mainKey.map { SecretBytes(copying: $0) })
+        return keymaker
+    }
+
     /// A PIN as secret bytes.
     public static func pin(_ text: String) -> SecretBytes { SecretBytes(copying: Array(text.utf8)) }
 

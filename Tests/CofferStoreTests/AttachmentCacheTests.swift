@@ -13,14 +13,7 @@ struct CacheWorld {
     let keymaker: Keymaker
 
     init() async throws {
-        keymaker = Keymaker(
-            account: "alice",
-            keychain: InMemoryKeychain(),
-            device: Fixtures.device(),
-            clock: clock,
-            configuration: Fixtures.keymakerConfiguration
-        )
-        try await keymaker.createMainKey()
+        keymaker = try await Fixtures.unlockedKeymaker(clock: clock)
     }
 
     var cacheFolder: String { "\(root.path)/cache" }

@@ -48,13 +48,7 @@ struct CellVectorTests {
 
     /// The column keys the store derives from a MainKey with the vectors' bytes.
     static func keys(_ vector: CellVector) async throws -> StoreKeys {
-        let keymaker = Keymaker(
-            account: "vectors",
-            keychain: InMemoryKeychain(),
-            device: Fixtures.device(),
-            configuration: Fixtures.keymakerConfiguration
-        )
-        try await keymaker.createMainKey(injected: SecretBytes(copying: hexBytes(vector.mainKey)))
+        let keymaker = try await Fixtures.unlockedKeymaker(account: "vectors", mainKey: hexBytes(vector.mainKey))
         return try StoreKeys(mainKey: try await keymaker.key())
     }
 

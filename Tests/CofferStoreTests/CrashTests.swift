@@ -25,14 +25,7 @@ enum CrashEnvironment {
 
     /// A Keymaker holding the given MainKey (the child and the parent use the same key).
     static func keymaker(key: [UInt8]) async throws -> Keymaker {
-        let keymaker = Keymaker(
-            account: "crash",
-            keychain: InMemoryKeychain(),
-            device: Fixtures.device(),
-            configuration: Fixtures.keymakerConfiguration
-        )
-        try await keymaker.createMainKey(injected: SecretBytes(copying: key))
-        return keymaker
+        try await Fixtures.unlockedKeymaker(account: "crash", mainKey: key)
     }
 }
 

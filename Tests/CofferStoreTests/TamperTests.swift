@@ -137,13 +137,7 @@ struct TamperTests {
     func otherKey() async throws {
         let world = try await StoreWorld()
         _ = try await seed(world)
-        let other = Keymaker(
-            account: "mallory",
-            keychain: InMemoryKeychain(),
-            device: Fixtures.device(),
-            configuration: Fixtures.keymakerConfiguration
-        )
-        try await other.createMainKey()
+        let other = try await Fixtures.unlockedKeymaker(account: "mallory")
         try world.store.close()
         let reopened = try MailStore(folder: "\(world.root.path)/store", keymaker: other)
         #expect(try await reopened.list().allSatisfy(\.isCorrupt))

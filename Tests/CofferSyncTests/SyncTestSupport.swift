@@ -16,14 +16,7 @@ struct SyncWorld {
     let store: MailStore
 
     init() async throws {
-        keymaker = Keymaker(
-            account: "alice",
-            keychain: InMemoryKeychain(),
-            device: Fixtures.device(),
-            clock: clock,
-            configuration: Fixtures.keymakerConfiguration
-        )
-        try await keymaker.createMainKey()
+        keymaker = try await Fixtures.unlockedKeymaker(clock: clock)
         store = try MailStore(folder: "\(root.path)/store", keymaker: keymaker)
     }
 }
