@@ -6,47 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Runs the built `coffer` (`$COFFER_BIN`, else `.build/debug/coffer`) with a private home.
-struct SyncCLI {
-    let home = TemporaryDirectory(prefix: "coffer-sync-cli")
-    /// This runner's own `XDG_RUNTIME_DIR`, so an agent it starts is its own.
-    let runtime = TemporaryDirectory(prefix: "coffer-sync-xdg")
-
-    static var binary: String {
-        if let path = ProcessInfo.processInfo.environment["COFFER_BIN"], !path.isEmpty { return path }
-        return TestServers.repoRoot.appendingPathComponent(".build/debug/coffer").path
-    }
-
-    func process(_ arguments: [String], input: String) throws -> (Process, Pipe, Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        var full = [Self.binary]
-        full += arguments + ["--home", home.path]
-        process.arguments = ["--wait"] + full
-        var environment = ProcessInfo.processInfo.environment
-        environment["COFFER_HOME"] = nil
-        environment["XDG_RUNTIME_DIR"] = runtime.path
-        process.environment = environment
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        return (process, stdout, stderr)
-    }
-
-    func run(_ arguments: [String], input: String = "") throws -> (status: Int32, stdout: String, stderr: String) {
-        let (process, stdout, stderr) = try process(arguments, input: input)
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-    }
-
+extension CLIRunner {
     /// `account add` for the test server, PIN and password on standard input.
     func addAccount(
         _ server: SyncDovecot,
@@ -54,9 +14,7 @@ struct SyncCLI {
         password: String = SyncDovecot.password,
         protected: Bool = true,
         startTLS: Bool = false
-    ) throws -> (
-        status: Int32, stdout: String, stderr: String
-    ) {
+    ) throws -> Result {
         try run(
             [
                 "account", "add", "--imap",
@@ -76,8 +34,8 @@ struct SyncCLI {
     static let pin = "582914"
 
     /// A home with account "alice" protected by a PIN.
-    func makeHome(protected: Bool = true) throws -> SyncCLI {
-        let cli = SyncCLI()
+    func makeHome(protected: Bool = true) throws -> CLIRunner {
+        let cli = CLIRunner(prefix: "coffer-sync-cli", ownRuntime: true)
         #expect(try cli.run(["init", "--account", "alice"]).status == 0)
         if protected {
             #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
@@ -183,7 +141,7 @@ struct SyncCLI {
                 many: fresh.map { SyncMail.message($0, extraBody: String(repeating: "padding\r\n", count: 500)) }
             )
             markers += fresh
-            let (process, stdout, stderr) = try cli.process(["sync", "--batch", "1"], input: "")
+            let (process, stdout, stderr) = try cli.start(["sync", "--batch", "1"], input: "")
             // Anywhere from the start-up to the end of such a run: mostly inside the fetching.
             usleep(useconds_t(Int.random(in: (base / 4)...base, using: &generator) * 1000))
             if process.isRunning {
@@ -219,12 +177,9 @@ struct SyncCLI {
         #expect(added.status == 0, "\(added.stderr)")
 
         let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: SyncCLI.binary)
+        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
         agent.arguments = ["agent", "--home", cli.home.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["COFFER_HOME"] = nil
-        environment["XDG_RUNTIME_DIR"] = cli.runtime.path
-        agent.environment = environment
+        agent.environment = cli.environment
         agent.standardOutput = FileHandle.nullDevice
         agent.standardError = FileHandle.nullDevice
         try agent.run()
@@ -260,14 +215,11 @@ struct SyncCLI {
         #expect(added.status == 0, "\(added.stderr)")
 
         let output = "\(cli.home.path)/watch.out"
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let watcher = Process()
-        watcher.executableURL = URL(fileURLWithPath: SyncCLI.binary)
+        watcher.executableURL = URL(fileURLWithPath: CLIRunner.binary)
         watcher.arguments = ["sync", "--watch", "--home", cli.home.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["COFFER_HOME"] = nil
-        environment["XDG_RUNTIME_DIR"] = cli.runtime.path
-        watcher.environment = environment
+        watcher.environment = cli.environment
         watcher.standardInput = FileHandle.nullDevice
         watcher.standardOutput = FileHandle(forWritingAtPath: output)
         watcher.standardError = FileHandle(forWritingAtPath: output)

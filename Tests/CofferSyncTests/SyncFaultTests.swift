@@ -29,8 +29,9 @@ private final class ScriptedIMAPHandler: ChannelInboundHandler {
     func send(_ context: ChannelHandlerContext, _ text: String, bytes: [UInt8] = [], close: Bool = false) {
         var buffer = context.channel.allocator.buffer(string: text)
         buffer.writeBytes(bytes)
+        let channel = context.channel
         context.writeAndFlush(Self.wrapOutboundOut(buffer)).whenComplete { _ in
-            if close { context.close(promise: nil) }
+            if close { channel.close(promise: nil) }
         }
     }
 
