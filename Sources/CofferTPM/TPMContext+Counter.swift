@@ -67,34 +67,14 @@ extension TPMContext {
         try check(rc, "NV_DefineSpace")
         defer { close(handle) }
         try setAuth(handle, authValue)
-        try check(
-            Esys_NV_Increment(
-                esys,
-                handle,
-                handle,
-                ESYS_TR(ESYS_TR_PASSWORD),
-                ESYS_TR(ESYS_TR_NONE),
-                ESYS_TR(ESYS_TR_NONE)
-            ),
-            "NV_Increment"
-        )
+        try increment(handle)
     }
 
     /// Increments `counter` and returns its new value.
     public func increment(_ counter: TPMNVCounter, authValue: SecretBytes) throws(TPMError) -> UInt64 {
         let handle = try open(counter, authValue: authValue)
         defer { close(handle) }
-        try check(
-            Esys_NV_Increment(
-                esys,
-                handle,
-                handle,
-                ESYS_TR(ESYS_TR_PASSWORD),
-                ESYS_TR(ESYS_TR_NONE),
-                ESYS_TR(ESYS_TR_NONE)
-            ),
-            "NV_Increment"
-        )
+        try increment(handle)
         return try read(handle)
     }
 
@@ -146,6 +126,21 @@ extension TPMContext {
             }
         }
         return handle
+    }
+
+    /// NV_Increment on an open counter, authorized by its own auth value.
+    private func increment(_ handle: ESYS_TR) throws(TPMError) {
+        try check(
+            Esys_NV_Increment(
+                esys,
+                handle,
+                handle,
+                ESYS_TR(ESYS_TR_PASSWORD),
+                ESYS_TR(ESYS_TR_NONE),
+                ESYS_TR(ESYS_TR_NONE)
+            ),
+            "NV_Increment"
+        )
     }
 
     private func read(_ handle: ESYS_TR) throws(TPMError) -> UInt64 {
