@@ -1,5 +1,5 @@
 import CofferCrypto
-import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,34 +10,65 @@ import Glibc
 /// signal, so Ctrl-C or a closed terminal at the "press Enter" prompt leaves no cleartext behind.
 ///
 /// Previews live in folders named `<pid>-<nonce>` under a preview parent; on a signal every such folder of this
-/// process under every parent handed to ``protect(parent:)`` is deleted. The handler runs on a dispatch queue (a
-/// signal source), not inside a raw signal handler, so it may use the file system. SIGKILL cannot be caught: what it
-/// leaves is deleted by the next command that opens the cache (``AttachmentCache/removeLeftovers()``), and the
-/// preview parent is a memory file system whenever one is available (``PreviewFolder``).
+/// process under every parent handed to ``protect(parent:)`` is deleted. SIGKILL cannot be caught: what it leaves is
+/// deleted by the next command that opens the cache (``AttachmentCache/removeLeftovers()``), and the preview parent
+/// is a memory file system whenever one is available (``PreviewFolder``).
+///
+/// The handler is installed with `sigaction` before ``protect(parent:)`` returns and only writes the signal's number
+/// to a pipe (async-signal-safe); a thread of its own reads the pipe and deletes. An earlier version ignored the
+/// signals and let a dispatch signal source take them: on Linux that source registers a `signalfd` later, on another
+/// thread, and a signal sent in between was discarded, so a SIGTERM at the prompt left the page behind.
 enum PreviewCleanup {
-    private static let state = Mutex<(parents: Set<String>, sources: [any DispatchSourceSignal])>(([], []))
+    private static let parents = Mutex<Set<String>?>(nil)
     static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    /// The pipe the handler writes to: read end, write end. Set once, before any handler is installed.
+    nonisolated(unsafe) private static var pipeEnds: (read: Int32, write: Int32) = (-1, -1)
 
     /// Starts guarding the previews of this process under `parent` (idempotent).
     static func protect(parent: String) {
-        state.withLock { state in
-            state.parents.insert(parent)
-            guard state.sources.isEmpty else { return }
-            for signalNumber in signals {
-                // The default action would end the process at once; the source below gets the signal instead.
-                signal(signalNumber, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-                source.setEventHandler { cleanUpAndExit(signalNumber) }
-                source.resume()
-                state.sources.append(source)
+        parents.withLock { parents in
+            if parents == nil {
+                installHandlers()
+                parents = []
             }
+            parents?.insert(parent)
+        }
+    }
+
+    private static func installHandlers() {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let readEnd = ends[0]
+        pipeEnds = (ends[0], ends[1])
+        let thread = Thread {
+            var number: Int32 = 0
+            while true {
+                let count = withUnsafeMutableBytes(of: &number) { read(readEnd, $0.baseAddress, $0.count) }
+                if count == MemoryLayout<Int32>.size { cleanUpAndExit(number) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { return }
+            }
+        }
+        thread.start()
+        for signalNumber in signals {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                var number = number
+                let saved = errno
+                _ = withUnsafeBytes(of: &number) { write(PreviewCleanup.pipeEnds.write, $0.baseAddress, $0.count) }
+                errno = saved
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(signalNumber, &action, nil)
         }
     }
 
     /// Deletes this process's preview folders under every guarded parent.
     static func removeOwnPreviews() {
         let prefix = "\(getpid())-"
-        for parent in state.withLock({ $0.parents }) {
+        for parent in parents.withLock({ $0 ?? [] }) {
             for name in (try? SecureFile.list(parent)) ?? [] where name.hasPrefix(prefix) {
                 SecureFile.removeTree("\(parent)/\(name)")
             }
@@ -48,8 +79,8 @@ enum PreviewCleanup {
         removeOwnPreviews()
         Terminal.writeString("\nInterrupted; the decrypted copy was deleted.\n", to: 2)
         // End by the signal itself, so the shell sees what happened: restore the default action, make sure this
-        // thread does not block the signal (the dispatch source may have), and raise it here, which ends the process
-        // before `raise` returns. `_exit` is only the fallback.
+        // thread does not block the signal, and raise it here, which ends the process before `raise` returns.
+        // `_exit` is only the fallback.
         signal(signalNumber, SIG_DFL)
         var only = sigset_t()
         sigemptyset(&only)
