@@ -22,7 +22,8 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var pinOptions: PINOptions
-    @Option(name: .long, help: "A folder to sync (repeatable; default INBOX).") var folder: [String] = []
+    @Option(name: .long, help: "A folder to sync (repeatable; default INBOX and every subscribed folder).")
+    var folder: [String] = []
     @Option(name: .long, help: "The mail server account (from `coffer account show`; default the only one).")
     var id: Int64?
     @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = 50
