@@ -48,15 +48,14 @@ struct SyncCommand: AsyncParsableCommand {
             }
             let server = try await ServerSession.open(home, pinOptions)
             let account = try await server.serverAccount(id)
-            let interactive = Terminal.isInteractiveOutput
+            let line = ProgressLine()
             let syncer = Syncer(store: server.store, batchSize: batch)
             while true {
                 let summary = try await syncer.sync(accountID: account.id, folders: folder) { progress in
-                    guard interactive, progress.total > 0 else { return }
-                    print("\r\(progress.folder): \(progress.done) of \(progress.total)    ", terminator: "")
-                    fflush(nil)
+                    guard progress.total > 0 else { return }
+                    line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
                 }
-                if interactive { print("") }
+                line.finish()
                 print(Self.line(summary))
                 fflush(nil)
                 guard watch else { break }

@@ -60,8 +60,9 @@ extension CLIRunner {
         let synced = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(synced.status == 0, "\(synced.stderr)")
         #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
-        // Not a terminal: no progress line.
-        #expect(!synced.stdout.contains(" of "))
+        // Not a terminal: no progress line anywhere.
+        #expect(!synced.stdout.contains("\r") && !synced.stderr.contains("\r"))
+        #expect(!synced.stderr.contains("] 2/2"))
         let listed = try cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(listed.stdout.contains("note clione") && listed.stdout.contains("note clitwo"))
         let again = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
@@ -134,7 +135,7 @@ extension CLIRunner {
 
         var generator = SystemRandomNumberGenerator()
         var killed = 0
-        for run in 0..<10 {
+        for run in 0..<20 {
             // Every run has new mail to fetch, one message per transaction.
             let fresh = (0..<20).map { "killmarker\(run)n\($0)x" }
             try server.deliver(
@@ -165,7 +166,58 @@ extension CLIRunner {
             let found = try cli.run(["search", marker])
             #expect(found.stdout.split(separator: "\n").count == 1, "\(marker): \(found.stdout)")
         }
-        print("killedSyncs: \(killed) of 10 runs killed mid-sync (a whole run took \(base) ms)")
+        print("killedSyncs: \(killed) of 20 runs killed mid-sync (a whole run took \(base) ms)")
+    }
+
+    @Test func aProgressBarIsDrawnOnStandardErrorOnlyWhenItIsATerminal() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(many: (0..<4).map { SyncMail.message("progress\($0)x") })
+        let cli = try makeHome(protected: false)
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        #expect(added.status == 0, "\(added.stderr)")
+        // Standard error on a pseudo-terminal, standard output on a pipe.
+        let script = """
+            import json, os, subprocess, sys, threading
+            master, slave = os.openpty()
+            p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+            os.close(slave)
+            seen = bytearray()
+            def pump():
+                while True:
+                    try:
+                        chunk = os.read(master, 4096)
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    seen.extend(chunk)
+            reader = threading.Thread(target=pump)
+            reader.start()
+            out = p.stdout.read()
+            p.wait()
+            reader.join(10)
+            print(json.dumps({"status": p.returncode, "stdout": out.decode(), "tty": seen.decode()}))
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", script, CLIRunner.binary, "sync", "--batch", "1", "--home", cli.home.path,
+        ]
+        process.environment = cli.environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let result = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let tty = try #require(result["tty"] as? String)
+        let stdout = try #require(result["stdout"] as? String)
+        #expect(result["status"] as? Int == 0, "\(tty)")
+        #expect(tty.contains("INBOX [") && tty.contains("] 4/4"), "\(tty)")
+        #expect(tty.contains("] 1/4"), "\(tty)")
+        #expect(stdout.contains("Synced 1 folder: 4 new"), "\(stdout)")
+        #expect(!stdout.contains("\r") && !stdout.contains("] 4/4"), "\(stdout)")
     }
 
     @Test func throughTheAgentALockedSyncIsRefusedAndAnUnlockedOneSyncs() async throws {
