@@ -22,6 +22,9 @@ public struct IMAPConfiguration: Sendable {
     /// Capabilities to act as if the server did not offer (upper-case), such as `QRESYNC` to force the plain UID
     /// diff; the security-relevant `STARTTLS` and `LOGINDISABLED` are never ignored.
     public var ignoredCapabilities: Set<String>
+    /// How long the server may stay silent while an answer is due (IDLE excepted) before the connection is
+    /// dropped with ``IMAPError/stalled(seconds:)``; nil waits for ever.
+    public var responseTimeout: Duration?
     /// Called with the name of every command sent (`UID STORE`, `SELECT`…), never its arguments: lets a caller
     /// count round trips.
     public var onCommand: (@Sendable (String) -> Void)?
@@ -32,8 +35,10 @@ public struct IMAPConfiguration: Sendable {
         security: IMAPSecurity = .implicitTLS,
         limits: IMAPResponseParser.Limits = .init(),
         ignoredCapabilities: Set<String> = [],
+        responseTimeout: Duration? = .seconds(120),
         onCommand: (@Sendable (String) -> Void)? = nil
     ) {
+        self.responseTimeout = responseTimeout
         self.tls = tls
         self.security = security
         self.limits = limits
@@ -129,6 +134,30 @@ public actor IMAPClient {
         self.pinEvaluation = pinEvaluation
         self.ignoredCapabilities = configuration.ignoredCapabilities
         self.onCommand = configuration.onCommand
+        if let timeout = configuration.responseTimeout { Self.startWatchdog(queue: queue, channel: channel, timeout) }
+    }
+
+    /// Fails the connection with `.stalled` when a whole `timeout` passes in which the client waited for the
+    /// server outside IDLE and nothing at all arrived (a body chunk counts). Ends with the connection.
+    private static func startWatchdog(queue: IMAPEventQueue, channel: any Channel, _ timeout: Duration) {
+        let tick = timeout / 2
+        let seconds = Int(timeout.components.seconds)
+        Task.detached {
+            var last = queue.watch
+            var silentTicks = 0
+            while true {
+                try? await Task.sleep(for: tick)
+                let now = queue.watch
+                if now.ended { return }
+                silentTicks = now.starving && last.starving && now.pushed == last.pushed ? silentTicks + 1 : 0
+                last = now
+                if silentTicks >= 2 {
+                    queue.push(.failed(.stalled(seconds: seconds)))
+                    channel.close(promise: nil)
+                    return
+                }
+            }
+        }
     }
 
     private func setCapabilities(_ names: [String]) {
@@ -439,6 +468,8 @@ public actor IMAPClient {
         guard capabilities.contains("IDLE") else { throw .missingCapability("IDLE") }
         let encoded = try encoder.encode(IMAPCommand("IDLE"))
         onCommand?("IDLE")
+        queue.setIdling(true)
+        defer { queue.setIdling(false) }
         try await write(encoded.parts[0])
         var changes: [UntaggedResponse] = []
         var timer: Task<Void, Never>?

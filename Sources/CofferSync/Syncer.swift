@@ -58,6 +58,8 @@ public struct Syncer: Sendable {
     public var limits: IMAPResponseParser.Limits
     /// The TCP and handshake limit.
     public var timeout: TimeAmount
+    /// How long the server may stay silent while an answer is due before the sync fails with a typed error.
+    public var responseTimeout: Duration = .seconds(120)
     /// Capabilities to ignore although the server offers them (`QRESYNC`, `CONDSTORE`): forces the UID diff.
     public var ignoredCapabilities: Set<String>
     /// Told of every step (see ``SyncEvent``).
@@ -112,6 +114,7 @@ public struct Syncer: Sendable {
             security: server.startTLS ? .startTLS : .implicitTLS,
             limits: limits,
             ignoredCapabilities: ignoredCapabilities,
+            responseTimeout: responseTimeout,
             onCommand: commandHook
         )
     }
