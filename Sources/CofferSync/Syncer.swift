@@ -142,6 +142,23 @@ public struct Syncer: Sendable {
         return client
     }
 
+    /// Logs in to `server` and out again, the check `coffer account add` makes before it stores anything.
+    ///
+    /// - Returns: What the pin check found, as a phrase (`pin … matched`, `not pinned`, or that expired pins were
+    ///   reported and not enforced).
+    public func checkLogin(_ server: ServerAccount) async throws(SyncError) -> String {
+        // Locked: refused before the server is contacted (reading the account records needs the key).
+        do { _ = try await store.serverAccounts() } catch { throw SyncError.wrap(error) }
+        let client = try await connect(server)
+        let evaluation = await client.pinEvaluation
+        await client.logout()
+        switch evaluation {
+        case .matched(_, let pin): return "pin \(pin.base64) matched"
+        case .expired: return "the pins have expired and did not match: reported, not enforced"
+        case .notPinned, .refused: return "not pinned"
+        }
+    }
+
     /// Syncs `folders` of the account `accountID`: when empty, every subscribed folder and INBOX.
     ///
     /// - Throws: ``SyncError/locked`` before any connection when the Keymaker is locked; a typed error for every

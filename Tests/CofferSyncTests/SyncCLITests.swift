@@ -258,6 +258,61 @@ extension CLIRunner {
         #expect(try cli.run(["sync"]).stdout.contains("0 new"))
     }
 
+    /// With an agent running the account commands ask it: no PIN is read and no key is unlocked in the CLI (the
+    /// commands get no `--pin-stdin` and an empty standard input after the password), a locked agent refuses.
+    @Test func accountCommandsGoThroughTheAgentWhenOneRuns() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("agentaccountone"))
+        let cli = try makeHome()
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
+        agent.arguments = ["agent", "--home", cli.home.path]
+        agent.environment = cli.environment
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = try cli.run(["status"]).stdout.contains("mode: agent")
+            if !ready { usleep(100_000) }
+        }
+        #expect(ready, "the agent did not come up")
+
+        let locked = try cli.run(["account", "show"])
+        #expect(locked.status == 1)
+        #expect(locked.stderr.contains("Coffer is locked"), "\(locked.stderr)")
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+
+        let added = try cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            protected: false
+        )
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("login checked") && added.stdout.contains("matched"), "\(added.stdout)")
+        let wrong = try cli.addAccount(server, pins: [], password: "not-the-password-9921", protected: false)
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("LOGIN") && !wrong.stderr.contains("not-the-password-9921"), "\(wrong.stderr)")
+
+        let shown = try cli.run(["account", "show"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains("1\talice at imaps://\(SyncDovecot.name)"), "\(shown.stdout)")
+        #expect(!shown.stdout.contains(SyncDovecot.password))
+        #expect(!shown.stdout.contains("2\t"))
+        #expect(try cli.run(["sync"]).stdout.contains("1 new"))
+
+        let removed = try cli.run(["account", "remove", "1"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdout.contains("1 messages"), "\(removed.stdout)")
+        #expect(try cli.run(["account", "show"]).stdout.contains("No mail server account"))
+        #expect(try cli.run(["account", "remove", "7"]).status == 1)
+    }
+
     @Test func watchSyncsAgainWhenNewMailArrives() async throws {
         let server = try SyncDovecot.start()
         defer { server.stop() }
