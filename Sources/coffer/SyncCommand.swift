@@ -13,10 +13,11 @@ struct SyncCommand: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Fetch new mail from the IMAP account into the sealed store, and keep flags and deletions in step.",
         discussion: """
-            Only messages above the highest UID already stored are fetched; a folder whose UIDVALIDITY changed is \
-            fetched again; messages the server expunged are deleted here; \\Seen, \\Answered, \\Flagged and \\Draft \
+            Without --folder: INBOX and every subscribed folder. Only messages above the highest UID already \
+            stored are fetched (with QRESYNC, what changed and what was expunged comes with the SELECT); a folder \
+            whose UIDVALIDITY changed is fetched again; messages the server expunged are deleted here; \\Seen, \\Answered, \\Flagged and \\Draft \
             go both ways (the server's change wins for a flag both changed). An interrupted sync keeps what it \
-            stored; the next one continues.
+            stored; the next one continues. On a terminal a progress bar is drawn on standard error.
             """
     )
 
