@@ -36,6 +36,8 @@ public final class MailStore: Sendable {
     let keymaker: Keymaker
     let eventSink: AsyncStream<StoreEvent>.Continuation
     private let derivedKeys = DerivedKeyCache<StoreKeys>()
+    /// The sealing step of every cell.
+    private let cellCipher: any CellCipher
 
     /// Opens (creating it if needed) the store in `folder`, and runs pending migrations. Opening needs no key;
     /// every other operation does.
@@ -47,7 +49,19 @@ public final class MailStore: Sendable {
     /// - Parameters:
     ///   - folder: The store folder; created with mode 0700.
     ///   - keymaker: The account's Keymaker.
-    public init(folder: String, keymaker: Keymaker) throws(StoreError) {
+    public convenience init(folder: String, keymaker: Keymaker) throws(StoreError) {
+        try self.init(folder: folder, keymaker: keymaker, cellCipher: EnvelopeCellCipher())
+    }
+
+    /// Opens the store with another sealing step for its cells: only for `coffer-bench`, which compares the store
+    /// with itself without sealing (``CellCipher``). Never used by the CLI.
+    ///
+    /// - Parameters:
+    ///   - folder: The store folder; created with mode 0700.
+    ///   - keymaker: The account's Keymaker.
+    ///   - cellCipher: The sealing step.
+    @_spi(Benchmark) public init(folder: String, keymaker: Keymaker, cellCipher: any CellCipher) throws(StoreError) {
+        self.cellCipher = cellCipher
         do {
             try SecureFile.makePrivateDirectory(folder)
         } catch {
@@ -99,11 +113,12 @@ public final class MailStore: Sendable {
 
     /// The keys for the current unlock.
     func keys() async throws(StoreError) -> StoreKeys {
-        try await derivedKeys.value(from: keymaker) { error in
+        let cipher = cellCipher
+        return try await derivedKeys.value(from: keymaker) { error in
             error == .locked ? .locked : .keymaker(error)
         } derive: {
             (mainKey) throws(StoreError) in
-            try StoreKeys(mainKey: mainKey)
+            try StoreKeys(mainKey: mainKey, cipher: cipher)
         }
     }
 

@@ -89,12 +89,15 @@ final class StoreKeys: Sendable {
     }
 
     private let slots: [SealedColumn: Slot]
+    /// The sealing step of every cell (``EnvelopeCellCipher`` except in the benchmark).
+    private let cipher: any CellCipher
     /// The blind-index key (`store.search`).
     let search: KeyedHasher
     /// The keyed hashes that find duplicates and look records up (`store.lookup`).
     let lookup: KeyedHasher
 
-    init(mainKey: MainKey) throws(StoreError) {
+    init(mainKey: MainKey, cipher: any CellCipher = EnvelopeCellCipher()) throws(StoreError) {
+        self.cipher = cipher
         var slots: [SealedColumn: Slot] = [:]
         do {
             for column in SealedColumn.allCases {
@@ -136,7 +139,7 @@ final class StoreKeys: Sendable {
     {
         let slot = slots[column]!
         do {
-            return Data(try Envelope.seal(plaintext, with: slot.key, context: context(slot, row: row, extra: extra)))
+            return Data(try cipher.seal(plaintext, with: slot.key, context: context(slot, row: row, extra: extra)))
         } catch {
             throw .crypto(error)
         }
@@ -168,6 +171,6 @@ final class StoreKeys: Sendable {
     func open(_ sealed: Data?, _ column: SealedColumn, row: Int64, extra: String? = nil) -> [UInt8]? {
         guard let sealed else { return nil }
         let slot = slots[column]!
-        return try? Envelope.open(Array(sealed), with: slot.key, context: context(slot, row: row, extra: extra))
+        return cipher.open(Array(sealed), with: slot.key, context: context(slot, row: row, extra: extra))
     }
 }

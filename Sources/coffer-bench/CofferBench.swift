@@ -9,7 +9,8 @@ import Glibc
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
 /// `unlock`, `store`, `agent`, `sanitize`, `import-rss`, `sync` (default: all; `import-rss` writes a 1 GiB mbox,
 /// `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
-/// changes that, and needs `mbsync` from Debian's isync). Every figure is a median of several runs on this machine at this moment;
+/// changes that, and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
+/// too). `--check [--baselines FILE]` is the CI regression guard (``CheckBench``). Every figure is a median of several runs on this machine at this moment;
 /// machines are noisy, which is why no test asserts a timing.
 @main
 struct CofferBench {
@@ -25,6 +26,23 @@ struct CofferBench {
             messages = count
             arguments.removeSubrange(flag...(flag + 1))
         }
+        if let flag = arguments.firstIndex(of: "--check") {
+            arguments.remove(at: flag)
+            var path = CheckBench.defaultPath
+            if let option = arguments.firstIndex(of: "--baselines") {
+                guard option + 1 < arguments.count else {
+                    print("--baselines needs a file")
+                    exit(2)
+                }
+                path = arguments[option + 1]
+            }
+            do {
+                exit(try await CheckBench.run(baselinesPath: path) ? 0 : 1)
+            } catch {
+                print("coffer-bench --check: \(error)")
+                exit(2)
+            }
+        }
         let sections =
             arguments.isEmpty
             ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync"] : arguments
@@ -34,7 +52,7 @@ struct CofferBench {
             case "crypto": try CryptoBench.envelopes()
             case "stream": try CryptoBench.stream()
             case "unlock": try await UnlockBench.run()
-            case "store": try await StoreBench.run()
+            case "store": try await StoreBench.run(messages: messages)
             case "agent": try await AgentBench.run()
             case "sanitize": try SanitizeBench.run()
             case "import-rss":

@@ -1,9 +1,8 @@
+import CofferCrypto
 import CofferKeymaker
 import CofferMIME
 import CofferSampleMail
-import CofferStore
-import Crypto
-import GRDB
+@_spi(Benchmark) import CofferStore
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -11,8 +10,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Benchmarks of the sealed store against the same schema in plaintext GRDB (same parsing, batching, statements
-/// and index shape; cells unsealed and index tokens stored as words), for `coffer-bench`.
+/// Benchmarks of the sealed store against itself with sealing replaced by identity (``PlaintextCellCipher``): the
+/// same schema, parsing, batching, statements and keyed search tokens, so the ratio is what sealing costs.
 enum StoreBenchmark {
     /// Timings of one run.
     struct Report: Sendable, CustomStringConvertible {
@@ -87,7 +86,7 @@ enum StoreBenchmark {
             searchPlain: 0
         )
 
-        let plain = try PlaintextBaseline(path: "\(folder)/plain.sqlite")
+        let plain = try MailStore(folder: "\(folder)/plain", keymaker: keymaker, cellCipher: PlaintextCellCipher())
         var start = ContinuousClock.now
         for batch in batches { try await plain.importMessages(batch) }
         report.importPlain = seconds(since: start)
@@ -104,10 +103,12 @@ enum StoreBenchmark {
         report.listPlain = try await mean(iterations) { _ in _ = try await plain.list(limit: 50, offset: 0) }
         report.listSealed = try await mean(iterations) { _ in _ = try await store.list(limit: 50, offset: 0) }
         report.showPlain = try await mean(iterations) { index in _ = try await plain.message(ids[index]) }
+        // Both stores skip the same duplicates, so ids name the same messages in each.
         report.showSealed = try await mean(iterations) { index in _ = try await store.message(ids[index]) }
         report.searchPlain = try await mean(iterations) { _ in _ = try await plain.search(query) }
         report.searchSealed = try await mean(iterations) { _ in _ = try await store.search(query) }
         try store.close()
+        try plain.close()
         return report
     }
 
@@ -125,275 +126,16 @@ enum StoreBenchmark {
     }
 }
 
-/// The same schema, parsing, batching and statements as ``MailStore``, without sealing: cells hold their plaintext
-/// encoding and the token index holds the words. For benchmarks only.
-final class PlaintextBaseline: Sendable {
-    let database: DatabasePool
+/// The identity "cipher": a cell is stored as its plaintext. Only for the benchmark's like-for-like reference; it
+/// never reaches a real store (the CLI cannot open a store with it).
+struct PlaintextCellCipher: CellCipher {
+    func seal(
+        _ plaintext: [UInt8],
+        with key: EnvelopeKey,
+        context: EnvelopeContext
+    ) throws(CofferCryptoError)
+        -> [UInt8]
+    { plaintext }
 
-    init(path: String) throws {
-        var configuration = Configuration()
-        configuration.foreignKeysEnabled = true
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA temp_store = MEMORY; PRAGMA synchronous = NORMAL;")
-        }
-        database = try DatabasePool(path: path, configuration: configuration)
-        try database.write { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE labels (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);
-                    CREATE TABLE messages (
-                        id INTEGER PRIMARY KEY AUTOINCREMENT, conversationID INTEGER NOT NULL, time INTEGER NOT NULL,
-                        flags INTEGER NOT NULL, size INTEGER NOT NULL, messageIDHash BLOB, contentHash BLOB NOT NULL,
-                        subject BLOB NOT NULL, fromList BLOB NOT NULL, toList BLOB NOT NULL, ccList BLOB NOT NULL,
-                        bccList BLOB NOT NULL, headers BLOB NOT NULL, textBody BLOB NOT NULL, htmlBody BLOB NOT NULL,
-                        snippet BLOB NOT NULL);
-                    CREATE INDEX messages_time ON messages(time DESC, id DESC);
-                    CREATE INDEX messages_conversation ON messages(conversationID);
-                    CREATE UNIQUE INDEX messages_message_id ON messages(messageIDHash) WHERE messageIDHash IS NOT NULL;
-                    CREATE UNIQUE INDEX messages_content ON messages(contentHash);
-                    CREATE TABLE messageLabels (labelID INTEGER NOT NULL, time INTEGER NOT NULL,
-                        messageID INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-                        PRIMARY KEY (labelID, time, messageID)) WITHOUT ROWID;
-                    CREATE INDEX messageLabels_message ON messageLabels(messageID);
-                    CREATE TABLE attachments (id INTEGER PRIMARY KEY AUTOINCREMENT,
-                        messageID INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-                        position INTEGER NOT NULL, info BLOB NOT NULL, body BLOB NOT NULL);
-                    CREATE INDEX attachments_message ON attachments(messageID, position);
-                    CREATE TABLE searchTokens (token TEXT NOT NULL,
-                        messageID INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-                        PRIMARY KEY (token, messageID)) WITHOUT ROWID;
-                    CREATE INDEX searchTokens_message ON searchTokens(messageID);
-                    """
-            )
-        }
-    }
-
-    struct Prepared: Sendable {
-        var time: Int64
-        var flags: Int64
-        var size: Int64
-        var messageID: Data?
-        var content: Data
-        var parents: [Data]
-        var cells: [Data]
-        var tokens: [String]
-        var attachments: [(info: Data, body: Data)]
-        var labels: [String]
-    }
-
-    static func prepare(_ raw: RawMessage) -> Prepared? {
-        guard let message = try? MIMEParser.parse(raw.bytes) else { return nil }
-        var tokens = Set<String>()
-        func index(_ text: String?) {
-            guard let text else { return }
-            SearchTokenizer.forEachToken(in: text) { token in
-                if tokens.count < MailStore.maximumTokensPerMessage {
-                    tokens.insert(String(decoding: token, as: UTF8.self))
-                }
-            }
-        }
-        let text = message.textBody
-        index(message.subject)
-        for address in message.from + message.to {
-            index(address.name)
-            index(address.address)
-        }
-        index(text.map { String(decoding: $0.utf8.prefix(MailStore.indexedBodyBytes), as: UTF8.self) })
-        let cells = [
-            CellWriter.text(message.subject), CellWriter.addressList(message.from), CellWriter.addressList(message.to),
-            CellWriter.addressList(message.cc), CellWriter.addressList(message.bcc),
-            CellWriter.headers(message.headers), CellWriter.text(text), CellWriter.text(message.htmlBody),
-            CellWriter.text(text.map(MailStore.snippet)),
-        ].map { Data($0) }
-        let attachments = message.attachments.map { part -> (info: Data, body: Data) in
-            var info = CellWriter(capacity: 96)
-            info.string(part.filename)
-            info.string(part.contentType.mimeType)
-            info.string(part.contentID)
-            info.count(part.body.count)
-            var body = CellWriter(capacity: part.body.count + 8)
-            body.raw(part.body)
-            return (Data(info.bytes), Data(body.bytes))
-        }
-        return Prepared(
-            time: message.date.map { Int64($0.timeIntervalSince1970) } ?? 0,
-            flags: attachments.isEmpty ? 0 : MessageFlags.hasAttachments.rawValue,
-            size: Int64(raw.bytes.count),
-            messageID: message.messageID.map { Data($0.utf8) },
-            content: Data(SHA256.hash(data: raw.bytes).prefix(16)),
-            parents: (message.inReplyTo + message.references.reversed()).prefix(4).map { Data($0.utf8) },
-            cells: cells,
-            tokens: Array(tokens),
-            attachments: attachments,
-            labels: raw.labels
-        )
-    }
-
-    func importMessages(_ messages: [RawMessage]) async throws {
-        let prepared = messages.compactMap(Self.prepare)
-        try await database.write { db in
-            let duplicateByContent = try db.cachedStatement(sql: "SELECT 1 FROM messages WHERE contentHash = ?")
-            let duplicateByID = try db.cachedStatement(sql: "SELECT 1 FROM messages WHERE messageIDHash = ?")
-            let conversation = try db.cachedStatement(
-                sql: "SELECT conversationID FROM messages WHERE messageIDHash = ?"
-            )
-            let insertMessage = try db.cachedStatement(
-                sql: """
-                    INSERT INTO messages (id, conversationID, time, flags, size, messageIDHash, contentHash, subject,
-                    fromList, toList, ccList, bccList, headers, textBody, htmlBody, snippet)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """
-            )
-            let insertLabel = try db.cachedStatement(
-                sql: "INSERT INTO messageLabels (labelID, time, messageID) VALUES (?, ?, ?)"
-            )
-            let insertToken = try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO searchTokens (token, messageID) VALUES (?, ?)"
-            )
-            let insertAttachment = try db.cachedStatement(
-                sql: "INSERT INTO attachments (id, messageID, position, info, body) VALUES (?, ?, ?, ?, ?)"
-            )
-            var nextID = (try Int64.fetchOne(db, sql: "SELECT max(id) FROM messages") ?? 0) + 1
-            var nextAttachment = (try Int64.fetchOne(db, sql: "SELECT max(id) FROM attachments") ?? 0) + 1
-            var labels: [String: Int64] = [:]
-            for message in prepared {
-                if try Bool.fetchOne(duplicateByContent, arguments: [message.content]) == true { continue }
-                if let id = message.messageID, try Bool.fetchOne(duplicateByID, arguments: [id]) == true { continue }
-                let id = nextID
-                nextID += 1
-                var conversationID = id
-                for parent in message.parents {
-                    if let found = try Int64.fetchOne(conversation, arguments: [parent]) {
-                        conversationID = found
-                        break
-                    }
-                }
-                var arguments: StatementArguments = [
-                    id, conversationID, message.time, message.flags, message.size, message.messageID, message.content,
-                ]
-                arguments += StatementArguments(message.cells)
-                try insertMessage.execute(arguments: arguments)
-                for name in message.labels {
-                    let labelID: Int64
-                    if let known = labels[name] {
-                        labelID = known
-                    } else {
-                        try db.execute(sql: "INSERT OR IGNORE INTO labels (name) VALUES (?)", arguments: [name])
-                        labelID = try Int64.fetchOne(
-                            db,
-                            sql: "SELECT id FROM labels WHERE name = ?",
-                            arguments: [name]
-                        )!
-                        labels[name] = labelID
-                    }
-                    try insertLabel.execute(arguments: [labelID, message.time, id])
-                }
-                for token in message.tokens { try insertToken.execute(arguments: [token, id]) }
-                for (position, attachment) in message.attachments.enumerated() {
-                    try insertAttachment.execute(arguments: [
-                        nextAttachment, id, position, attachment.info, attachment.body,
-                    ])
-                    nextAttachment += 1
-                }
-            }
-        }
-    }
-
-    func list(limit: Int, offset: Int) async throws -> [MessageSummary] {
-        let rows = try await database.read { db in
-            try Row.fetchAll(
-                db,
-                sql: "SELECT \(SummaryRow.columns) FROM messages m ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?",
-                arguments: [limit, offset]
-            ).compactMap(SummaryRow.init(row:))
-        }
-        return try rows.map(Self.summary)
-    }
-
-    func search(_ query: String) async throws -> [MessageSummary] {
-        let terms = SearchTokenizer.tokens(in: query)
-        let rows = try await database.read { db in
-            let intersection = Array(
-                repeating: "SELECT messageID FROM searchTokens WHERE token = ?",
-                count: terms.count
-            )
-            .joined(separator: " INTERSECT ")
-            var arguments = StatementArguments(terms)
-            arguments += [50, 0]
-            return try Row.fetchAll(
-                db,
-                sql: """
-                    WITH hits(id) AS (\(intersection))
-                    SELECT \(SummaryRow.columns) FROM hits JOIN messages m ON m.id = hits.id
-                    ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
-                    """,
-                arguments: arguments
-            ).compactMap(SummaryRow.init(row:))
-        }
-        return try rows.map(Self.summary)
-    }
-
-    func message(_ id: Int64) async throws -> MessageDetail? {
-        let found = try await database.read { db -> (MessageRecord, [Int64], [AttachmentInfo])? in
-            guard let record = try MessageRecord.fetchOne(db, key: id) else { return nil }
-            let labels = try Int64.fetchAll(
-                db,
-                sql: "SELECT labelID FROM messageLabels WHERE messageID = ? ORDER BY labelID",
-                arguments: [id]
-            )
-            let attachments = try Row.fetchAll(
-                db,
-                sql: "SELECT id, position, info FROM attachments WHERE messageID = ? ORDER BY position",
-                arguments: [id]
-            ).map(Self.attachment)
-            return (record, labels, attachments)
-        }
-        guard let (record, labels, attachments) = found else { return nil }
-        return MessageDetail(
-            summary: MessageSummary(
-                id: id,
-                conversationID: record.conversationID,
-                date: Date(timeIntervalSince1970: TimeInterval(record.time)),
-                flags: MessageFlags(rawValue: record.flags),
-                size: Int(record.size),
-                subject: try CellReader.text(Array(record.subject)),
-                from: try CellReader.addressList(Array(record.fromList))
-            ),
-            labelIDs: labels,
-            to: try CellReader.addressList(Array(record.toList)),
-            cc: try CellReader.addressList(Array(record.ccList)),
-            bcc: try CellReader.addressList(Array(record.bccList)),
-            headers: try CellReader.headers(Array(record.headers)),
-            textBody: try CellReader.text(Array(record.textBody)),
-            htmlBody: try CellReader.text(Array(record.htmlBody)),
-            snippet: try CellReader.text(Array(record.snippet)),
-            attachments: attachments
-        )
-    }
-
-    static func attachment(_ row: Row) throws -> AttachmentInfo {
-        let info: Data = row["info"]
-        var reader = try CellReader(Array(info))
-        return AttachmentInfo(
-            id: row["id"],
-            messageID: row["messageID"] ?? 0,
-            position: row["position"],
-            filename: try reader.string(),
-            contentType: try reader.requiredString(),
-            contentID: try reader.string(),
-            size: try reader.count()
-        )
-    }
-
-    static func summary(_ row: SummaryRow) throws -> MessageSummary {
-        MessageSummary(
-            id: row.id,
-            conversationID: row.conversationID,
-            date: Date(timeIntervalSince1970: TimeInterval(row.time)),
-            flags: MessageFlags(rawValue: row.flags),
-            size: Int(row.size),
-            subject: try CellReader.text(Array(row.subject)),
-            from: try CellReader.addressList(Array(row.fromList))
-        )
-    }
+    func open(_ sealed: [UInt8], with key: EnvelopeKey, context: EnvelopeContext) -> [UInt8]? { sealed }
 }

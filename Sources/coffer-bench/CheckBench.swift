@@ -1,0 +1,122 @@
+import CofferCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer-bench --check [--baselines FILE]`: a regression guard for CI. Runs a small corpus of each measure and
+/// fails when a ratio falls below half its recorded baseline, so a 2× regression cannot land silently.
+///
+/// Every measure is a ratio "Coffer speed / reference speed in the same run" (higher is better), never an absolute
+/// time: the store against itself with identity cells, envelopes against `openssl speed`. The baselines file has
+/// one line per measure, `name debug release`, the ratio recorded for a debug and a release build; `#` starts a
+/// comment. A measure whose reference is missing (no `openssl`) is reported as skipped.
+enum CheckBench {
+    /// The committed baselines, relative to the package root.
+    static let defaultPath = "Benchmarks/check-baselines.txt"
+    /// Messages in the small store corpus.
+    static let messages = 1000
+
+    /// One measured ratio.
+    struct Measure {
+        var name: String
+        var ratio: Double?
+    }
+
+    /// Runs the measures and compares them; returns whether every ratio held.
+    static func run(baselinesPath: String) async throws -> Bool {
+        let baselines = try readBaselines(baselinesPath)
+        var measures: [Measure] = []
+        let store = try await StoreBench.measure(messages: messages, iterations: 50)
+        measures.append(Measure(name: "store.import", ratio: store.importPlain / store.importSealed))
+        measures.append(Measure(name: "store.list", ratio: store.listPlain / store.listSealed))
+        measures.append(Measure(name: "store.show", ratio: store.showPlain / store.showSealed))
+        measures.append(Measure(name: "store.search", ratio: store.searchPlain / store.searchSealed))
+        measures += try envelopes()
+
+        #if DEBUG
+        let build = "debug"
+        #else
+        let build = "release"
+        #endif
+        var table = Table(
+            "coffer-bench --check (\(build) build): Coffer speed / reference speed, fails below half the baseline",
+            ["measure", "ratio", "baseline", "floor", "result"]
+        )
+        var passed = true
+        for measure in measures {
+            guard let baseline = baselines[measure.name] else {
+                table.add([measure.name, measure.ratio.map { format($0, 3) } ?? "n/a", "none", "", "no baseline"])
+                continue
+            }
+            let recorded = isDebugBuild ? baseline.debug : baseline.release
+            let floor = recorded / 2
+            guard let ratio = measure.ratio else {
+                table.add([measure.name, "n/a", format(recorded, 3), format(floor, 3), "skipped (no reference)"])
+                continue
+            }
+            let holds = ratio.isFinite && ratio >= floor
+            if !holds { passed = false }
+            table.add([measure.name, format(ratio, 3), format(recorded, 3), format(floor, 3), holds ? "ok" : "FAIL"])
+        }
+        table.print()
+        return passed
+    }
+
+    static var isDebugBuild: Bool {
+        #if DEBUG
+        true
+        #else
+        false
+        #endif
+    }
+
+    /// 1 KiB envelope seal and open against `openssl speed` at the same size.
+    static func envelopes() throws -> [Measure] {
+        let key = try EnvelopeKey(SecretBytes(randomCount: 32))
+        let context: EnvelopeContext = ["bench", "check"]
+        let plaintext = [UInt8](repeating: 0x5A, count: 1024)
+        let sealed = try Envelope.seal(plaintext, with: key, context: context)
+        let seal = try Timer.rate(seconds: 0.3) { _ = try Envelope.seal(plaintext, with: key, context: context) }
+        let open = try Timer.rate(seconds: 0.3) { _ = try Envelope.open(sealed, with: key, context: context) }
+        let sealReference = OpenSSLSpeed.megabytesPerSecond(bytes: 1024, decrypt: false)
+        let openReference = OpenSSLSpeed.megabytesPerSecond(bytes: 1024, decrypt: true)
+        return [
+            Measure(name: "envelope.seal.1k", ratio: sealReference.map { seal * 1024 / 1e6 / $0 }),
+            Measure(name: "envelope.open.1k", ratio: openReference.map { open * 1024 / 1e6 / $0 }),
+        ]
+    }
+
+    /// `name -> (debug, release)` from the baselines file.
+    static func readBaselines(_ path: String) throws -> [String: (debug: Double, release: Double)] {
+        guard let file = fopen(path, "r") else { throw CheckError.unreadable(path) }
+        defer { fclose(file) }
+        var result: [String: (debug: Double, release: Double)] = [:]
+        var buffer = [CChar](repeating: 0, count: 1024)
+        while fgets(&buffer, Int32(buffer.count), file) != nil {
+            let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+            let line = String(decoding: bytes, as: UTF8.self)
+            let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            let fields = content.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" })
+            if fields.isEmpty { continue }
+            guard fields.count == 3, let debug = Double(fields[1]), let release = Double(fields[2]), debug > 0,
+                release > 0
+            else { throw CheckError.malformed(path) }
+            result[String(fields[0])] = (debug, release)
+        }
+        return result
+    }
+
+    /// Why the baselines could not be read.
+    enum CheckError: Error, CustomStringConvertible {
+        case unreadable(String)
+        case malformed(String)
+
+        var description: String {
+            switch self {
+            case .unreadable(let path): "cannot read the baselines file \(path)"
+            case .malformed(let path): "the baselines file \(path) has a line that is not `name debug release`"
+            }
+        }
+    }
+}
