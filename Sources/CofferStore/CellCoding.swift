@@ -94,6 +94,14 @@ package struct CellWriter {
         return writer.bytes
     }
 
+    /// The summary cell: the subject, then the From addresses (what a list row shows).
+    package static func summary(subject: String?, from: [MailAddress]) -> [UInt8] {
+        var writer = CellWriter(capacity: (subject?.utf8.count ?? 0) + 16 + from.count * 48)
+        writer.string(subject)
+        writer.addresses(from)
+        return writer.bytes
+    }
+
     package static func headers(_ fields: [HeaderField]) -> [UInt8] {
         var writer = CellWriter(capacity: 1024)
         writer.count(fields.count)
@@ -208,6 +216,15 @@ package struct CellReader {
         let value = try reader.addresses()
         try reader.finish()
         return value
+    }
+
+    /// Reads a cell of ``CellWriter/summary(subject:from:)``.
+    package static func summary(_ bytes: [UInt8]) throws(Malformed) -> (subject: String?, from: [MailAddress]) {
+        var reader = try CellReader(bytes)
+        let subject = try reader.string()
+        let from = try reader.addresses()
+        try reader.finish()
+        return (subject, from)
     }
 
     package static func headers(_ bytes: [UInt8]) throws(Malformed) -> [HeaderField] {

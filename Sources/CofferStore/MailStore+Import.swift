@@ -192,6 +192,7 @@ extension MailStore {
             (.messageText, CellWriter.text(text)),
             (.messageHTML, CellWriter.text(message.htmlBody)),
             (.messageSnippet, CellWriter.text(text.map(snippet))),
+            (.messageSummary, CellWriter.summary(subject: subject, from: from)),
         ]
         let sealedAttachments = attachments.map { part -> (info: [UInt8], body: [UInt8]) in
             var info = CellWriter(capacity: 96)

@@ -17,10 +17,13 @@ package struct SummaryRow: Sendable {
     package var size: Int64 = 0
     package var subject = Data()
     package var fromList = Data()
+    /// The summary cell; `nil` in rows written before migration `v3-summary`, which are listed from the two cells
+    /// above.
+    package var summary: Data?
     /// Whether a column held a value of the wrong type.
     package var isDamaged = false
 
-    package static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList"
+    package static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList, m.summary"
 
     /// Decodes a row of ``columns``; `nil` only if even the id is unreadable (SQLite keeps a rowid an integer).
     package init?(row: Row) {
@@ -38,6 +41,7 @@ package struct SummaryRow: Sendable {
             size = try strict.int64("size")
             subject = try strict.blob("subject")
             fromList = try strict.blob("fromList")
+            summary = try strict.optionalBlob("summary")
         } catch {
             self = SummaryRow(damaged: strict.id)
         }
@@ -192,6 +196,13 @@ extension MailStore {
                 subject: try cell(record.subject, .messageSubject, CellReader.text),
                 from: try cell(record.fromList, .messageFrom, CellReader.addressList)
             )
+            // The summary cell is checked too, so a changed one fails here as it does in a list.
+            if let summaryCell = record.summary {
+                let listed = try cell(summaryCell, .messageSummary) { plain in try CellReader.summary(plain) }
+                guard listed.subject == summary.subject, listed.from == summary.from else {
+                    throw CellReader.Malformed()
+                }
+            }
             var attachments: [AttachmentInfo] = []
             for attachment in attachmentRecords {
                 guard attachment.messageID == id else { throw CellReader.Malformed() }
@@ -278,7 +289,8 @@ extension MailStore {
         guard offset >= 0 else { throw .invalidArgument("the offset must not be negative") }
     }
 
-    /// Opens the subject and senders of list rows; rows that fail are marked corrupt.
+    /// Opens the summary cell of list rows (or, in rows older than `v3-summary`, the subject and senders cells); rows
+    /// that fail are marked corrupt.
     func summaries(_ rows: [SummaryRow], keys: StoreKeys) async -> [MessageSummary] {
         var corrupt: [Int64] = []
         var result: [MessageSummary] = []
@@ -308,7 +320,20 @@ extension MailStore {
                 subject: nil,
                 from: []
             )
-            if !summary.isCorrupt {
+            if !summary.isCorrupt, let summaryCell = row.summary {
+                if let listed = keys.decode(
+                    summaryCell,
+                    .messageSummary,
+                    row: row.id,
+                    { plain in try CellReader.summary(plain) }
+                ) {
+                    summary.subject = listed.subject
+                    summary.from = listed.from
+                } else {
+                    summary.flags.insert(.corrupt)
+                    corrupt.append(row.id)
+                }
+            } else if !summary.isCorrupt {
                 if let subjectText = keys.decode(row.subject, .messageSubject, row: row.id, CellReader.text),
                     let addresses = keys.decode(row.fromList, .messageFrom, row: row.id, CellReader.addressList)
                 {

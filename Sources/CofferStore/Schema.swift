@@ -86,6 +86,11 @@ enum Schema {
             )
         }
         registerSyncMigration(&migrator)
+        migrator.registerMigration("v3-summary") { db in
+            // One sealed cell per message with what a list row shows (subject and senders), so a list page opens
+            // one cell per row. Rows written before it keep NULL here and are listed from `subject` and `fromList`.
+            try db.execute(sql: "ALTER TABLE messages ADD COLUMN summary BLOB")
+        }
         return migrator
     }
 
@@ -203,7 +208,7 @@ struct LabelRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var name: Data
 }
 
-/// A row of `messages`: the clear metadata, the keyed duplicate hashes and nine sealed cells.
+/// A row of `messages`: the clear metadata, the keyed duplicate hashes and ten sealed cells (nine before `v3-summary`).
 package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     package static let databaseTableName = "messages"
 
@@ -227,6 +232,7 @@ package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Senda
         textBody = try row.blob("textBody")
         htmlBody = try row.blob("htmlBody")
         snippet = try row.blob("snippet")
+        summary = try row.optionalBlob("summary")
     }
     package var id: Int64
     package var conversationID: Int64
@@ -244,8 +250,10 @@ package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Senda
     package var textBody: Data
     package var htmlBody: Data
     package var snippet: Data
+    /// The summary cell (subject and senders); `nil` in rows written before migration `v3-summary`.
+    package var summary: Data?
 
-    /// A row from its clear columns and the sealed cells of the nine sealed columns.
+    /// A row from its clear columns and the sealed cells of the ten sealed columns.
     init(
         id: Int64,
         conversationID: Int64,
@@ -272,6 +280,7 @@ package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Senda
         textBody = cells[.messageText] ?? Data()
         htmlBody = cells[.messageHTML] ?? Data()
         snippet = cells[.messageSnippet] ?? Data()
+        summary = cells[.messageSummary]
     }
 }
 

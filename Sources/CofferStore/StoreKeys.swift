@@ -55,6 +55,8 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case messageText = "messages.textBody"
     case messageHTML = "messages.htmlBody"
     case messageSnippet = "messages.snippet"
+    /// What a list row shows (subject and senders) in one cell (migration `v3-summary`).
+    case messageSummary = "messages.summary"
     case attachmentInfo = "attachments.info"
     case attachmentBody = "attachments.body"
     case accountDetails = "accounts.details"
