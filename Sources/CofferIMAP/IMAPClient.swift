@@ -1,4 +1,5 @@
 import CofferTransport
+import Foundation
 import NIOCore
 import NIOPosix
 
@@ -289,7 +290,7 @@ public actor IMAPClient {
     /// AUTHENTICATE PLAIN (RFC 4616), the credentials in the continuation (or initial response with SASL-IR).
     public func authenticatePlain(user: String, password: String) async throws(IMAPError) {
         guard capabilities.contains("AUTH=PLAIN") else { throw .missingCapability("AUTH=PLAIN") }
-        let token = Base64.encode([0] + Array(user.utf8) + [0] + Array(password.utf8))
+        let token = Data([0] + Array(user.utf8) + [0] + Array(password.utf8)).base64EncodedString()
         let encoded = try encoder.encode(IMAPCommand("AUTHENTICATE", [.atom("PLAIN")]))
         onCommand?("AUTHENTICATE")
         try await write(encoded.parts[0])
@@ -711,27 +712,5 @@ public actor IMAPClient {
     private func closeChannel() async {
         closed = true
         try? await channel.close()
-    }
-}
-
-/// Base64 without Foundation (for AUTHENTICATE).
-enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let b0 = bytes[index]
-            let b1 = index + 1 < bytes.count ? bytes[index + 1] : 0
-            let b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(index + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -1,8 +1,8 @@
+import Foundation
+
 /// Mailbox names in IMAP's modified UTF-7 (RFC 3501 5.1.3): what a server sends and expects, against the text a
 /// person reads.
 public enum MailboxName {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+,".utf8)
-
     /// The name as sent to the server: printable ASCII as is, `&` as `&-`, every other run as `&`, modified
     /// base64 of its UTF-16 (`,` for `/`, no padding), `-`.
     public static func encode(_ name: String) -> String {
@@ -12,18 +12,10 @@ public enum MailboxName {
             guard !pending.isEmpty else { return }
             var bytes: [UInt8] = []
             for unit in pending { bytes += [UInt8(unit >> 8), UInt8(unit & 0xFF)] }
+            // Modified base64: the standard alphabet with `,` for `/`, and no `=` padding.
+            let base64 = Data(bytes).base64EncodedString().replacingOccurrences(of: "/", with: ",")
             out.append(UInt8(ascii: "&"))
-            var index = 0
-            while index < bytes.count {
-                let b0 = bytes[index]
-                let b1 = index + 1 < bytes.count ? bytes[index + 1] : 0
-                let b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
-                out.append(alphabet[Int(b0 >> 2)])
-                out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-                if index + 1 < bytes.count { out.append(alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)]) }
-                if index + 2 < bytes.count { out.append(alphabet[Int(b2 & 0x3F)]) }
-                index += 3
-            }
+            out += base64.utf8.filter { $0 != UInt8(ascii: "=") }
             out.append(UInt8(ascii: "-"))
             pending = []
         }
@@ -60,18 +52,12 @@ public enum MailboxName {
                 index = end + 1
                 continue
             }
-            var bits: UInt32 = 0
-            var count = 0
-            var data: [UInt8] = []
-            for character in bytes[(index + 1)..<end] {
-                guard let value = alphabet.firstIndex(of: character) else { return nil }
-                bits = (bits << 6) | UInt32(value)
-                count += 6
-                if count >= 8 {
-                    count -= 8
-                    data.append(UInt8((bits >> UInt32(count)) & 0xFF))
-                }
-            }
+            var run = String(decoding: bytes[(index + 1)..<end], as: UTF8.self)
+            guard !run.contains("/"), !run.contains("=") else { return nil }
+            run = run.replacingOccurrences(of: ",", with: "/")
+            while run.utf8.count % 4 != 0 { run += "=" }
+            guard let decodedBytes = Data(base64Encoded: run) else { return nil }
+            let data = Array(decodedBytes)
             guard data.count % 2 == 0, !data.isEmpty else { return nil }
             var units: [UInt16] = []
             for pair in stride(from: 0, to: data.count, by: 2) {
