@@ -68,9 +68,8 @@ public enum Envelope {
         context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm = .aes256GCM
     ) throws(CofferCryptoError) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        let random = (generator.next() as UInt64, generator.next() as UInt32)
-        let nonce = withUnsafeBytes(of: random) { Array($0.prefix(12)) }
+        // One draw from BoringSSL's DRBG (through swift-crypto), not two getrandom system calls per envelope.
+        let nonce = AES.GCM.Nonce().withUnsafeBytes { Array($0) }
         return try seal(plaintext, with: key, context: context, algorithm: algorithm, nonce: nonce)
     }
 
@@ -86,15 +85,21 @@ public enum Envelope {
         nonce: [UInt8]
     ) throws(CofferCryptoError) -> [UInt8] {
         precondition(nonce.count == 12, "an envelope nonce is 12 bytes")
+        // The associated data is the 34-byte header, then the encoded context; it is built once, and the envelope is
+        // its first 22 bytes followed by the AEAD's combined output (nonce ‖ ciphertext ‖ tag): two allocations and
+        // one copy of the ciphertext, whatever the size.
+        var aad: [UInt8] = []
+        aad.reserveCapacity(headerCount + context.encoded.count)
+        aad += magic
+        aad.append(version)
+        aad.append(algorithm.rawValue)
+        aad += key.id
+        key.appendContextTag(context, to: &aad)
+        aad += nonce
+        aad += context.encoded
         var out: [UInt8] = []
         out.reserveCapacity(overhead + plaintext.count)
-        out += magic
-        out.append(version)
-        out.append(algorithm.rawValue)
-        out += key.id
-        out += key.contextTag(context)
-        out += nonce
-        let aad = out + context.encoded
+        out += aad[0..<22]
         do {
             switch algorithm {
             case .aes256GCM:
@@ -104,8 +109,8 @@ public enum Envelope {
                     nonce: AES.GCM.Nonce(data: nonce),
                     authenticating: aad
                 )
-                box.ciphertext.withUnsafeBytes { out.append(contentsOf: $0) }
-                box.tag.withUnsafeBytes { out.append(contentsOf: $0) }
+                guard let combined = box.combined else { throw CofferCryptoError.primitiveFailure("seal") }
+                combined.withUnsafeBytes { out.append(contentsOf: $0) }
             case .chaCha20Poly1305:
                 let box = try ChaChaPoly.seal(
                     plaintext,
@@ -113,8 +118,7 @@ public enum Envelope {
                     nonce: ChaChaPoly.Nonce(data: nonce),
                     authenticating: aad
                 )
-                box.ciphertext.withUnsafeBytes { out.append(contentsOf: $0) }
-                box.tag.withUnsafeBytes { out.append(contentsOf: $0) }
+                box.combined.withUnsafeBytes { out.append(contentsOf: $0) }
             }
         } catch {
             throw .primitiveFailure("seal")
@@ -177,9 +181,8 @@ public enum Envelope {
             key.id.withUnsafeBytes { ConstantTime.equals(UnsafeRawBufferPointer(rebasing: raw[6..<14]), $0) }
         }
         guard idMatches else { throw .wrongKey }
-        let tag = key.contextTag(context)
         let contextMatches = envelope.withUnsafeBytes { raw in
-            tag.withUnsafeBytes { ConstantTime.equals(UnsafeRawBufferPointer(rebasing: raw[14..<22]), $0) }
+            key.withContextTag(context) { ConstantTime.equals(UnsafeRawBufferPointer(rebasing: raw[14..<22]), $0) }
         }
         guard contextMatches else { throw .wrongContext }
         var aad: [UInt8] = []

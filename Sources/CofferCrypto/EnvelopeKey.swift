@@ -57,11 +57,17 @@ public struct EnvelopeKey: Sendable {
         id = derive("key-id", 8).withUnsafeBytes { Array($0) }
     }
 
-    /// The 8-byte tag that binds `context` under this key (truncated HMAC-SHA256).
-    func contextTag(_ context: EnvelopeContext) -> [UInt8] {
+    /// Appends the context tag (``withContextTag(_:_:)``) to `bytes`.
+    func appendContextTag(_ context: EnvelopeContext, to bytes: inout [UInt8]) {
+        withContextTag(context) { bytes.append(contentsOf: $0) }
+    }
+
+    /// Calls `body` with the 8-byte tag that binds `context` under this key (truncated HMAC-SHA256), in place in the
+    /// MAC's own storage, so no array is built per envelope.
+    func withContextTag<T>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         var hmac = contextHMAC
         hmac.update(data: context.encoded)
-        return Array(hmac.finalize().prefix(8))
+        return hmac.finalize().withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0.prefix(8))) }
     }
 }
 
