@@ -87,26 +87,37 @@ enum StoreBenchmark {
         )
 
         let plain = try MailStore(folder: "\(folder)/plain", keymaker: keymaker, cellCipher: PlaintextCellCipher())
-        var start = ContinuousClock.now
-        for batch in batches { try await plain.importMessages(batch) }
-        report.importPlain = seconds(since: start)
-
         let store = try MailStore(folder: "\(folder)/sealed", keymaker: keymaker)
-        start = ContinuousClock.now
-        for batch in batches { _ = try await store.importMessages(batch) }
-        report.importSealed = seconds(since: start)
+        // Batches alternate between the two stores, so both see the same warm-up, page cache and machine load.
+        for batch in batches {
+            var start = ContinuousClock.now
+            _ = try await plain.importMessages(batch)
+            report.importPlain += seconds(since: start)
+            start = ContinuousClock.now
+            _ = try await store.importMessages(batch)
+            report.importSealed += seconds(since: start)
+        }
 
         var random = SplitMix(seed: 99)
         let ids = (0..<iterations).map { _ in Int64(random.next() % UInt64(max(messages, 1))) + 1 }
         let query = "meeting budget"
 
-        report.listPlain = try await mean(iterations) { _ in _ = try await plain.list(limit: 50, offset: 0) }
-        report.listSealed = try await mean(iterations) { _ in _ = try await store.list(limit: 50, offset: 0) }
-        report.showPlain = try await mean(iterations) { index in _ = try await plain.message(ids[index]) }
-        // Both stores skip the same duplicates, so ids name the same messages in each.
-        report.showSealed = try await mean(iterations) { index in _ = try await store.message(ids[index]) }
-        report.searchPlain = try await mean(iterations) { _ in _ = try await plain.search(query) }
-        report.searchSealed = try await mean(iterations) { _ in _ = try await store.search(query) }
+        // Both stores skip the same duplicates, so an id names the same message in each.
+        (report.listPlain, report.listSealed) = try await paired(
+            iterations,
+            { _ in _ = try await plain.list(limit: 50, offset: 0) },
+            { _ in _ = try await store.list(limit: 50, offset: 0) }
+        )
+        (report.showPlain, report.showSealed) = try await paired(
+            iterations,
+            { index in _ = try await plain.message(ids[index]) },
+            { index in _ = try await store.message(ids[index]) }
+        )
+        (report.searchPlain, report.searchSealed) = try await paired(
+            iterations,
+            { _ in _ = try await plain.search(query) },
+            { _ in _ = try await store.search(query) }
+        )
         try store.close()
         try plain.close()
         return report
@@ -117,12 +128,27 @@ enum StoreBenchmark {
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
-    /// Mean microseconds of `body` over `count` runs (after one warm-up run).
-    static func mean(_ count: Int, _ body: (Int) async throws -> Void) async throws -> Double {
-        try await body(0)
-        let start = ContinuousClock.now
-        for index in 0..<count { try await body(index) }
-        return seconds(since: start) * 1e6 / Double(max(count, 1))
+    /// Mean microseconds of `plain` and of `sealed` over `count` runs each (after one warm-up run of each), the two
+    /// alternating so that both see the same machine load.
+    static func paired(
+        _ count: Int,
+        _ plain: (Int) async throws -> Void,
+        _ sealed: (Int) async throws -> Void
+    ) async throws -> (plain: Double, sealed: Double) {
+        try await plain(0)
+        try await sealed(0)
+        var plainSeconds = 0.0
+        var sealedSeconds = 0.0
+        for index in 0..<count {
+            var start = ContinuousClock.now
+            try await plain(index)
+            plainSeconds += seconds(since: start)
+            start = ContinuousClock.now
+            try await sealed(index)
+            sealedSeconds += seconds(since: start)
+        }
+        let runs = Double(max(count, 1))
+        return (plainSeconds * 1e6 / runs, sealedSeconds * 1e6 / runs)
     }
 }
 
