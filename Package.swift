@@ -48,7 +48,7 @@ let package = Package(
             ]
         ),
         .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
-        .target(name: "CofferKeymaker", dependencies: ["CofferCrypto", "CofferKeychain"]),
+        .target(name: "CofferKeymaker", dependencies: ["CofferCrypto", "CofferKeychain", "CofferTPM"]),
         .target(name: "CofferTesting", dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
         // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
         .target(name: "CofferHTML"),
