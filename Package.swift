@@ -223,7 +223,10 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
-        .testTarget(name: "CofferTPMTests", dependencies: ["CofferTPM", "CofferTesting"]),
+        .testTarget(
+            name: "CofferTPMTests",
+            dependencies: ["CofferTPM", "CofferKeymaker", "CofferKeychain", "CofferTesting"]
+        ),
         .testTarget(
             name: "CofferSyncTests",
             dependencies: [

@@ -134,7 +134,12 @@ struct PINAttempt: Sendable {
     }
 
     private func locked(_ pin: SecretBytes) throws(KeymakerError) -> Outcome {
-        guard let wrapBytes = try vault.read(vault.address(.pin)) else { throw .strategyNotActive(.pin) }
+        guard let wrapBytes = try vault.read(vault.address(.pin)) else {
+            // A listed wrap that is gone: a parallel attempt reached the limit and is destroying the key (wraps go
+            // first, the protection record last), as ``Keymaker/recover()`` reads it too.
+            guard let strategies = try vault.readProtection() else { throw .notSetUp }
+            throw strategies.contains(.pin) ? .mainKeyDestroyed : .strategyNotActive(.pin)
+        }
         let wrap = try ProtectionRecords.PINWrap(decoding: wrapBytes)
         let stored = try vault.readAttemptsOrExhausted()
         var guardian =
