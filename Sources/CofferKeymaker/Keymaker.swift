@@ -162,6 +162,9 @@ public actor Keymaker {
         return record.failures
     }
 
+    /// What holds the secure element's key (``SecureElement/holder``), or `nil` without a secure element.
+    public nonisolated var secureElementHolder: String? { secureElement?.holder }
+
     /// Where the active PIN is checked (software, or a TPM), or `nil` when no PIN is active.
     public func pinElement() throws(KeymakerError) -> PINElement? {
         try prepare()

@@ -71,6 +71,11 @@ public struct TPMPINBinder: PINBinder {
         TPMContext.defaultConfiguration().map(TPMPINBinder.init(configuration:))
     }
 
+    /// Opens and closes a connection: whether a TPM answers at all.
+    ///
+    /// - Throws: ``KeymakerError/tpmUnavailable`` when none does.
+    public func probe() throws(KeymakerError) { try withTPM { _ throws(TPMError) in } }
+
     /// See ``PINBinder/bind(pinKEK:counterPepper:keepingCounterOf:)``.
     public func bind(
         pinKEK: SymmetricKey,
