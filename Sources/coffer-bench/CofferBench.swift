@@ -7,7 +7,7 @@ import Glibc
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `store`, `agent`, `sanitize`, `import-rss` (default: all; `import-rss` writes a 1 GiB mbox,
+/// `unlock`, `tpm` (a swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss` (default: all; `import-rss` writes a 1 GiB mbox,
 /// `COFFER_BENCH_MBOX_MB` changes that). Every figure is a median of several runs on this machine at this moment;
 /// machines are noisy, which is why no test asserts a timing.
 @main
@@ -23,6 +23,7 @@ struct CofferBench {
             case "crypto": try CryptoBench.envelopes()
             case "stream": try CryptoBench.stream()
             case "unlock": try await UnlockBench.run()
+            case "tpm": try await TPMUnlockBench.run()
             case "store": try await StoreBench.run()
             case "agent": try await AgentBench.run()
             case "sanitize": try SanitizeBench.run()
@@ -30,7 +31,9 @@ struct CofferBench {
                 let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
                 try ImportMemoryBench.run(megabytes: megabytes)
             default:
-                print("unknown section \(section); known: crypto, stream, unlock, store, agent, sanitize, import-rss")
+                print(
+                    "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss"
+                )
                 exit(2)
             }
         }
