@@ -162,8 +162,9 @@ public actor Keymaker {
         return record.failures
     }
 
-    /// What holds the secure element's key (``SecureElement/holder``), or `nil` without a secure element.
-    public nonisolated var secureElementHolder: String? { secureElement?.holder }
+    /// What holds this account's secure element key (``SecureElement/holder(label:)``), or `nil` without a secure
+    /// element.
+    public func secureElementHolder() -> String? { secureElement?.holder(label: secureElementLabel) }
 
     /// Where the active PIN is checked (software, or a TPM), or `nil` when no PIN is active.
     public func pinElement() throws(KeymakerError) -> PINElement? {

@@ -35,7 +35,7 @@ extension Keymaker {
         return strategies.map(\.description).sorted().map { name in
             switch name {
             case ProtectionStrategy.pin.description: "pin (\(pin ?? .software))"
-            case ProtectionStrategy.secureElement.description: "secure-element (\(secureElementHolder ?? "software"))"
+            case ProtectionStrategy.secureElement.description: "secure-element (\(secureElementHolder() ?? "software"))"
             default: name
             }
         }.joined(separator: " + ")
