@@ -1,0 +1,71 @@
+import CofferPush
+import Foundation
+
+/// A push as the device reads it (docs/FORMAT.md, "coffer-notify push message"), version 1.
+public struct PushNotification: Decodable, Sendable, Equatable {
+    /// The format version (1).
+    public var v: Int
+    /// "new-mail".
+    public var type: String
+    /// The folder.
+    public var folder: String?
+    /// The folder's UIDVALIDITY.
+    public var uidValidity: UInt32?
+    /// The message's UID.
+    public var uid: UInt32?
+    /// The sender (never logged or stored).
+    public var from: String?
+    /// The subject (never logged or stored).
+    public var subject: String?
+
+    /// The one line shown when there is no desktop notification service.
+    public var line: String {
+        let sender = Self.clean(from ?? "unknown sender")
+        let title = Self.clean(subject ?? "(no subject)")
+        return "New mail in \(Self.clean(folder ?? "INBOX")) from \(sender): \(title)"
+    }
+
+    /// Drops control characters (a subject must not move the terminal's cursor) and cuts to 200 characters.
+    static func clean(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.filter {
+                    !$0.properties.isDefaultIgnorableCodePoint && $0.value >= 0x20 && $0.value != 0x7F
+                        && !(0x80..<0xA0).contains($0.value)
+                }
+            ).prefix(200)
+        )
+    }
+}
+
+/// The notification extension's work: open one push with the session's key, without the MainKey, and read it.
+public enum PushHandler {
+    /// Opens and parses one push body (the raw 4096-byte RFC 8291 message).
+    ///
+    /// - Throws: ``NotifyClientError/pushNotForThisSession`` for a body sealed to another session or changed,
+    ///   ``NotifyClientError/malformedPush(_:)`` for content that is not a version 1 Coffer push.
+    public static func open(_ body: [UInt8], keys: WebPush.UserAgentKeys) throws(NotifyClientError) -> PushNotification
+    {
+        let plaintext: [UInt8]
+        do {
+            plaintext = try keys.open(body)
+        } catch {
+            throw .pushNotForThisSession
+        }
+        guard let message = try? JSONDecoder().decode(PushNotification.self, from: Data(plaintext)) else {
+            throw .malformedPush("it is not the JSON of a push message")
+        }
+        guard message.v == 1 else { throw .malformedPush("version \(message.v) is not supported") }
+        guard message.type == "new-mail" else { throw .malformedPush("the type is not new-mail") }
+        return message
+    }
+
+    /// Reads a body given on standard input: the raw bytes, or base64url text as the stream carries it.
+    public static func body(fromInput input: [UInt8]) -> [UInt8] {
+        let text = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if input.count != WebPush.standardBodyLength, !text.isEmpty, let decoded = Base64URL.decode(text) {
+            return decoded
+        }
+        return input
+    }
+}
