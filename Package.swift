@@ -257,6 +257,7 @@ let package = Package(
             name: "CofferNotifyClientTests",
             dependencies: [
                 "CofferNotifyClient", "CofferNotify", "CofferPush", "CofferKeychain", "CofferCrypto", "CofferTesting",
+                "CofferIMAP", "CofferTransport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -26,7 +26,7 @@ public struct PushNotification: Decodable, Sendable, Equatable {
     }
 
     /// Drops control characters (a subject must not move the terminal's cursor) and cuts to 200 characters.
-    static func clean(_ text: String) -> String {
+    public static func clean(_ text: String) -> String {
         String(
             String.UnicodeScalarView(
                 text.unicodeScalars.filter {

@@ -1,0 +1,68 @@
+import ArgumentParser
+import CofferApp
+import CofferNotifyClient
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer push-handler`: the notification extension. One push in, one notification out, nothing kept.
+struct PushHandlerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push-handler",
+        abstract: "Open one encrypted push with the session's push key and show it; never asks for a PIN.",
+        discussion: """
+            Reads one push body from standard input (the raw 4096-byte RFC 8291 message, or its base64url as the \
+            service's stream carries it), opens it with the push key kept in the keychain \
+            (afterFirstUnlockThisDeviceOnly: no MainKey, no PIN), and shows it with `notify-send` when there is one \
+            (and a desktop session), else as one line on standard output. It writes no file and logs no sender or \
+            subject. A push sealed for another session, or changed on the way, is refused.
+            """
+    )
+
+    @OptionGroup var home: HomeOptions
+    @Flag(name: .long, help: "Print the line even when notify-send is there.") var stdout = false
+
+    func run() async throws {
+        try await runReportingErrors {
+            let input = FileHandle.standardInput.readDataToEndOfFile()
+            guard input.count <= 64 * 1024 else { throw CLIError("The push on standard input is larger than 64 KiB.") }
+            let device = try home.resolve().open()
+            let account = try device.chooseAccount(home.account)
+            let keys = try PushSessionStore(keychain: device.keychain, account: account).loadKeys()
+            let push = try PushHandler.open(PushHandler.body(fromInput: Array(input)), keys: keys)
+            if !stdout, Self.showDesktopNotification(push) { return }
+            print(push.line)
+        }
+    }
+
+    /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text
+    /// goes as arguments to the child, never through a shell or a file.
+    static func showDesktopNotification(_ push: PushNotification) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard
+            environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
+                || environment["WAYLAND_DISPLAY"] != nil
+        else { return false }
+        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/notify-send" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let path else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = [
+            "--app-name=Coffer", "--",
+            "New mail from \(PushNotification.clean(push.from ?? "unknown sender"))",
+            PushNotification.clean(push.subject ?? "(no subject)"),
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        } catch {
+            return false
+        }
+    }
+}
