@@ -138,7 +138,8 @@ let package = Package(
         .target(
             name: "CofferNotifyClient",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferPush", "CofferTransport",
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferPush", "CofferStore", "CofferSync",
+                "CofferTransport", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
@@ -257,7 +258,7 @@ let package = Package(
             name: "CofferNotifyClientTests",
             dependencies: [
                 "CofferNotifyClient", "CofferNotify", "CofferPush", "CofferKeychain", "CofferCrypto", "CofferTesting",
-                "CofferIMAP", "CofferTransport",
+                "CofferIMAP", "CofferTransport", "CofferKeymaker", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

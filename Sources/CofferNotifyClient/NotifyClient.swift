@@ -126,4 +126,40 @@ public struct NotifyClient: Sendable {
         }
         return token
     }
+
+    private struct KeyAnswer: Decodable { var publicKey: String }
+    private struct StatusAnswer: Decodable { var expires: Int64? }
+
+    /// `GET /v1/fastsync/key`: the user's escrow public key (32 raw X25519 octets).
+    public func fastSyncKey(token: String) async throws(NotifyClientError) -> [UInt8] {
+        let response = try await http.request(.GET, "/v1/fastsync/key", token: token)
+        try Self.check(response, 200, "the FastSync key request")
+        guard let answer = try? JSONDecoder().decode(KeyAnswer.self, from: Data(response.body)),
+            let key = Base64URL.decode(answer.publicKey), key.count == 32
+        else { throw .malformedResponse("the FastSync key") }
+        return key
+    }
+
+    /// `PUT /v1/fastsync/kek`: escrows the sealed KEK for this session.
+    public func putKEK(token: String, upload: FastSyncEscrowFormat.Upload) async throws(NotifyClientError) {
+        guard let json = try? JSONEncoder().encode(upload) else { throw .malformedResponse("the request") }
+        let response = try await http.request(.PUT, "/v1/fastsync/kek", token: token, json: Array(json))
+        try Self.check(response, 204, "the FastSync key upload")
+    }
+
+    /// `DELETE /v1/fastsync/kek`: the service forgets this session's KEK.
+    public func deleteKEK(token: String) async throws(NotifyClientError) {
+        let response = try await http.request(.DELETE, "/v1/fastsync/kek", token: token)
+        try Self.check(response, 204, "the FastSync key deletion")
+    }
+
+    /// `GET /v1/fastsync/kek`: the expiry of the escrowed KEK (Unix seconds), or nil.
+    public func kekExpiry(token: String) async throws(NotifyClientError) -> Int64? {
+        let response = try await http.request(.GET, "/v1/fastsync/kek", token: token)
+        try Self.check(response, 200, "the FastSync status")
+        guard let answer = try? JSONDecoder().decode(StatusAnswer.self, from: Data(response.body)) else {
+            throw .malformedResponse("the FastSync status")
+        }
+        return answer.expires
+    }
 }

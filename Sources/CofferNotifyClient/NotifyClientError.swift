@@ -30,6 +30,10 @@ public enum NotifyClientError: Error, Sendable, Equatable, CustomStringConvertib
     case pushNotForThisSession
     /// A push opened but its content is not a Coffer push message.
     case malformedPush(String)
+    /// The FastSync record has expired (by this device's clock): its key is refused even when the service sends it.
+    case fastSyncExpired
+    /// A FastSync key in a push was refused; the sentence says why (never the key).
+    case fastSyncRefused(String)
 
     /// A sentence for the person at the terminal or the log.
     public var description: String {
@@ -49,6 +53,9 @@ public enum NotifyClientError: Error, Sendable, Equatable, CustomStringConvertib
         case .pushNotForThisSession:
             "The push could not be opened with this device's push key: it was sealed for another session or changed."
         case .malformedPush(let what): "The push opened but is not a Coffer push message: \(what)."
+        case .fastSyncExpired:
+            "FastSync has expired on this device; the key that came with the push is refused (unlock to sync)."
+        case .fastSyncRefused(let why): "The FastSync key that came with the push is refused: \(why)."
         }
     }
 }

@@ -1,7 +1,7 @@
 import CofferPush
 import Foundation
 
-/// A push as the device reads it (docs/FORMAT.md, "coffer-notify push message"), version 1.
+/// A push as the device reads it (docs/FORMAT.md, "coffer-notify push message"), versions 1 and 2.
 public struct PushNotification: Decodable, Sendable, Equatable {
     /// The format version (1).
     public var v: Int
@@ -17,6 +17,16 @@ public struct PushNotification: Decodable, Sendable, Equatable {
     public var from: String?
     /// The subject (never logged or stored).
     public var subject: String?
+    /// The escrowed FastSync key, in version 2 while the service holds an unexpired one.
+    public var fastSync: FastSyncField?
+
+    /// `{"expires": Unix seconds, "kek": base64url}`.
+    public struct FastSyncField: Decodable, Sendable, Equatable {
+        /// The KEK, base64url (never logged or stored).
+        public var kek: String
+        /// Its expiry, Unix seconds.
+        public var expires: Int64
+    }
 
     /// The one line shown when there is no desktop notification service.
     public var line: String {
@@ -43,7 +53,7 @@ public enum PushHandler {
     /// Opens and parses one push body (the raw 4096-byte RFC 8291 message).
     ///
     /// - Throws: ``NotifyClientError/pushNotForThisSession`` for a body sealed to another session or changed,
-    ///   ``NotifyClientError/malformedPush(_:)`` for content that is not a version 1 Coffer push.
+    ///   ``NotifyClientError/malformedPush(_:)`` for content that is not a version 1 or 2 Coffer push.
     public static func open(_ body: [UInt8], keys: WebPush.UserAgentKeys) throws(NotifyClientError) -> PushNotification
     {
         let plaintext: [UInt8]
@@ -55,7 +65,8 @@ public enum PushHandler {
         guard let message = try? JSONDecoder().decode(PushNotification.self, from: Data(plaintext)) else {
             throw .malformedPush("it is not the JSON of a push message")
         }
-        guard message.v == 1 else { throw .malformedPush("version \(message.v) is not supported") }
+        guard message.v == 1 || message.v == 2 else { throw .malformedPush("version \(message.v) is not supported") }
+        guard message.v == 2 || message.fastSync == nil else { throw .malformedPush("a version 1 push has no key") }
         guard message.type == "new-mail" else { throw .malformedPush("the type is not new-mail") }
         return message
     }

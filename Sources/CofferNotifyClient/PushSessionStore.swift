@@ -179,12 +179,13 @@ public struct PushSessionStore: Sendable {
         }
     }
 
-    /// Deletes the push key and the session record (logout, unregister, remote logout). With `reason`, leaves a
-    /// note (no secret) that `coffer notify status` shows.
+    /// Deletes the push key, the session record and the FastSync record (logout, unregister, remote logout). With
+    /// `reason`, leaves a note (no secret) that `coffer notify status` shows.
     public func delete(reason: String? = nil) throws(NotifyClientError) {
         do {
             try keychain.delete(address(Self.keyService))
             try keychain.delete(address(Self.sessionService))
+            try keychain.delete(address(FastSync.service))
             if let reason {
                 try keychain.set(
                     SecretBytes(copying: Array(reason.utf8)),

@@ -19,6 +19,7 @@ struct Coffer: AsyncParsableCommand {
             ShowCommand.self, SearchCommand.self,
             AttachmentsCommand.self, AttachmentCommand.self, RenderCommand.self,
             PinCommand.self, AccountCommand.self, SyncCommand.self, NotifyCommand.self, PushHandlerCommand.self,
+            FastSyncCommand.self,
         ],
         defaultSubcommand: Tour.self
     )

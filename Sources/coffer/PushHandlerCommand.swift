@@ -23,6 +23,8 @@ struct PushHandlerCommand: AsyncParsableCommand {
 
     @OptionGroup var home: HomeOptions
     @Flag(name: .long, help: "Print the line even when notify-send is there.") var stdout = false
+    @Flag(name: .customLong("no-sync"), help: "Do not run a FastSync background sync even when a key came.")
+    var noSync = false
 
     func run() async throws {
         try await runReportingErrors {
@@ -32,9 +34,39 @@ struct PushHandlerCommand: AsyncParsableCommand {
             let account = try device.chooseAccount(home.account)
             let keys = try PushSessionStore(keychain: device.keychain, account: account).loadKeys()
             let push = try PushHandler.open(PushHandler.body(fromInput: Array(input)), keys: keys)
-            if !stdout, Self.showDesktopNotification(push) { return }
-            print(push.line)
+            if stdout || !Self.showDesktopNotification(push) { print(push.line) }
+            guard !noSync, let key = push.fastSync else { return }
+            try await Self.fastSync(push, key: key, device: device, account: account)
         }
+    }
+
+    /// The FastSync path: the record's expiry by the wall clock, then the MainKey in memory, one folder synced, the
+    /// store closed and the key wiped. The account stays locked; a refusal is reported, never a crash.
+    static func fastSync(
+        _ push: PushNotification,
+        key: PushNotification.FastSyncField,
+        device: Device,
+        account: String
+    ) async throws {
+        guard let record = try FastSync.load(keychain: device.keychain, account: account),
+            let session = try PushSessionStore(keychain: device.keychain, account: account).loadSession()
+        else { return }
+        let mainKey = try FastSync.unwrap(
+            record: record,
+            kek: key.kek,
+            kekExpires: key.expires,
+            sessionID: session.sessionID
+        )
+        let summary = try await BackgroundSync.run(
+            mainKey: mainKey,
+            account: account,
+            device: device.identity,
+            storeFolder: device.home.appPaths.store(account),
+            folder: push.folder ?? "INBOX"
+        )
+        print(
+            "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
+        )
     }
 
     /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text

@@ -16,10 +16,20 @@ struct FakeAuthenticator: MailAuthenticator {
     }
 }
 
-/// coffer-notify's API on a temporary SQLite file, served on a loopback port for the client to reach.
+/// A clock the test moves; the service reads it.
+final class ServiceClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var offset: TimeInterval = 0
+
+    func now() -> Date { lock.withLock { Date().addingTimeInterval(offset) } }
+    func shift(_ seconds: TimeInterval) { lock.withLock { offset += seconds } }
+}
+
+/// coffer-notify's API on a temporary SQLite file, with the FastSync escrow, served on a loopback port.
 struct LiveService {
     let folder: URL
     let service: NotifyService
+    let clock = ServiceClock()
 
     init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-client-\(UUID())")
@@ -27,12 +37,19 @@ struct LiveService {
         let storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
-        service = NotifyService(
+        let clock = self.clock
+        var service = NotifyService(
             storage: storage,
             authenticator: FakeAuthenticator(passwords: ["alice": "alice-pw"]),
             settings: NotifyService.Settings(eventSecret: Array("secret".utf8)),
-            logger: logger
+            logger: logger,
+            now: { clock.now() }
         )
+        service.escrow = try FastSyncEscrow(
+            path: folder.appendingPathComponent("escrow.sqlite").path,
+            masterKey: Array(repeating: 9, count: 32)
+        )
+        self.service = service
     }
 
     /// Runs `body` with a client for the live service.

@@ -53,7 +53,8 @@ import Testing
     }
 
     @Test(arguments: [
-        #"{"v":2,"type":"new-mail"}"#, #"{"v":1,"type":"something-else"}"#, #"not json"#, #"{"type":"new-mail"}"#,
+        #"{"v":3,"type":"new-mail"}"#, #"{"v":1,"type":"new-mail","fastSync":{"kek":"AA","expires":1}}"#,
+        #"{"v":1,"type":"something-else"}"#, #"not json"#, #"{"type":"new-mail"}"#,
     ])
     func refusesContentThatIsNotAVersionOnePush(_ text: String) throws {
         let keys = WebPush.UserAgentKeys()
