@@ -188,3 +188,148 @@ extension TestServers.PinnedDovecot {
         }
     }
 }
+
+/// The FastSync path end to end: LMTP delivery → Dovecot's ox driver → coffer-notify → push with the KEK →
+/// `coffer push-handler` without a PIN → background sync while locked → the message is in the store.
+@Suite(.serialized) struct FastSyncCLITests {
+    static let pin = NotifyCLITests.pin
+
+    struct Stack {
+        let cli: CLIRunner
+        let dovecot: TestServers.PinnedDovecot
+        let service: NotifyService
+        let storage: SQLiteNotifyStorage
+        let folder: TemporaryDirectory
+        let clock: ServiceClock
+    }
+
+    /// A live service with escrow and a Dovecot that posts to it; a protected home with the IMAP account and a push
+    /// session.
+    func withStack(_ body: @escaping @Sendable (Stack) async throws -> Void) async throws {
+        let folder = TemporaryDirectory(prefix: "coffer-fastsync-service")
+        let storage = try SQLiteNotifyStorage(path: "\(folder.path)/notify.sqlite")
+        var logger = Logger(label: "coffer-notify-client-tests")
+        logger.logLevel = .warning
+        let box = AuthenticatorBox()
+        let clock = ServiceClock()
+        var service = NotifyService(
+            storage: storage,
+            authenticator: box,
+            settings: NotifyService.Settings(eventSecret: NotifyCLITests.eventSecret),
+            logger: logger,
+            now: { clock.now() }
+        )
+        service.escrow = try FastSyncEscrow(
+            path: "\(folder.path)/escrow.sqlite",
+            masterKey: Array(repeating: 3, count: 32)
+        )
+        let configured = service
+        try await Application(router: NotifyAPI.router(service: configured)).test(.live) { client in
+            let port = try #require(client.port)
+            let secret = String(decoding: NotifyCLITests.eventSecret, as: UTF8.self)
+            let dovecot = try TestServers.PinnedDovecot.start(
+                pushURL: "http://dovecot:\(secret)@127.0.0.1:\(port)/v1/events/dovecot"
+            )
+            defer { dovecot.stop() }
+            box.set(IMAPMailAuthenticator(configuration: try dovecot.imapConfiguration()))
+            let cli = CLIRunner(prefix: "coffer-fastsync-cli", ownRuntime: true)
+            #expect(try await cli.runOffPool(["init", "--account", "alice"]).status == 0)
+            #expect(try await cli.runOffPool(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let added = try await cli.runOffPool(
+                [
+                    "account", "add", "--imap",
+                    "imaps://\(TestServers.PinnedDovecot.name):\(dovecot.server.imapsPort)", "--user",
+                    TestServers.PinnedDovecot.user, "--ca-file", "\(dovecot.certs)/ca.pem", "--connect", "127.0.0.1",
+                    "--pin-stdin", "--password-stdin",
+                ],
+                input: "\(Self.pin)\n\(TestServers.PinnedDovecot.password)\n"
+            )
+            #expect(added.status == 0, "\(added.stderr)")
+            let registered = try await cli.runOffPool(
+                ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
+                input: "\(Self.pin)\n"
+            )
+            #expect(registered.status == 0, "\(registered.stderr)")
+            try await body(
+                Stack(cli: cli, dovecot: dovecot, service: configured, storage: storage, folder: folder, clock: clock)
+            )
+        }
+    }
+
+    func deliver(_ stack: Stack, subject: String) async throws -> [UInt8] {
+        let session = try #require(try await stack.storage.allSessions().first)
+        try stack.dovecot.deliver(
+            Array(
+                ("From: FastSync Canary <fastsync-sender@example.org>\r\nTo: alice@coffer.test\r\n"
+                    + "Subject: \(subject)\r\nMessage-ID: <\(UUID())@example.org>\r\n\r\nBody of \(subject).\r\n")
+                    .utf8
+            )
+        )
+        let pending = try await stack.service.pending(for: session, wait: .seconds(20))
+        let body = try #require(pending.last?.body)
+        _ = try await stack.storage.ack(sessionID: session.id, ids: pending.map(\.id))
+        return body
+    }
+
+    @Test func aPushSyncsWhileLockedAndTheKEKIsNeverOnDisk() async throws {
+        try await withStack { stack in
+            let cli = stack.cli
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(on.status == 0, "\(on.stderr)")
+            #expect(on.stdout.contains("FastSync is on until"))
+            let status = try await cli.runOffPool(["fastsync", "status"])
+            #expect(status.stdout.contains("FastSync is on until"), "\(status.stdout)\(status.stderr)")
+            let session = try #require(try await stack.storage.allSessions().first)
+            let escrowed = try #require(try await stack.service.escrow?.kek(for: session, now: Date()))
+
+            let subject = "FastSync canary subject 3c9d"
+            let body = try await deliver(stack, subject: subject)
+            // No PIN on standard input: only the push.
+            let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            #expect(handled.status == 0, "\(handled.stderr)")
+            #expect(handled.stdout.contains(subject))
+            #expect(handled.stdout.contains("FastSync: 1 new message sealed in the store while locked."))
+
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(listed.stdout.contains(subject), "\(listed.stdout)\(listed.stderr)")
+
+            // Neither the KEK (raw or as text), nor the token, nor the subject in the clear in any Coffer file.
+            let needles: [[UInt8]] = [
+                escrowed.kek, Array(Base64URL.encode(escrowed.kek).utf8), Array(subject.utf8),
+                Array("fastsync-sender@example.org".utf8),
+            ]
+            let hits = CanaryScanner.occurrences(of: needles, under: [cli.home.path, stack.folder.path])
+            #expect(hits.isEmpty, "\(hits)")
+
+            // Off: the record is gone here, the key on the service; the next push brings no key and syncs nothing.
+            let off = try await cli.runOffPool(["fastsync", "off", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(off.stdout.contains("deleted here and the key on the service"), "\(off.stdout)\(off.stderr)")
+            #expect(try await stack.service.escrow?.hasKEK(sessionID: session.id, now: Date()) == nil)
+            let after = try await deliver(stack, subject: "After off 11aa")
+            let plain = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(after))
+            #expect(plain.status == 0)
+            #expect(!plain.stdout.contains("FastSync:"))
+        }
+    }
+
+    @Test func anExpiredRecordIsRefusedEvenWhenTheServiceSendsTheKey() async throws {
+        try await withStack { stack in
+            let cli = stack.cli
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "2s", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(on.status == 0, "\(on.stderr)")
+            // The service's clock lags an hour behind: it still thinks the key is valid and sends it.
+            stack.clock.shift(-3600)
+            try await Task.sleep(for: .seconds(3))
+            let subject = "Expired canary 8e21"
+            let body = try await deliver(stack, subject: subject)
+            let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            #expect(handled.stdout.contains(subject))
+            #expect(handled.status == 1)
+            #expect(handled.stderr.contains("FastSync has expired on this device"), "\(handled.stderr)")
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(!listed.stdout.contains(subject))
+            let status = try await cli.runOffPool(["fastsync", "status"])
+            #expect(status.stdout.contains("FastSync expired"))
+        }
+    }
+}
