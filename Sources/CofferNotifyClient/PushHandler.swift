@@ -79,4 +79,33 @@ public enum PushHandler {
         }
         return input
     }
+
+    /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text
+    /// goes as arguments to the child, never through a shell or a file.
+    public static func showDesktopNotification(_ push: PushNotification) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard
+            environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
+                || environment["WAYLAND_DISPLAY"] != nil
+        else { return false }
+        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/notify-send" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let path else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = [
+            "--app-name=Coffer", "--",
+            "New mail from \(PushNotification.clean(push.from ?? "unknown sender"))",
+            PushNotification.clean(push.subject ?? "(no subject)"),
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        } catch {
+            return false
+        }
+    }
 }

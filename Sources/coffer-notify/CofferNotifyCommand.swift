@@ -159,6 +159,10 @@ struct Sessions: AsyncParsableCommand {
             let home = try NotifyHome(explicit: self.home.dataDir)
             let storage = try SQLiteNotifyStorage(path: home.database)
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
+            // Its FastSync key goes with it.
+            try await FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: home.masterKey()).delete(
+                sessionID: id
+            )
             print("revoked \(id)")
         }
     }

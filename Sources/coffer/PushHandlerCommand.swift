@@ -34,7 +34,7 @@ struct PushHandlerCommand: AsyncParsableCommand {
             let account = try device.chooseAccount(home.account)
             let keys = try PushSessionStore(keychain: device.keychain, account: account).loadKeys()
             let push = try PushHandler.open(PushHandler.body(fromInput: Array(input)), keys: keys)
-            if stdout || !Self.showDesktopNotification(push) { print(push.line) }
+            if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
             guard !noSync, let key = push.fastSync else { return }
             try await Self.fastSync(push, key: key, device: device, account: account)
         }
@@ -67,34 +67,5 @@ struct PushHandlerCommand: AsyncParsableCommand {
         print(
             "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
         )
-    }
-
-    /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text
-    /// goes as arguments to the child, never through a shell or a file.
-    static func showDesktopNotification(_ push: PushNotification) -> Bool {
-        let environment = ProcessInfo.processInfo.environment
-        guard
-            environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
-                || environment["WAYLAND_DISPLAY"] != nil
-        else { return false }
-        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/notify-send" }
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let path else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [
-            "--app-name=Coffer", "--",
-            "New mail from \(PushNotification.clean(push.from ?? "unknown sender"))",
-            PushNotification.clean(push.subject ?? "(no subject)"),
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus == 0
-        } catch {
-            return false
-        }
     }
 }
