@@ -109,12 +109,12 @@ extension TestServers.PinnedDovecot {
             let sessions = try await storage.allSessions()
             #expect(sessions.count == 1)
             #expect(sessions.first?.deviceName == "test laptop")
-            let again = try await cli.runOffPool(
+            let twice = try await cli.runOffPool(
                 ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
                 input: "\(Self.pin)\n"
             )
-            #expect(again.status == 1)
-            #expect(again.stderr.contains("already has a push session"))
+            #expect(twice.status == 1)
+            #expect(twice.stderr.contains("already has a push session"))
             // Status needs no PIN: nothing on standard input.
             let status = try await cli.runOffPool(["notify", "status"])
             #expect(status.status == 0, "\(status.stderr)")
@@ -185,6 +185,19 @@ extension TestServers.PinnedDovecot {
             let noKey = try await handlerCLI.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(noKey.status == 1)
             #expect(noKey.stderr.contains("no push session"))
+
+            // Logout drops the push items with the MainKey: no keychain item of the account is left.
+            let again = try await cli.runOffPool(
+                ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
+                input: "\(Self.pin)\n"
+            )
+            #expect(again.status == 0, "\(again.stderr)")
+            let keychainFolder = "\(cli.home.path)/keychain"
+            let withSession = TemporaryDirectory.files(below: keychainFolder).filter { !$0.contains("/.lock") }.count
+            let out = try await cli.runOffPool(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(out.status == 0, "\(out.stderr)")
+            let left = TemporaryDirectory.files(below: keychainFolder).filter { !$0.contains("/.lock") }
+            #expect(left.isEmpty, "\(withSession) items before logout, left: \(left)")
         }
     }
 }
