@@ -31,7 +31,7 @@ final class LogCollector: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if contents.components(separatedBy: needle).count - 1 >= count { return true }
-            try? await Task.sleep(for: .milliseconds(200))
+            try? await Task.sleep(for: .milliseconds(5))
         }
         return false
     }
