@@ -7,7 +7,7 @@ import Glibc
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `store`, `agent`, `sanitize`, `import-rss`, `sync` (default: all; `import-rss` writes a 1 GiB mbox,
+/// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync` (default: all; `import-rss` writes a 1 GiB mbox,
 /// `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
 /// changes that, and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
 /// too). `--check [--baselines FILE]` is the CI regression guard (``CheckBench``). Every figure is a median of several runs on this machine at this moment;
@@ -52,6 +52,7 @@ struct CofferBench {
             case "crypto": try CryptoBench.envelopes()
             case "stream": try CryptoBench.stream()
             case "unlock": try await UnlockBench.run()
+            case "tpm": try await TPMUnlockBench.run()
             case "store": try await StoreBench.run(messages: messages)
             case "agent": try await AgentBench.run()
             case "sanitize": try SanitizeBench.run()
@@ -61,7 +62,7 @@ struct CofferBench {
             case "sync": try SyncBench.run(messages: messages)
             default:
                 print(
-                    "unknown section \(section); known: crypto, stream, unlock, store, agent, sanitize, import-rss, sync"
+                    "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, sync"
                 )
                 exit(2)
             }

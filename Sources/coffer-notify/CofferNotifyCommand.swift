@@ -52,7 +52,7 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "coffer-notify")
         logger.logLevel = .info
         let home = try NotifyHome(explicit: self.home.dataDir)
-        _ = try home.masterKey()
+        let masterKey = try home.masterKey()
         let secret = try home.eventSecret()
         let storage = try SQLiteNotifyStorage(path: home.database)
         let authenticator: any MailAuthenticator =
@@ -60,13 +60,14 @@ struct Serve: AsyncParsableCommand {
         let webPush = try webPushSubject.map { subject in
             WebPushSender(signer: try VAPID.Signer(privateKey: try home.vapidKey(), subject: subject))
         }
-        let service = NotifyService(
+        var service = NotifyService(
             storage: storage,
             authenticator: authenticator,
             settings: NotifyService.Settings(eventSecret: secret),
             logger: logger,
             webPush: webPush
         )
+        service.escrow = try FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: masterKey)
         let application = Application(
             router: NotifyAPI.router(service: service),
             // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
@@ -158,6 +159,10 @@ struct Sessions: AsyncParsableCommand {
             let home = try NotifyHome(explicit: self.home.dataDir)
             let storage = try SQLiteNotifyStorage(path: home.database)
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
+            // Its FastSync key goes with it.
+            try await FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: home.masterKey()).delete(
+                sessionID: id
+            )
             print("revoked \(id)")
         }
     }
