@@ -52,9 +52,8 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "coffer-notify")
         logger.logLevel = .info
         let home = try NotifyHome(explicit: self.home.dataDir)
-        _ = try home.masterKey()
         let secret = try home.eventSecret()
-        let storage = try SQLiteNotifyStorage(path: home.database)
+        let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
         let authenticator: any MailAuthenticator =
             if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
         let webPush = try webPushSubject.map { subject in
@@ -131,7 +130,7 @@ struct Sessions: AsyncParsableCommand {
 
         func run() async throws {
             let home = try NotifyHome(explicit: self.home.dataDir)
-            let storage = try SQLiteNotifyStorage(path: home.database)
+            let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
             let all =
                 if let user { try await storage.sessions(user: user) } else { try await storage.allSessions() }
             let format = ISO8601DateFormatter()
@@ -156,7 +155,7 @@ struct Sessions: AsyncParsableCommand {
 
         func run() async throws {
             let home = try NotifyHome(explicit: self.home.dataDir)
-            let storage = try SQLiteNotifyStorage(path: home.database)
+            let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
             print("revoked \(id)")
         }

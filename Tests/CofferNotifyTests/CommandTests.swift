@@ -95,7 +95,7 @@ enum NotifyBinary {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
         defer { try? FileManager.default.removeItem(at: root) }
         let home = try NotifyHome(explicit: root.path)
-        let storage = try SQLiteNotifyStorage(path: home.database)
+        let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
         let date = Date()
         for (id, user) in [("s-alice", "alice"), ("s-bob", "bob")] {
             try await storage.createSession(
