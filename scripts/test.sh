@@ -10,6 +10,8 @@ COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --ski
 # for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot. The TPM suites
 # (a private swtpm per test on 127.0.0.1) run with them.
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter 'CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferSyncTests|CofferTPMTests' "$@"
+# coffer-notify's /account page in headless Chromium (Playwright in .venv): sign in, list, revoke, nothing runs.
+COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" swift test --skip-build --filter CofferNotifyTests.AccountBrowserTests "$@"
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.
