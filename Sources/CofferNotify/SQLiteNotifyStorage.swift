@@ -318,6 +318,17 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         }
     }
 
+    /// See ``NotifyStorage/liveSessionCount(now:)``.
+    public func liveSessionCount(now: Date) async throws(NotifyError) -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM session WHERE revoked = 0 AND expires > ?",
+                arguments: [now.timeIntervalSince1970]
+            ) ?? 0
+        }
+    }
+
     /// See ``NotifyStorage/purgeExpired(now:)``.
     public func purgeExpired(now: Date) async throws(NotifyError) -> Int {
         try await write { db in

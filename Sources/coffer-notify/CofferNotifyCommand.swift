@@ -6,6 +6,7 @@ import CofferTransport
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 
 /// `coffer-notify`: the notification service and its admin commands.
 @main
@@ -47,6 +48,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connect to this address instead of the IMAP host name (tests).") var imapConnectAddress: String?
     @Option(help: "Turn on RFC 8030 Web Push with VAPID; the contact (mailto: or https:) push services see.")
     var webPushSubject: String?
+    @Option(help: "Serve Prometheus metrics (GET /metrics) on this port of --metrics-host (default: off; 0: any).")
+    var metricsPort: Int?
+    @Option(help: "The address of the metrics listener.") var metricsHost = "127.0.0.1"
 
     func run() async throws {
         var logger = Logger(label: "coffer-notify")
@@ -71,7 +75,7 @@ struct Serve: AsyncParsableCommand {
             // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
             server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
-            services: [PurgeService(service: service)],
+            services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger),
             onServerRunning: { channel in
                 // One line on stdout that scripts and tests read; never a secret.
                 let line = "coffer-notify listening on \(host):\(channel.localAddress?.port ?? port)\n"
@@ -84,6 +88,23 @@ struct Serve: AsyncParsableCommand {
             metadata: ["imap": "\(imap ?? "none")"]
         )
         try await application.runService()
+    }
+
+    /// The separate metrics listener, when `--metrics-port` is given; it prints its own line when it listens.
+    func metricsListener(service: NotifyService, logger: Logger) -> [any Service] {
+        guard let metricsPort else { return [] }
+        let host = metricsHost
+        return [
+            Application(
+                router: NotifyAPI.metricsRouter(service: service),
+                configuration: .init(address: .hostname(host, port: metricsPort), serverName: nil),
+                onServerRunning: { channel in
+                    let line = "coffer-notify metrics on \(host):\(channel.localAddress?.port ?? metricsPort)\n"
+                    FileHandle.standardOutput.write(Data(line.utf8))
+                },
+                logger: logger
+            )
+        ]
     }
 
     func imapConfiguration(_ text: String) throws -> IMAPConfiguration {
