@@ -36,8 +36,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip
     >/dev/null
 fi
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$venv/bin/python" -c 'import playwright, nh3, http_ece, cryptography, py_vapid' >/dev/null 2>&1; then
-  echo "setup: creating .venv with playwright, nh3, http_ece, cryptography and py_vapid"
+if ! "$venv/bin/python" -c 'import playwright, nh3, http_ece, cryptography, py_vapid, schemathesis' >/dev/null 2>&1; then
+  echo "setup: creating .venv with playwright, nh3, http_ece, cryptography, py_vapid and schemathesis"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check playwright nh3 http_ece cryptography py_vapid
+  "$venv/bin/pip" install -q --disable-pip-version-check playwright nh3 http_ece cryptography py_vapid schemathesis
 fi

@@ -12,6 +12,8 @@ COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --ski
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter 'CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferSyncTests|CofferTPMTests' "$@"
 # coffer-notify's /account page in headless Chromium (Playwright in .venv): sign in, list, revoke, nothing runs.
 COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" swift test --skip-build --filter CofferNotifyTests.AccountBrowserTests "$@"
+# schemathesis over docs/notify-openapi.yaml against a live coffer-notify: no 5xx, answers match, auth enforced.
+COFFER_SCHEMATHESIS="$PWD/.venv/bin/schemathesis" swift test --skip-build --filter CofferNotifyTests.OpenAPITests "$@"
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.
