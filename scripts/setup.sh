@@ -15,6 +15,8 @@ dpkg -s dovecot-lmtpd >/dev/null 2>&1 || need+=(dovecot-lmtpd)
 dpkg -s libtss2-dev >/dev/null 2>&1 || need+=(libtss2-dev)
 dpkg -s swtpm >/dev/null 2>&1 || need+=(swtpm)
 dpkg -s swtpm-tools >/dev/null 2>&1 || need+=(swtpm-tools)
+# coffer-notify's PostgreSQL storage tests: a private cluster (scripts/postgres.sh: initdb in a temp folder, loopback).
+dpkg -s postgresql >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"

@@ -14,6 +14,14 @@ COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --fil
 COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" swift test --skip-build --filter CofferNotifyTests.AccountBrowserTests "$@"
 # schemathesis over docs/notify-openapi.yaml against a live coffer-notify: no 5xx, answers match, auth enforced.
 COFFER_SCHEMATHESIS="$PWD/.venv/bin/schemathesis" swift test --skip-build --filter CofferNotifyTests.OpenAPITests "$@"
+# coffer-notify on PostgreSQL: a private initdb cluster on loopback (scripts/postgres.sh), stopped at the end; the
+# storage conformance suite on both engines, two instances on one database, `--config` in the binary.
+eval "$(bash scripts/postgres.sh start | sed 's/^/export /')"
+trap 'bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"' EXIT
+COFFER_NOTIFY_BIN="$(swift build --show-bin-path)/coffer-notify" swift test --skip-build \
+  --filter 'CofferNotifyTests.(StorageConformanceTests|TwoInstanceTests|ConfigTests)' "$@"
+bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"
+trap - EXIT
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.

@@ -22,6 +22,16 @@ struct CofferNotifyCommand: AsyncParsableCommand {
 struct HomeOptions: ParsableArguments {
     @Option(help: "The data folder (default $XDG_DATA_HOME/coffer-notify).")
     var dataDir: String?
+    @Option(help: "A JSON config file choosing the storage (sqlite or postgres); see docs/NOTIFY.md.")
+    var config: String?
+
+    /// The data folder and the storage the config chooses.
+    func open(logger: Logger) async throws -> (NotifyHome, any NotifyStorage, PostgresNotifyStorage?) {
+        let home = try NotifyHome(explicit: dataDir)
+        let config = try config.map { path throws(NotifyError) in try NotifyConfig.load(path: path) } ?? NotifyConfig()
+        let (storage, postgres) = try await config.openStorage(home: home, logger: logger)
+        return (home, storage, postgres)
+    }
 }
 
 /// Refuses every registration: `serve` without `--imap` has no mail server to check credentials with.
@@ -55,9 +65,8 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "coffer-notify")
         logger.logLevel = .info
-        let home = try NotifyHome(explicit: self.home.dataDir)
+        let (home, storage, postgres) = try await self.home.open(logger: logger)
         let secret = try home.eventSecret()
-        let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
         let authenticator: any MailAuthenticator =
             if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
         let webPush = try webPushSubject.map { subject in
@@ -75,7 +84,8 @@ struct Serve: AsyncParsableCommand {
             // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
             server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
-            services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger),
+            services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger)
+                + (postgres.map { [PostgresWakeService(storage: $0, service: service)] } ?? []),
             onServerRunning: { channel in
                 // One line on stdout that scripts and tests read; never a secret.
                 let line = "coffer-notify listening on \(host):\(channel.localAddress?.port ?? port)\n"
@@ -150,8 +160,7 @@ struct Sessions: AsyncParsableCommand {
         @Option(help: "Only this user's sessions.") var user: String?
 
         func run() async throws {
-            let home = try NotifyHome(explicit: self.home.dataDir)
-            let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
+            let (_, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
             let all =
                 if let user { try await storage.sessions(user: user) } else { try await storage.allSessions() }
             let format = ISO8601DateFormatter()
@@ -175,8 +184,7 @@ struct Sessions: AsyncParsableCommand {
         @Argument(help: "The session id (from `sessions list`).") var id: String
 
         func run() async throws {
-            let home = try NotifyHome(explicit: self.home.dataDir)
-            let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
+            let (_, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
             print("revoked \(id)")
         }
