@@ -5,6 +5,7 @@ import CofferPush
 import CofferTransport
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import ServiceLifecycle
 
@@ -81,8 +82,15 @@ struct Serve: AsyncParsableCommand {
         )
         let application = Application(
             router: NotifyAPI.router(service: service),
-            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
-            server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
+            // `/v1/stream/ws` upgrades to a WebSocket (frames ≤ 64 KiB, pinged every 30 s).
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: NotifyAPI.webSocketRouter(service: service),
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(60)),
+                    ws: .init(maxFrameSize: 64 * 1024)
+                )
+            ),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger)
                 + (postgres.map { [PostgresWakeService(storage: $0, service: service)] } ?? []),
