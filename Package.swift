@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "CofferTPM", targets: ["CofferTPM"]),
         .library(name: "CofferSync", targets: ["CofferSync"]),
         .library(name: "CofferNotify", targets: ["CofferNotify"]),
+        .library(name: "CofferNotifyClient", targets: ["CofferNotifyClient"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
         .executable(name: "coffer-notify", targets: ["coffer-notify"]),
@@ -53,7 +54,7 @@ let package = Package(
             ]
         ),
         .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
-        .target(name: "CofferKeymaker", dependencies: ["CofferCrypto", "CofferKeychain"]),
+        .target(name: "CofferKeymaker", dependencies: ["CofferCrypto", "CofferKeychain", "CofferTPM"]),
         .target(name: "CofferTesting", dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
         // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
         .target(name: "CofferHTML"),
@@ -78,7 +79,7 @@ let package = Package(
             name: "CofferApp",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
-                .product(name: "Logging", package: "swift-log"),
+                "CofferNotifyClient", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -144,6 +145,17 @@ let package = Package(
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             ]
         ),
+        // The device's side of push: the session's keys in the keychain, the service's API over pinned TLS, the push
+        // handler that opens a push without the MainKey.
+        .target(
+            name: "CofferNotifyClient",
+            dependencies: [
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferPush", "CofferStore", "CofferSync",
+                "CofferTransport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "coffer-notify",
             dependencies: [
@@ -160,7 +172,7 @@ let package = Package(
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync",
+                "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync", "CofferNotifyClient", "CofferPush",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -235,7 +247,10 @@ let package = Package(
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
-        .testTarget(name: "CofferTPMTests", dependencies: ["CofferTPM", "CofferTesting"]),
+        .testTarget(
+            name: "CofferTPMTests",
+            dependencies: ["CofferTPM", "CofferKeymaker", "CofferKeychain", "CofferTesting"]
+        ),
         .testTarget(
             name: "CofferSyncTests",
             dependencies: [
@@ -256,6 +271,16 @@ let package = Package(
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ]
+        ),
+        .testTarget(
+            name: "CofferNotifyClientTests",
+            dependencies: [
+                "CofferNotifyClient", "CofferNotify", "CofferPush", "CofferKeychain", "CofferCrypto", "CofferTesting",
+                "CofferIMAP", "CofferTransport", "CofferKeymaker", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
     ],

@@ -4,12 +4,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 swift build --build-tests
-COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip 'CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferSyncTests|CofferTPMTests' "$@"
+# The network and TPM suites: run on their own, below.
+network='CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferNotifyClientTests|CofferSyncTests|CofferTPMTests|TPMCLITests'
+COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network" "$@"
 # The network suites (a private Dovecot and TLS servers on 127.0.0.1) run on their own: certificate validation runs
 # on Swift's cooperative thread pool, which the CLI suites' blocking process waits can starve on a 2-core machine
 # for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot. The TPM suites
 # (a private swtpm per test on 127.0.0.1) run with them.
-COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter 'CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferSyncTests|CofferTPMTests' "$@"
+COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$network" "$@"
 # coffer-notify's /account page in headless Chromium (Playwright in .venv): sign in, list, revoke, nothing runs.
 COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" swift test --skip-build --filter CofferNotifyTests.AccountBrowserTests "$@"
 # schemathesis over docs/notify-openapi.yaml against a live coffer-notify: no 5xx, answers match, auth enforced.

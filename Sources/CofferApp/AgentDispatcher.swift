@@ -31,6 +31,7 @@ public final class AgentDispatcher: Sendable {
         case .unlock: request.method == "pin"
         case .protect: (request.strategy == "pin" && request.remove != true) || request.method == "pin"
         case .logout: request.method == "pin"
+        case .accountAdd: true
         default: false
         }
     }
@@ -173,6 +174,16 @@ public final class AgentDispatcher: Sendable {
         case .sync:
             reply.synced = try await SyncHandler(dependencies: try user(request))
                 .sync(id: request.id, folders: request.folders ?? [], batch: request.batch)
+        case .accountAdd:
+            let password = try need(secret, "password").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            (reply.serverID, reply.pinCheck) = try await SyncHandler(dependencies: try user(request))
+                .addAccount(try need(request.server, "server"), password: password)
+        case .accountShow:
+            reply.servers = try await SyncHandler(dependencies: try user(request)).accounts()
+        case .accountRemove:
+            let id = try need(request.id, "id")
+            reply.removedMessages = try await SyncHandler(dependencies: try user(request)).removeAccount(id)
+            reply.serverID = id
         }
         return reply
     }

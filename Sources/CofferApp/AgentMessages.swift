@@ -38,8 +38,62 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case save
     /// Import a file or folder into the store.
     case `import`
-    /// Sync the IMAP account ``AgentRequest/id`` (or the only one): ``AgentRequest/folders``, else INBOX.
+    /// Sync the IMAP account ``AgentRequest/id`` (or the only one): ``AgentRequest/folders``, else INBOX and every
+    /// subscribed folder.
     case sync
+    /// Check a login to ``AgentRequest/server`` (its password follows as a secret frame), then store the account.
+    case accountAdd = "account-add"
+    /// The IMAP accounts, without passwords.
+    case accountShow = "account-show"
+    /// Remove the IMAP account ``AgentRequest/id`` and the mail synced only through it.
+    case accountRemove = "account-remove"
+}
+
+/// An IMAP account's settings as they travel over the agent socket: everything but the password (which, for
+/// account-add, travels in a secret frame and is zeroed there).
+public struct ServerSettings: Codable, Sendable, Equatable {
+    /// The account's number (account-show).
+    public var id: Int64?
+    /// The host name the certificate must carry.
+    public var host: String
+    /// The port.
+    public var port: Int
+    /// STARTTLS on a plain connection instead of implicit TLS.
+    public var startTLS: Bool
+    /// The login name.
+    public var username: String
+    /// SPKI pins (base64 SHA-256).
+    public var pins: [String]
+    /// A PEM bundle of CAs instead of the system store (an absolute path).
+    public var caFile: String?
+    /// An address to connect to instead of the host.
+    public var connectAddress: String?
+
+    /// Settings from an account record (its password left out).
+    public init(_ server: ServerAccount, id: Int64? = nil) {
+        self.id = id
+        host = server.host
+        port = server.port
+        startTLS = server.startTLS
+        username = server.username
+        pins = server.pins
+        caFile = server.caFile
+        connectAddress = server.connectAddress
+    }
+
+    /// The account record with `password`.
+    public func account(password: String) -> ServerAccount {
+        ServerAccount(
+            host: host,
+            port: port,
+            username: username,
+            password: password,
+            pins: pins,
+            caFile: caFile,
+            connectAddress: connectAddress,
+            startTLS: startTLS
+        )
+    }
 }
 
 /// One request (a JSON object in a request frame). Only the fields the operation uses are set.
@@ -72,8 +126,10 @@ public struct AgentRequest: Codable, Sendable, Equatable {
     public var remove: Bool?
     /// hello: the protocol version the client speaks (absent: the agent answers with its own and checks nothing).
     public var version: Int?
-    /// sync: the folders (INBOX when absent or empty).
+    /// sync: the folders (INBOX and every subscribed folder when absent or empty).
     public var folders: [String]?
+    /// account-add: the server's settings (the password follows as a secret frame).
+    public var server: ServerSettings?
 
     /// A request for `op`.
     public init(_ op: AgentOperation, account: String? = nil) {
@@ -185,6 +241,14 @@ public struct AgentReply: Codable, Sendable {
     public var policy: String?
     /// sync: what the sync did.
     public var synced: SyncSummary?
+    /// account-show: the IMAP accounts, without passwords.
+    public var servers: [ServerSettings]?
+    /// account-add: the new account's number; account-remove: the account removed.
+    public var serverID: Int64?
+    /// account-add: what the pin check found, as a phrase (`pin … matched`, `not pinned`).
+    public var pinCheck: String?
+    /// account-remove: how many messages went with the account.
+    public var removedMessages: Int?
 
     /// A success with no fields yet.
     public static var success: AgentReply { AgentReply(ok: true) }

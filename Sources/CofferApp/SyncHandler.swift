@@ -40,4 +40,36 @@ public struct SyncHandler: Sendable {
             throw StoreError.locked
         }
     }
+
+    /// Checks a login to `settings` with `password` (pinned as the settings say), then stores the account sealed.
+    ///
+    /// - Returns: The account's number and what the pin check found.
+    public func addAccount(_ settings: ServerSettings, password: String) async throws -> (Int64, String) {
+        let store = try dependencies.mailStore
+        guard !password.isEmpty else { throw AgentFailure(.badRequest, "No password was given.") }
+        guard settings.caFile.map({ $0.hasPrefix("/") }) ?? true else {
+            throw AgentFailure(.badRequest, "The CA bundle's path must be absolute.")
+        }
+        let account = settings.account(password: password)
+        do {
+            let check = try await Syncer(store: store).checkLogin(account)
+            return (try await store.addServerAccount(account), check)
+        } catch SyncError.locked {
+            throw StoreError.locked
+        }
+    }
+
+    /// The IMAP accounts, without passwords.
+    public func accounts() async throws -> [ServerSettings] {
+        try await dependencies.mailStore.serverAccounts().map { ServerSettings($0.server, id: $0.id) }
+    }
+
+    /// Removes the IMAP account `id`; returns how many messages went with it.
+    public func removeAccount(_ id: Int64) async throws -> Int {
+        let store = try dependencies.mailStore
+        guard try await store.serverAccounts().contains(where: { $0.id == id }) else {
+            throw AgentFailure(.badRequest, "There is no mail server account \(id).")
+        }
+        return try await store.removeAccount(id)
+    }
 }

@@ -1,4 +1,5 @@
 import CofferTransport
+import Foundation
 import NIOCore
 import NIOPosix
 
@@ -19,16 +20,32 @@ public struct IMAPConfiguration: Sendable {
     public var security: IMAPSecurity
     /// The parser's bounds.
     public var limits: IMAPResponseParser.Limits
+    /// Capabilities to act as if the server did not offer (upper-case), such as `QRESYNC` to force the plain UID
+    /// diff; the security-relevant `STARTTLS` and `LOGINDISABLED` are never ignored.
+    public var ignoredCapabilities: Set<String>
+    /// How long the server may stay silent while an answer is due (IDLE excepted) before the connection is
+    /// dropped with ``IMAPError/stalled(seconds:)``; nil waits for ever.
+    public var responseTimeout: Duration?
+    /// Called with the name of every command sent (`UID STORE`, `SELECT`…), never its arguments: lets a caller
+    /// count round trips.
+    public var onCommand: (@Sendable (String) -> Void)?
 
     /// Creates a configuration.
     public init(
         tls: PinnedTLSConfiguration,
         security: IMAPSecurity = .implicitTLS,
-        limits: IMAPResponseParser.Limits = .init()
+        limits: IMAPResponseParser.Limits = .init(),
+        ignoredCapabilities: Set<String> = [],
+        responseTimeout: Duration? = .seconds(120),
+        onCommand: (@Sendable (String) -> Void)? = nil
     ) {
+        self.responseTimeout = responseTimeout
         self.tls = tls
         self.security = security
         self.limits = limits
+        self.ignoredCapabilities = Set(ignoredCapabilities.map { $0.uppercased() })
+            .subtracting(["STARTTLS", "LOGINDISABLED"])
+        self.onCommand = onCommand
     }
 }
 
@@ -50,6 +67,13 @@ public struct SelectedMailbox: Sendable, Equatable {
     public var permanentFlags: [String] = []
     /// True when selected read-only (EXAMINE, or the server said READ-ONLY).
     public var readOnly: Bool = false
+    /// With a QRESYNC select: the UIDs expunged since the given mod-sequence (`VANISHED (EARLIER)`), as ranges.
+    public var vanished: [ClosedRange<UInt32>] = []
+    /// With a QRESYNC select: the messages whose flags changed since the given mod-sequence (UID, FLAGS, MODSEQ).
+    public var changed: [FetchedMessage] = []
+    /// Whether the select carried QRESYNC parameters that the server accepted (so ``vanished`` and ``changed``
+    /// are complete).
+    public var resynchronized: Bool = false
 }
 
 /// One message from UID FETCH.
@@ -97,11 +121,50 @@ public actor IMAPClient {
     private var unsolicited: [UntaggedResponse] = []
     /// What the pin policy decided about the server's validated chain.
     public private(set) var pinEvaluation: PinEvaluation
+    private let ignoredCapabilities: Set<String>
+    private let onCommand: (@Sendable (String) -> Void)?
 
-    private init(channel: any Channel, queue: IMAPEventQueue, pinEvaluation: PinEvaluation) {
+    private init(
+        channel: any Channel,
+        queue: IMAPEventQueue,
+        pinEvaluation: PinEvaluation,
+        configuration: IMAPConfiguration
+    ) {
         self.channel = channel
         self.queue = queue
         self.pinEvaluation = pinEvaluation
+        self.ignoredCapabilities = configuration.ignoredCapabilities
+        self.onCommand = configuration.onCommand
+        if let timeout = configuration.responseTimeout { Self.startWatchdog(queue: queue, channel: channel, timeout) }
+    }
+
+    /// Fails the connection with `.stalled` when a whole `timeout` passes in which the client waited for the
+    /// server outside IDLE and nothing at all arrived (a body chunk counts). Ends with the connection.
+    private static func startWatchdog(queue: IMAPEventQueue, channel: any Channel, _ timeout: Duration) {
+        let tick = timeout / 2
+        let seconds = Int(timeout.components.seconds)
+        Task.detached {
+            var last = queue.watch
+            var silentTicks = 0
+            while true {
+                try? await Task.sleep(for: tick)
+                let now = queue.watch
+                if now.ended { return }
+                silentTicks = now.starving && last.starving && now.pushed == last.pushed ? silentTicks + 1 : 0
+                last = now
+                if silentTicks >= 2 {
+                    queue.push(.failed(.stalled(seconds: seconds)))
+                    channel.close(promise: nil)
+                    return
+                }
+            }
+        }
+    }
+
+    private func setCapabilities(_ names: [String]) {
+        capabilities = Set(names.map { $0.uppercased() }).subtracting(ignoredCapabilities).subtracting(
+            ignoredCapabilities
+        )
     }
 
     /// Connects over pinned TLS (implicit, or STARTTLS before anything else) and reads the greeting.
@@ -126,7 +189,12 @@ public actor IMAPClient {
             } catch {
                 throw .transport(error.description)
             }
-            let client = IMAPClient(channel: connection.output, queue: queue, pinEvaluation: connection.pinEvaluation)
+            let client = IMAPClient(
+                channel: connection.output,
+                queue: queue,
+                pinEvaluation: connection.pinEvaluation,
+                configuration: configuration
+            )
             try await client.readGreeting()
             return client
         case .startTLS:
@@ -137,7 +205,12 @@ public actor IMAPClient {
                 throw .transport(error.description)
             }
             // Not pinned yet: the client is handed out only after startTLS has checked the chain and the pins.
-            let client = IMAPClient(channel: channel, queue: queue, pinEvaluation: .notPinned)
+            let client = IMAPClient(
+                channel: channel,
+                queue: queue,
+                pinEvaluation: .notPinned,
+                configuration: configuration
+            )
             try await client.readGreeting()
             try await client.startTLS(configuration.tls)
             return client
@@ -188,7 +261,7 @@ public actor IMAPClient {
             await closeChannel()
             throw .unexpectedResponse(expected: "a greeting")
         }
-        if case .capability(let names) = code { capabilities = Set(names.map { $0.uppercased() }) }
+        if case .capability(let names) = code { setCapabilities(names) }
         switch status {
         case .ok, .preauth: break
         default:
@@ -217,8 +290,9 @@ public actor IMAPClient {
     /// AUTHENTICATE PLAIN (RFC 4616), the credentials in the continuation (or initial response with SASL-IR).
     public func authenticatePlain(user: String, password: String) async throws(IMAPError) {
         guard capabilities.contains("AUTH=PLAIN") else { throw .missingCapability("AUTH=PLAIN") }
-        let token = Base64.encode([0] + Array(user.utf8) + [0] + Array(password.utf8))
+        let token = Data([0] + Array(user.utf8) + [0] + Array(password.utf8)).base64EncodedString()
         let encoded = try encoder.encode(IMAPCommand("AUTHENTICATE", [.atom("PLAIN")]))
+        onCommand?("AUTHENTICATE")
         try await write(encoded.parts[0])
         var done: TaggedResponse?
         var untagged: [UntaggedResponse] = []
@@ -251,10 +325,31 @@ public actor IMAPClient {
         return result
     }
 
+    /// LSUB: the subscribed mailboxes matching `pattern` (names as the server sends them, modified UTF-7).
+    public func subscribed(reference: String = "", pattern: String = "*") async throws(IMAPError) -> [MailboxListing] {
+        let untagged = try await run(IMAPCommand("LSUB", [.string(reference), .string(pattern)]))
+        return untagged.compactMap { if case .list(let listing) = $0 { listing } else { nil } }
+    }
+
     /// SELECT (or EXAMINE when `readOnly`); asks for CONDSTORE data when the server offers it.
-    public func select(_ mailbox: String, readOnly: Bool = false) async throws(IMAPError) -> SelectedMailbox {
+    ///
+    /// With `qresync` (the UIDVALIDITY and HIGHESTMODSEQ a previous session ended with) and QRESYNC enabled, the
+    /// server also reports what changed since (RFC 7162 3.2.5): the expunged UIDs in ``SelectedMailbox/vanished``
+    /// and the changed flags in ``SelectedMailbox/changed``.
+    public func select(
+        _ mailbox: String,
+        readOnly: Bool = false,
+        qresync: (uidValidity: UInt32, modSeq: UInt64)? = nil
+    ) async throws(IMAPError) -> SelectedMailbox {
         var arguments: [IMAPArgument] = [.string(mailbox)]
-        if capabilities.contains("CONDSTORE"), !enabled.contains("CONDSTORE") {
+        let resync = qresync.flatMap { enabled.contains("QRESYNC") && $0.modSeq > 0 ? $0 : nil }
+        if let resync {
+            arguments.append(
+                .list([
+                    .atom("QRESYNC"), .list([.atom(String(resync.uidValidity)), .atom(String(resync.modSeq))]),
+                ])
+            )
+        } else if capabilities.contains("CONDSTORE"), !enabled.contains("CONDSTORE"), !enabled.contains("QRESYNC") {
             arguments.append(.list([.atom("CONDSTORE")]))
         }
         selected = nil
@@ -267,11 +362,23 @@ public actor IMAPClient {
             case .exists(let count): mailboxState.exists = count
             case .flags(let flags): mailboxState.flags = flags
             case .condition(_, let code?, _): apply(code, to: &mailboxState)
+            case .vanished(_, let set) where resync != nil:
+                guard let ranges = UIDSet.ranges(set) else { throw .unexpectedResponse(expected: "a set of UIDs") }
+                mailboxState.vanished += ranges
+            case .fetch(_, let items) where resync != nil:
+                let (message, hasUID) = Self.message(items)
+                if hasUID { mailboxState.changed.append(message) }
             default: break
             }
         }
         if let code = done.code { apply(code, to: &mailboxState) }
         try check(done, command: readOnly ? "EXAMINE" : "SELECT")
+        // The server answers a stale UIDVALIDITY with a plain select: nothing it reports is relative to modSeq.
+        mailboxState.resynchronized = resync != nil && mailboxState.uidValidity == resync?.uidValidity
+        if !mailboxState.resynchronized {
+            mailboxState.vanished = []
+            mailboxState.changed = []
+        }
         selected = mailboxState
         return mailboxState
     }
@@ -291,6 +398,7 @@ public actor IMAPClient {
     public func uidFetch(
         _ uidSet: String,
         body: Bool = true,
+        changedSince: UInt64? = nil,
         onBodyChunk: (@Sendable (_ sequence: UInt32, _ chunk: [UInt8]) -> Void)? = nil
     ) async throws(IMAPError) -> [FetchedMessage] {
         var items: [IMAPArgument] = [.atom("UID"), .atom("FLAGS"), .atom("INTERNALDATE"), .atom("RFC822.SIZE")]
@@ -308,25 +416,18 @@ public actor IMAPClient {
             default: break
             }
         }
-        let untagged = try await run(IMAPCommand("UID FETCH", [.atom(uidSet), .list(items)]), body: sink)
+        var arguments: [IMAPArgument] = [.atom(uidSet), .list(items)]
+        if let changedSince, capabilities.contains("CONDSTORE") {
+            arguments.append(.list([.atom("CHANGEDSINCE"), .atom(String(changedSince))]))
+        }
+        let untagged = try await run(IMAPCommand("UID FETCH", arguments), body: sink)
         var messages: [FetchedMessage] = []
         for case .fetch(let sequence, let fetchItems) in untagged {
-            var message = FetchedMessage(uid: 0)
-            var hasUID = false
-            for item in fetchItems {
-                switch item {
-                case .uid(let uid):
-                    message.uid = uid
-                    hasUID = true
-                case .flags(let flags): message.flags = flags
-                case .internalDate(let seconds): message.internalDate = seconds
-                case .rfc822Size(let size): message.size = size
-                case .modSeq(let value): message.modSeq = value
-                case .body(let section, _, let data) where section.isEmpty: message.body = data ?? []
-                case .streamedBody(let section, _, _) where section.isEmpty:
-                    if onBodyChunk == nil { message.body = assembled.removeValue(forKey: sequence) ?? [] }
-                default: break
-                }
+            var (message, hasUID) = Self.message(fetchItems)
+            if fetchItems.contains(where: { if case .streamedBody("", _, _) = $0 { true } else { false } }),
+                onBodyChunk == nil
+            {
+                message.body = assembled.removeValue(forKey: sequence) ?? []
             }
             // A FETCH without UID is an unsolicited flag update, not an answer to this command.
             if hasUID {
@@ -367,6 +468,9 @@ public actor IMAPClient {
     public func idle(timeout: Duration) async throws(IMAPError) -> [UntaggedResponse] {
         guard capabilities.contains("IDLE") else { throw .missingCapability("IDLE") }
         let encoded = try encoder.encode(IMAPCommand("IDLE"))
+        onCommand?("IDLE")
+        queue.setIdling(true)
+        defer { queue.setIdling(false) }
         try await write(encoded.parts[0])
         var changes: [UntaggedResponse] = []
         var timer: Task<Void, Never>?
@@ -448,6 +552,26 @@ public actor IMAPClient {
 
     // MARK: - Plumbing
 
+    /// A FETCH response's items as a message, and whether it carried a UID.
+    private static func message(_ items: [FetchItem]) -> (FetchedMessage, Bool) {
+        var message = FetchedMessage(uid: 0)
+        var hasUID = false
+        for item in items {
+            switch item {
+            case .uid(let uid):
+                message.uid = uid
+                hasUID = true
+            case .flags(let flags): message.flags = flags
+            case .internalDate(let seconds): message.internalDate = seconds
+            case .rfc822Size(let size): message.size = size
+            case .modSeq(let value): message.modSeq = value
+            case .body(let section, _, let data) where section.isEmpty: message.body = data ?? []
+            default: break
+            }
+        }
+        return (message, hasUID)
+    }
+
     private func apply(_ code: ResponseCode, to mailbox: inout SelectedMailbox) {
         switch code {
         case .uidValidity(let value): mailbox.uidValidity = value
@@ -483,6 +607,7 @@ public actor IMAPClient {
         guard !closed else { throw .connectionClosed }
         encoder.literalPlus = capabilities.contains("LITERAL+")
         let encoded = try encoder.encode(command)
+        onCommand?(command.name)
         var untagged: [UntaggedResponse] = []
         for (index, part) in encoded.parts.enumerated() {
             try await write(part)
@@ -504,7 +629,7 @@ public actor IMAPClient {
             case .untagged(let response)?: absorb(response, into: &untagged)
             case .tagged(let tagged)?:
                 guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "the tag \(encoded.tag)") }
-                if case .capability(let names)? = tagged.code { capabilities = Set(names.map { $0.uppercased() }) }
+                if case .capability(let names)? = tagged.code { setCapabilities(names) }
                 return (untagged, tagged)
             case .continuation?:
                 await closeChannel()
@@ -516,8 +641,8 @@ public actor IMAPClient {
 
     private func absorb(_ response: UntaggedResponse, into untagged: inout [UntaggedResponse]) {
         switch response {
-        case .capability(let names): capabilities = Set(names.map { $0.uppercased() })
-        case .condition(_, .capability(let names)?, _): capabilities = Set(names.map { $0.uppercased() })
+        case .capability(let names): setCapabilities(names)
+        case .condition(_, .capability(let names)?, _): setCapabilities(names)
         case .enabled(let names): enabled.formUnion(names.map { $0.uppercased() })
         case .exists(let count): selected?.exists = count
         default: break
@@ -587,27 +712,5 @@ public actor IMAPClient {
     private func closeChannel() async {
         closed = true
         try? await channel.close()
-    }
-}
-
-/// Base64 without Foundation (for AUTHENTICATE).
-enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: [UInt8]) -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = 0
-        while index < bytes.count {
-            let b0 = bytes[index]
-            let b1 = index + 1 < bytes.count ? bytes[index + 1] : 0
-            let b2 = index + 2 < bytes.count ? bytes[index + 2] : 0
-            out.append(alphabet[Int(b0 >> 2)])
-            out.append(alphabet[Int((b0 & 0x03) << 4 | b1 >> 4)])
-            out.append(index + 1 < bytes.count ? alphabet[Int((b1 & 0x0F) << 2 | b2 >> 6)] : UInt8(ascii: "="))
-            out.append(index + 2 < bytes.count ? alphabet[Int(b2 & 0x3F)] : UInt8(ascii: "="))
-            index += 3
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -28,6 +28,8 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
     case plaintextAfterStartTLS
     /// The operation did not complete in time, or its task was cancelled.
     case cancelled
+    /// The server sent nothing for this many seconds while an answer was awaited; the connection was dropped.
+    case stalled(seconds: Int)
     /// The pinned TLS connection failed (the transport's own sentence).
     case transport(String)
 
@@ -59,6 +61,8 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "the connection was dropped."
         case .cancelled:
             "The IMAP operation was cancelled or timed out."
+        case .stalled(let seconds):
+            "The IMAP server sent nothing for \(seconds) seconds while an answer was due; the connection was dropped."
         case .transport(let sentence):
             sentence
         }

@@ -14,12 +14,17 @@ final class IMAPEventQueue: Sendable {
         var head = 0
         var waiter: CheckedContinuation<IMAPInbound, Never>?
         var terminal: IMAPError?
+        /// Items pushed so far (the watchdog's sign of life).
+        var pushed: UInt64 = 0
+        /// While true (IDLE) a silent server is expected.
+        var idling = false
     }
 
     private let state = Mutex(State())
 
     func push(_ item: IMAPInbound) {
         let waiter: CheckedContinuation<IMAPInbound, Never>? = state.withLock { state in
+            state.pushed &+= 1
             if case .failed(let error) = item {
                 if state.terminal != nil { return nil }
                 state.terminal = error
@@ -32,6 +37,15 @@ final class IMAPEventQueue: Sendable {
             return nil
         }
         waiter?.resume(returning: item)
+    }
+
+    /// Marks the time in which the server may stay silent (IDLE).
+    func setIdling(_ idling: Bool) { state.withLock { $0.idling = idling } }
+
+    /// What the watchdog looks at: items pushed so far, whether the client waits for one with none queued outside
+    /// IDLE, and whether the stream has ended.
+    var watch: (pushed: UInt64, starving: Bool, ended: Bool) {
+        state.withLock { ($0.pushed, $0.waiter != nil && !$0.idling, $0.terminal != nil) }
     }
 
     /// The failure that ended the stream, if one did (without consuming anything).

@@ -78,6 +78,8 @@ public actor Keymaker {
     private let vault: ProtectionVault
     private let pinPepper: SecretBytes
     private let secureElement: (any SecureElement)?
+    private let pinBinder: (any PINBinder)?
+    private let counterPepper: SecretBytes
     private let clock: any KeymakerClock
     private let configuration: Configuration
     private let eventSink: AsyncStream<KeymakerEvent>.Continuation
@@ -97,6 +99,8 @@ public actor Keymaker {
     ///     attempts count across processes.
     ///   - device: The device identity; its pepper goes into the PIN KDF.
     ///   - secureElement: The secure element, if this device has one.
+    ///   - pinBinder: The hardware a PIN can be bound to: by default this machine's TPM (``TPMPINBinder``), if it
+    ///     has one. Nothing reaches it unless a PIN is bound (``activatePIN(_:authorizedBy:element:)``).
     ///   - clock: The clock autolock and the attempt guard use.
     ///   - configuration: Tunables.
     public init(
@@ -104,6 +108,7 @@ public actor Keymaker {
         keychain: any Keychain,
         device: DeviceIdentity,
         secureElement: (any SecureElement)? = nil,
+        pinBinder: (any PINBinder)? = TPMPINBinder.fromEnvironment(),
         clock: any KeymakerClock = SystemClock(),
         configuration: Configuration = Configuration()
     ) {
@@ -111,6 +116,8 @@ public actor Keymaker {
         self.vault = ProtectionVault(keychain: keychain, account: account)
         self.pinPepper = device.pepper(label: "pin-kdf")
         self.secureElement = secureElement
+        self.pinBinder = pinBinder
+        self.counterPepper = device.pepper(label: "pin-tpm-counter")
         self.clock = clock
         self.configuration = configuration
         self.autolock = Autolock(policy: configuration.defaultAutolock)
@@ -153,6 +160,17 @@ public actor Keymaker {
             throw .mainKeyDestroyed
         }
         return record.failures
+    }
+
+    /// What holds this account's secure element key (``SecureElement/holder(label:)``), or `nil` without a secure
+    /// element.
+    public func secureElementHolder() -> String? { secureElement?.holder(label: secureElementLabel) }
+
+    /// Where the active PIN is checked (software, or a TPM), or `nil` when no PIN is active.
+    public func pinElement() throws(KeymakerError) -> PINElement? {
+        try prepare()
+        guard let strategies = try vault.readProtection(), strategies.contains(.pin) else { return nil }
+        return try storedPINWrap()?.element
     }
 
     /// The autolock policy in force.
@@ -212,9 +230,12 @@ public actor Keymaker {
     /// Destroys the MainKey and every wrap and record of the account, then runs ``Configuration/onDestroy``.
     package func destroy(reason: LockReason = .logout) throws(KeymakerError) {
         removeKey(reason: reason)
+        let binding = try? storedPINWrap()?.binding
         // Wraps go first: once they are gone the key cannot be recovered, whatever happens next.
         for strategy in ProtectionStrategy.allCases { try vault.delete(vault.address(strategy)) }
         try step(.wrapsDeleted)
+        // The TPM's counter goes next; without its wrap it guards nothing (a missing TPM leaves it behind).
+        if let binding { try? pinBinder?.delete(binding) }
         if let secureElement { try secureElement.deleteKey(label: secureElementLabel) }
         try step(.elementKeyDeleted)
         for address in [vault.attemptsAddress, vault.autolockAddress, vault.protectionAddress] {
@@ -280,16 +301,23 @@ public actor Keymaker {
     /// Protects the MainKey with `newPIN` (scrypt with the device pepper), after a fresh proof by a current
     /// strategy. Replaces `none`; keeps a secure element wrap if there is one; changes the PIN if one is set.
     ///
+    /// With `element` ``PINElement/tpm`` the PIN KEK only unseals a share sealed by the TPM (the TPM counts every
+    /// wrong PIN and locks out past its threshold), and the attempt record follows a TPM NV counter. A PIN already
+    /// bound keeps its counter; a TPM-bound PIN replaced by a software one has its counter deleted.
+    ///
     /// - Returns: What a thief with a copy of the disk would pay to try every PIN of this one's shape, using the
     ///   time this KDF run took.
     /// - Throws: ``KeymakerError/pinTooShort(minimumLength:)``, ``KeymakerError/pinTooLong(maximumBytes:)``, the
-    ///   proof's errors (a wrong PIN is counted), storage errors.
+    ///   proof's errors (a wrong PIN is counted), ``KeymakerError/tpmUnavailable`` (before the proof: nothing is
+    ///   changed or counted) and other TPM errors, storage errors.
     @discardableResult
     public func activatePIN(
         _ newPIN: SecretBytes,
-        authorizedBy proof: UnlockMethod
+        authorizedBy proof: UnlockMethod,
+        element: PINElement = .software
     ) async throws(KeymakerError) -> PINCostEstimate {
         try PINPolicy.validate(newPIN, minimumLength: configuration.minimumPINLength)
+        if element == .tpm, pinBinder == nil { throw .tpmUnavailable }
         let key = try await authenticateForChange(proof)
         var salt = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
@@ -298,25 +326,40 @@ public actor Keymaker {
         let kek = try derivePINKey(newPIN, salt: salt, parameters: configuration.scrypt)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let previous = try strategies().contains(.pin) ? try storedPINWrap()?.binding : nil
+        var wrapKEK = kek
+        var binding: [UInt8]?
+        // The attempt record keeps following the counter of a bound wrap until the new wrap replaces it.
+        var counter = previous == nil ? nil : try vault.readAttemptsOrExhausted()?.counter
+        if element == .tpm, let pinBinder {
+            let made = try pinBinder.bind(pinKEK: kek, counterPepper: counterPepper, keepingCounterOf: previous)
+            (wrapKEK, binding, counter) = (made.boundKEK, made.record, made.counter)
+        }
         let envelope: [UInt8]
         do {
             envelope = try key.secret.withUnsafeBytes { raw throws(CofferCryptoError) in
-                try Envelope.seal(raw, with: EnvelopeKey(kek), context: pinContext)
+                try Envelope.seal(raw, with: EnvelopeKey(wrapKEK), context: pinContext)
             }
         } catch {
             throw .crypto(error)
         }
-        let wrap = ProtectionRecords.PINWrap(parameters: configuration.scrypt, salt: salt, envelope: envelope)
+        let wrap = ProtectionRecords.PINWrap(
+            parameters: configuration.scrypt,
+            salt: salt,
+            binding: binding,
+            envelope: envelope
+        )
         let vault = self.vault
-        try vault.exclusively {
+        try vault.exclusively { [counter] in
             Result<Void, KeymakerError> { () throws(KeymakerError) in
-                try vault.writeAttempts(.init(failures: 0, lastFailure: 0))
+                try vault.writeAttempts(.init(failures: 0, lastFailure: 0, counter: counter))
             }
         }.get()
         try step(.attemptsWritten)
         try vault.set(wrap.encoded(), at: vault.address(.pin))
         try step(.wrapWritten)
         try commit(adding: .pin)
+        if let previous, binding == nil { try? pinBinder?.delete(previous) }
         return PINCostEstimate(pin: newPIN, secondsPerGuess: seconds)
     }
 
@@ -462,7 +505,9 @@ public actor Keymaker {
             context: pinContext,
             limit: configuration.maxFailedAttempts,
             allowInsecureKDF: configuration.allowInsecureKDF,
-            clock: clock
+            clock: clock,
+            binder: pinBinder,
+            counterPepper: counterPepper
         )
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<_, Never>) in
             DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: attempt.run(pin)) }
@@ -493,15 +538,23 @@ public actor Keymaker {
 
     /// Deletes wraps (and their attempt record or element key) of strategies not in `strategies`.
     private func removeLeftovers(keeping strategies: Set<ProtectionStrategy>) throws(KeymakerError) {
+        let binding = strategies.contains(.pin) ? nil : try? storedPINWrap()?.binding
         for strategy in ProtectionStrategy.allCases where !strategies.contains(strategy) {
             try vault.delete(vault.address(strategy))
         }
         if !strategies.contains(.pin) { try vault.delete(vault.attemptsAddress) }
+        if let binding { try? pinBinder?.delete(binding) }
         if !strategies.contains(.secureElement), let secureElement {
             try secureElement.deleteKey(label: secureElementLabel)
         }
         if strategies.isEmpty { try vault.delete(vault.autolockAddress) }
         try step(.leftoversRemoved)
+    }
+
+    /// The stored PIN wrap, if there is one.
+    private func storedPINWrap() throws(KeymakerError) -> ProtectionRecords.PINWrap? {
+        guard let bytes = try vault.read(vault.address(.pin)) else { return nil }
+        return try ProtectionRecords.PINWrap(decoding: bytes)
     }
 
     private func derivePINKey(

@@ -38,6 +38,15 @@ public enum KeymakerError: Error, Sendable, Equatable, CustomStringConvertible {
     case crypto(CofferCryptoError)
     /// A test hook stopped an operation between two steps (crash tests only).
     case interrupted(step: ProtectionStep)
+    /// The PIN is bound to a TPM, or a TPM-bound PIN was asked for, and no TPM answers on this device.
+    case tpmUnavailable
+    /// The TPM is in dictionary-attack lockout after too many wrong PINs: it checks no PIN, right or wrong, until
+    /// its recovery time has passed. This attempt was not counted.
+    case tpmLockedOut
+    /// The TPM does not hold this account's binding (another machine, a cleared TPM, or altered files).
+    case tpmMismatch
+    /// The TPM failed otherwise; the text names the operation and the TPM's answer, never a secret.
+    case tpmFailed(String)
 
     /// A sentence for people.
     public var description: String {
@@ -62,6 +71,13 @@ public enum KeymakerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .keychain(let error): error.description
         case .crypto(let error): error.description
         case .interrupted(let step): "The operation was interrupted after step \(step)."
+        case .tpmUnavailable:
+            "No TPM is available on this device (no /dev/tpmrm0, and COFFER_TPM_TCTI is not set or does not answer)."
+        case .tpmLockedOut:
+            "The TPM refuses PINs for now after too many wrong ones; try again after its lockout time has passed."
+        case .tpmMismatch:
+            "This device's TPM does not hold this account's PIN binding (another machine, a cleared TPM, or altered files)."
+        case .tpmFailed(let why): "The TPM failed: \(why)"
         }
     }
 }

@@ -24,27 +24,38 @@ enum ProtectionRecords {
         return strategies
     }
 
-    /// `"CFPW" | 0x01 | logN | r u32 | p u32 | salt (16) | envelope(MainKey)` under the PIN KEK.
+    /// v1, software: `"CFPW" | 0x01 | logN | r u32 | p u32 | salt (16) | envelope(MainKey)` under the PIN KEK.
+    /// v2, TPM-bound: `"CFPW" | 0x02 | logN | r u32 | p u32 | salt (16) | binding length u16 | TPM PIN binding v1 |
+    /// envelope(MainKey)` under the bound KEK.
     struct PINWrap {
         var parameters: ScryptParameters
         var salt: [UInt8]
+        /// The TPM PIN binding record, for a v2 wrap.
+        var binding: [UInt8]?
         var envelope: [UInt8]
 
+        var element: PINElement { binding == nil ? .software : .tpm }
+
         func encoded() -> [UInt8] {
-            var bytes = pinWrapMagic + [1, parameters.logN]
+            var bytes = pinWrapMagic + [binding == nil ? 1 : 2, parameters.logN]
             bytes.appendBigEndianUInt32(parameters.r)
             bytes.appendBigEndianUInt32(parameters.p)
-            return bytes + salt + envelope
+            bytes += salt
+            if let binding {
+                bytes += [UInt8(binding.count >> 8 & 0xff), UInt8(binding.count & 0xff)] + binding
+            }
+            return bytes + envelope
         }
 
-        init(parameters: ScryptParameters, salt: [UInt8], envelope: [UInt8]) {
+        init(parameters: ScryptParameters, salt: [UInt8], binding: [UInt8]? = nil, envelope: [UInt8]) {
             self.parameters = parameters
             self.salt = salt
+            self.binding = binding
             self.envelope = envelope
         }
 
         init(decoding bytes: [UInt8]) throws(KeymakerError) {
-            guard bytes.count > 30, Array(bytes[0..<4]) == pinWrapMagic, bytes[4] == 1 else {
+            guard bytes.count > 30, Array(bytes[0..<4]) == pinWrapMagic, bytes[4] == 1 || bytes[4] == 2 else {
                 throw .corrupt("PIN wrap")
             }
             do {
@@ -57,7 +68,16 @@ enum ProtectionRecords {
                 throw .corrupt("PIN wrap")
             }
             salt = Array(bytes[14..<30])
-            envelope = Array(bytes[30...])
+            guard bytes[4] == 2 else {
+                binding = nil
+                envelope = Array(bytes[30...])
+                return
+            }
+            guard bytes.count > 32 else { throw .corrupt("PIN wrap") }
+            let length = Int(bytes[30]) << 8 | Int(bytes[31])
+            guard length > 0, bytes.count > 32 + length else { throw .corrupt("PIN wrap") }
+            binding = Array(bytes[32..<32 + length])
+            envelope = Array(bytes[(32 + length)...])
         }
     }
 
@@ -79,31 +99,42 @@ enum ProtectionRecords {
         )
     }
 
-    /// `"CFAT" | 0x01 | failures u8 | last failure, wall-clock seconds i64`.
+    /// v1: `"CFAT" | 0x01 | failures u8 | last failure, wall-clock seconds i64`.
+    /// v2, beside a TPM-bound PIN: `"CFAT" | 0x02 | failures u8 | last failure i64 | TPM attempt counter u64`.
     struct Attempts: Equatable {
         var failures: Int
         var lastFailure: Int64
+        /// The TPM attempt counter's value this record follows (v2), `nil` for a software PIN.
+        var counter: UInt64?
 
         func encoded() -> [UInt8] {
-            var bytes = attemptsMagic + [1, UInt8(clamping: failures)]
-            bytes.appendBigEndianUInt32(UInt32(truncatingIfNeeded: UInt64(bitPattern: lastFailure) >> 32))
-            bytes.appendBigEndianUInt32(UInt32(truncatingIfNeeded: UInt64(bitPattern: lastFailure)))
+            var bytes = attemptsMagic + [counter == nil ? 1 : 2, UInt8(clamping: failures)]
+            for value in [UInt64(bitPattern: lastFailure)] + (counter.map { [$0] } ?? []) {
+                bytes.appendBigEndianUInt32(UInt32(truncatingIfNeeded: value >> 32))
+                bytes.appendBigEndianUInt32(UInt32(truncatingIfNeeded: value))
+            }
             return bytes
         }
 
-        init(failures: Int, lastFailure: Int64) {
+        init(failures: Int, lastFailure: Int64, counter: UInt64? = nil) {
             self.failures = failures
             self.lastFailure = lastFailure
+            self.counter = counter
         }
 
         init(decoding bytes: [UInt8]) throws(KeymakerError) {
-            guard bytes.count == 14, Array(bytes[0..<4]) == attemptsMagic, bytes[4] == 1 else {
+            guard bytes.count >= 14, Array(bytes[0..<4]) == attemptsMagic,
+                (bytes[4] == 1 && bytes.count == 14) || (bytes[4] == 2 && bytes.count == 22)
+            else {
                 throw .corrupt("attempt record")
             }
             failures = Int(bytes[5])
             let high = UInt64(bytes[6..<10].bigEndianUInt32)
             let low = UInt64(bytes[10..<14].bigEndianUInt32)
             lastFailure = Int64(bitPattern: high << 32 | low)
+            counter =
+                bytes[4] == 2
+                ? UInt64(bytes[14..<18].bigEndianUInt32) << 32 | UInt64(bytes[18..<22].bigEndianUInt32) : nil
         }
     }
 }

@@ -119,6 +119,9 @@ struct PINAttempt: Sendable {
     let limit: Int
     let allowInsecureKDF: Bool
     let clock: any KeymakerClock
+    /// The TPM a bound wrap needs (``PINElement/tpm``).
+    let binder: (any PINBinder)?
+    let counterPepper: SecretBytes
 
     func run(_ pin: SecretBytes) -> Result<Outcome, KeymakerError> {
         do {
@@ -131,7 +134,12 @@ struct PINAttempt: Sendable {
     }
 
     private func locked(_ pin: SecretBytes) throws(KeymakerError) -> Outcome {
-        guard let wrapBytes = try vault.read(vault.address(.pin)) else { throw .strategyNotActive(.pin) }
+        guard let wrapBytes = try vault.read(vault.address(.pin)) else {
+            // A listed wrap that is gone: a parallel attempt reached the limit and is destroying the key (wraps go
+            // first, the protection record last), as ``Keymaker/recover()`` reads it too.
+            guard let strategies = try vault.readProtection() else { throw .notSetUp }
+            throw strategies.contains(.pin) ? .mainKeyDestroyed : .strategyNotActive(.pin)
+        }
         let wrap = try ProtectionRecords.PINWrap(decoding: wrapBytes)
         let stored = try vault.readAttemptsOrExhausted()
         var guardian =
@@ -149,12 +157,28 @@ struct PINAttempt: Sendable {
         case .allow:
             break
         }
+        // A bound wrap: the record must follow the TPM's counter. The record is written ahead of the increment, so
+        // it may be one ahead (a lost increment); an older record (restored from a copy) counts as exhausted.
+        var counter: UInt64?
+        if let binding = wrap.binding {
+            guard let binder else { throw .tpmUnavailable }
+            let current = try binder.counterValue(binding, counterPepper: counterPepper)
+            guard current < UInt64.max, let recorded = stored?.counter, recorded == current || recorded == current + 1
+            else {
+                return .exhausted(counted: false)
+            }
+            counter = current + 1
+        }
+        let before = guardian
         // Count the attempt durably before trying it: killing the process mid-check cannot win a free guess.
         guardian.recordAttempt(now: now)
-        try vault.writeAttempts(.init(failures: guardian.failures, lastFailure: guardian.lastFailure))
-        let kek: SymmetricKey
+        try vault.writeAttempts(.init(failures: guardian.failures, lastFailure: guardian.lastFailure, counter: counter))
+        if let binding = wrap.binding, let binder {
+            _ = try binder.incrementCounter(binding, counterPepper: counterPepper)
+        }
+        let pinKEK: SymmetricKey
         do {
-            kek = try PINKeyDerivation.deriveKey(
+            pinKEK = try PINKeyDerivation.deriveKey(
                 pin: pin,
                 salt: wrap.salt,
                 parameters: wrap.parameters,
@@ -163,6 +187,23 @@ struct PINAttempt: Sendable {
             )
         } catch {
             throw .crypto(error)
+        }
+        var kek = pinKEK
+        if let binding = wrap.binding, let binder {
+            do {
+                // The TPM checks the PIN and counts a wrong one against its own lockout.
+                guard let bound = try binder.boundKEK(binding, pinKEK: pinKEK) else {
+                    return guardian.attemptsLeft > 0
+                        ? .wrong(attemptsLeft: guardian.attemptsLeft) : .exhausted(counted: true)
+                }
+                kek = bound
+            } catch .tpmLockedOut {
+                // The TPM checked nothing: the attempt is given back (the counter stays advanced).
+                try? vault.writeAttempts(
+                    .init(failures: before.failures, lastFailure: before.lastFailure, counter: counter)
+                )
+                throw .tpmLockedOut
+            }
         }
         let secret: SecretBytes
         do {
@@ -176,7 +217,7 @@ struct PINAttempt: Sendable {
         guard secret.count == MainKey.byteCount else { throw .corrupt("PIN wrap") }
         guardian.succeeded()
         // Still under the lock, so a parallel failure cannot be reset away. Losing this write leaves a higher count.
-        try? vault.writeAttempts(.init(failures: 0, lastFailure: 0))
+        try? vault.writeAttempts(.init(failures: 0, lastFailure: 0, counter: counter))
         return .opened(secret)
     }
 }

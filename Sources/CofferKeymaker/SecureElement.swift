@@ -36,6 +36,13 @@ public protocol SecureElement: Sendable {
         async throws(KeymakerError) -> SecretBytes
     /// Deletes the key named `label`; succeeds if it does not exist.
     func deleteKey(label: String) throws(KeymakerError)
+    /// What holds the private key named `label`, as `coffer status` names it: `software`, `TPM`.
+    func holder(label: String) -> String
+}
+
+extension SecureElement {
+    /// `software`, unless the element says otherwise.
+    public func holder(label: String) -> String { "software" }
 }
 
 /// Confirms that a person is present. It proves presence, not identity: anyone at the keyboard can confirm.

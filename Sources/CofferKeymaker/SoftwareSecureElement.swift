@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferKeychain
+import CofferTPM
 import Crypto
 
 #if canImport(FoundationEssentials)
@@ -22,11 +23,24 @@ public struct SoftwareSecureElement: SecureElement {
     private let folder: String
     private let fileKey: EnvelopeKey
     private let presence: any PresenceAuthenticator
+    private let tpm: String?
+    private let tpmAuth: SecretBytes
 
     /// Uses the keys in `folder`, creating it with mode 0700.
-    public init(folder: String, device: DeviceIdentity, presence: any PresenceAuthenticator) throws(KeymakerError) {
+    ///
+    /// - Parameter tpm: the TCTI configuration of this machine's TPM (by default `COFFER_TPM_TCTI`, else
+    ///   `/dev/tpmrm0` if present). Where a TPM answers, a new key file holds the private key sealed by it (key
+    ///   file v2), so the file alone, even with the device secret, opens nothing.
+    public init(
+        folder: String,
+        device: DeviceIdentity,
+        presence: any PresenceAuthenticator,
+        tpm: String? = TPMContext.defaultConfiguration()
+    ) throws(KeymakerError) {
         self.folder = folder
         self.presence = presence
+        self.tpm = tpm
+        tpmAuth = device.pepper(label: "secure-element-tpm")
         do {
             fileKey = try EnvelopeKey(device.pepper(label: "software-secure-element"))
             try SecureFile.makePrivateDirectory(folder)
@@ -41,6 +55,12 @@ public struct SoftwareSecureElement: SecureElement {
         let key = P256.KeyAgreement.PrivateKey()
         var raw = Array(key.rawRepresentation)
         defer { for index in raw.indices { raw[index] = 0 } }
+        if let sealed = try sealedByTPM(raw) {
+            do { try SecureFile.writeAtomically(Self.magic + [2] + sealed.serialized, to: path(label)) } catch {
+                throw .crypto(error)
+            }
+            return Array(key.publicKey.x963Representation)
+        }
         do {
             let envelope = try Envelope.seal(raw, with: fileKey, context: context(label))
             try SecureFile.writeAtomically(Self.magic + [1] + envelope, to: path(label))
@@ -90,14 +110,51 @@ public struct SoftwareSecureElement: SecureElement {
         let file: [UInt8]?
         do { file = try SecureFile.read(path(label), maxBytes: 4096) } catch { throw .crypto(error) }
         guard let file else { return nil }
-        guard file.count > 5, Array(file[0..<4]) == Self.magic, file[4] == 1 else {
+        guard file.count > 5, Array(file[0..<4]) == Self.magic, file[4] == 1 || file[4] == 2 else {
             throw .corrupt("secure element key file")
         }
+        if file[4] == 2 { return try unsealedByTPM(Array(file[5...])) }
         do {
             let raw = try Envelope.openSecret(Array(file[5...]), with: fileKey, context: context(label))
             return try raw.withUnsafeBytes { try P256.KeyAgreement.PrivateKey(rawRepresentation: $0) }
         } catch CofferCryptoError.wrongKey {
             throw .keychain(.deviceMismatch)
+        } catch {
+            throw .corrupt("secure element key file")
+        }
+    }
+
+    /// `TPM` when the key named `label` is sealed by the TPM (key file v2), else `software`.
+    public func holder(label: String) -> String {
+        guard let file = try? SecureFile.read(path(label), maxBytes: 4096), file.count > 5 else { return "software" }
+        return file[4] == 2 ? "TPM" : "software"
+    }
+
+    /// The private key sealed by the TPM (noDA: its auth value is device-bound, not guessable), or `nil` when no
+    /// TPM is configured or none answers (the key file is then v1).
+    private func sealedByTPM(_ raw: [UInt8]) throws(KeymakerError) -> TPMSealedObject? {
+        guard let tpm else { return nil }
+        do {
+            let context = try TPMContext(configuration: tpm)
+            return try context.seal(SecretBytes(copying: raw), authValue: tpmAuth, dictionaryAttackProtected: false)
+        } catch .unavailable {
+            return nil
+        } catch {
+            throw KeymakerError(error)
+        }
+    }
+
+    private func unsealedByTPM(_ bytes: [UInt8]) throws(KeymakerError) -> P256.KeyAgreement.PrivateKey {
+        guard let tpm else { throw .tpmUnavailable }
+        let raw: SecretBytes
+        do {
+            let sealed = try TPMSealedObject(serialized: bytes)
+            raw = try TPMContext(configuration: tpm).unseal(sealed, authValue: tpmAuth)
+        } catch {
+            throw KeymakerError(error)
+        }
+        do {
+            return try raw.withUnsafeBytes { try P256.KeyAgreement.PrivateKey(rawRepresentation: $0) }
         } catch {
             throw .corrupt("secure element key file")
         }

@@ -224,6 +224,7 @@ public enum AccountPage {
             guard let id = form.id, let target = try await service.storage.session(id: id), target.user == entry.user
             else { return page(templates, .notFound, "Not found", NotifyError.sessionNotFound.description) }
             _ = try await service.storage.revoke(id: target.id)
+            try await service.escrow?.delete(sessionID: target.id)
             await service.signal.wake(sessionID: target.id)
             service.logger.info("session revoked from the account page", metadata: ["session": "\(target.id)"])
             return secured(Response(status: .seeOther, headers: [.location: "/account"]))

@@ -251,6 +251,7 @@ public enum NotifyAPI {
             guard body.ids.count <= 1000 else { throw NotifyError.invalidRequest("at most 1000 ids per ack") }
             return CountResponse(count: try await service.storage.ack(sessionID: session.id, ids: body.ids))
         }
+        addFastSyncRoutes(to: protected, service: service)
 
         AccountPage.addRoutes(to: router, service: service)
         return router

@@ -41,6 +41,8 @@ public struct NotifyService: Sendable {
     public let webPush: WebPushSender?
     /// Counters and gauges for the `/metrics` listener.
     public let metrics: NotifyMetrics
+    /// The FastSync escrow; nil when FastSync is off (its routes answer 404).
+    public var escrow: FastSyncEscrow?
 
     /// Creates the service.
     public init(
@@ -149,6 +151,7 @@ public struct NotifyService: Sendable {
             throw .sessionNotFound
         }
         _ = try await storage.revoke(id: target.id)
+        try await escrow?.delete(sessionID: target.id)
         await signal.wake(sessionID: target.id)
         logger.info("session revoked", metadata: ["session": "\(target.id)"])
     }
@@ -162,9 +165,16 @@ public struct NotifyService: Sendable {
     public func handle(_ event: DovecotEvent) async throws(NotifyError) -> Int {
         guard event.event == nil || event.event == "messageNew" else { return 0 }
         let date = now()
-        let message = PushMessage(event: event)
         var queued = 0
         for session in try await storage.sessions(user: event.user) where session.isLive(at: date) {
+            var message = PushMessage(event: event)
+            // The session's escrowed FastSync key, while unexpired (FastSyncEscrow checks and deletes).
+            if let escrowed = try? await escrow?.kek(for: session, now: date) {
+                message.fastSync = PushMessage.FastSyncKey(
+                    kek: Base64URL.encode(escrowed.kek),
+                    expires: escrowed.expires
+                )
+            }
             let body: [UInt8]
             do {
                 let subscription = try WebPush.Subscription(

@@ -48,8 +48,8 @@ public struct DovecotEvent: Decodable, Sendable, Equatable {
 }
 
 /// The plaintext of a push (documented in docs/FORMAT.md, "coffer-notify push message"): compact JSON
-/// `{"v":1,"type":"new-mail","folder":…,"uidValidity":…,"uid":…,"from":…,"subject":…}`, sealed with RFC 8291 and
-/// padded so every body is exactly 4096 bytes.
+/// `{"v":1,"type":"new-mail","folder":…,"uidValidity":…,"uid":…,"from":…,"subject":…}` (version 2 adds
+/// `"fastSync":{"expires":…,"kek":…}`), sealed with RFC 8291 and padded so every body is exactly 4096 bytes.
 public struct PushMessage: Codable, Sendable, Equatable {
     /// The format version (1).
     public var v: Int
@@ -65,6 +65,24 @@ public struct PushMessage: Codable, Sendable, Equatable {
     public var from: String?
     /// The subject, cut to fit.
     public var subject: String?
+    /// The session's escrowed FastSync key while unexpired (version 2 only).
+    public var fastSync: FastSyncKey? {
+        didSet { v = fastSync == nil ? 1 : 2 }
+    }
+
+    /// A FastSync key in a push: `{"expires": Unix seconds, "kek": base64url of 32 octets}`.
+    public struct FastSyncKey: Codable, Sendable, Equatable {
+        /// The KEK, base64url.
+        public var kek: String
+        /// Its expiry, Unix seconds.
+        public var expires: Int64
+
+        /// Creates the field.
+        public init(kek: String, expires: Int64) {
+            self.kek = kek
+            self.expires = expires
+        }
+    }
 
     /// The message for a Dovecot event.
     public init(event: DovecotEvent) {

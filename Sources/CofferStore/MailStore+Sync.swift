@@ -439,9 +439,8 @@ extension MailStore {
                     let local = Self.integer(row, 3), let uid32 = UInt32(exactly: uid), let now = flags[uid32]
                 else { continue }
                 let new = now.rawValue & mask
-                let serverChanged = (old & mask) ^ new
-                guard serverChanged != 0 else { continue }
-                let merged = (local & ~serverChanged) | (new & serverChanged)
+                guard (old & mask) != new else { continue }
+                let merged = Self.mergedFlags(local: local, server: old & mask, serverNow: new)
                 if merged != local {
                     try db.execute(sql: "UPDATE messages SET flags = ? WHERE id = ?", arguments: [merged, messageID])
                     changed += 1
@@ -452,6 +451,28 @@ extension MailStore {
                 )
             }
             return changed
+        }
+    }
+
+    /// A message's local flags after the server's changed from `server` to `serverNow`: every synced flag the server
+    /// changed takes the server's value, the others keep the local one (a local change waits to be pushed). Bits
+    /// outside ``syncedFlags`` are kept.
+    public static func mergedFlags(local: Int64, server: Int64, serverNow: Int64) -> Int64 {
+        let mask = syncedFlags.rawValue
+        let serverChanged = (server & mask) ^ (serverNow & mask)
+        return (local & ~serverChanged) | (serverNow & serverChanged)
+    }
+
+    /// Records in one transaction that the server now holds these flags for these UIDs (after a push).
+    public func setServerFlags(folderID: Int64, _ flags: [UInt32: MessageFlags]) async throws(StoreError) {
+        guard !flags.isEmpty else { return }
+        _ = try await keys()
+        let values = flags.map { (uid: Int64($0.key), value: $0.value.intersection(Self.syncedFlags).rawValue) }
+        try await write { db in
+            let update = try db.cachedStatement(
+                sql: "UPDATE syncLocations SET serverFlags = ? WHERE folderID = ? AND uid = ?"
+            )
+            for entry in values { try update.execute(arguments: [entry.value, folderID, entry.uid]) }
         }
     }
 

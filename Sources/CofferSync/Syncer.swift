@@ -33,6 +33,18 @@ public struct SyncProgress: Sendable, Equatable {
     public var total: Int
 }
 
+/// What a sync does, step by step, for a caller that counts (tests, a bench); carries no name, text or flag.
+public enum SyncEvent: Sendable, Equatable {
+    /// An IMAP command was sent (its name only, such as `UID STORE`).
+    case command(String)
+    /// The stored locations of a folder were read.
+    case locationsRead
+    /// A folder was brought up to date with QRESYNC (RFC 7162): changes and expunges since the last mod-sequence.
+    case resynchronized
+    /// A folder was brought up to date by comparing every UID on the server with the ones stored.
+    case comparedUIDs
+}
+
 /// Syncs IMAP folders into the sealed store: incremental by UID, UIDVALIDITY resets, expunges, flags both ways.
 ///
 /// Every batch of fetched messages is stored with its locations and the folder's highest UID in one transaction,
@@ -46,18 +58,28 @@ public struct Syncer: Sendable {
     public var limits: IMAPResponseParser.Limits
     /// The TCP and handshake limit.
     public var timeout: TimeAmount
+    /// How long the server may stay silent while an answer is due before the sync fails with a typed error.
+    public var responseTimeout: Duration = .seconds(120)
+    /// Capabilities to ignore although the server offers them (`QRESYNC`, `CONDSTORE`): forces the UID diff.
+    public var ignoredCapabilities: Set<String>
+    /// Told of every step (see ``SyncEvent``).
+    public var observer: (@Sendable (SyncEvent) -> Void)?
 
     /// A syncer for `store`.
     public init(
         store: MailStore,
         batchSize: Int = 50,
         limits: IMAPResponseParser.Limits = .init(),
-        timeout: TimeAmount = .seconds(20)
+        timeout: TimeAmount = .seconds(20),
+        ignoredCapabilities: Set<String> = [],
+        observer: (@Sendable (SyncEvent) -> Void)? = nil
     ) {
         self.store = store
         self.batchSize = max(1, batchSize)
         self.limits = limits
         self.timeout = timeout
+        self.ignoredCapabilities = ignoredCapabilities
+        self.observer = observer
     }
 
     /// The pinned TLS configuration of an account: its CA bundle (or the system store) and, with pins, a pin
@@ -90,8 +112,16 @@ public struct Syncer: Sendable {
                 timeout: timeout
             ),
             security: server.startTLS ? .startTLS : .implicitTLS,
-            limits: limits
+            limits: limits,
+            ignoredCapabilities: ignoredCapabilities,
+            responseTimeout: responseTimeout,
+            onCommand: commandHook
         )
+    }
+
+    private var commandHook: (@Sendable (String) -> Void)? {
+        guard let observer else { return nil }
+        return { name in observer(.command(name)) }
     }
 
     /// Connects and logs in: the check `coffer account add` makes before it stores anything.
@@ -112,7 +142,24 @@ public struct Syncer: Sendable {
         return client
     }
 
-    /// Syncs `folders` (INBOX when empty) of the account `accountID`.
+    /// Logs in to `server` and out again, the check `coffer account add` makes before it stores anything.
+    ///
+    /// - Returns: What the pin check found, as a phrase (`pin … matched`, `not pinned`, or that expired pins were
+    ///   reported and not enforced).
+    public func checkLogin(_ server: ServerAccount) async throws(SyncError) -> String {
+        // Locked: refused before the server is contacted (reading the account records needs the key).
+        do { _ = try await store.serverAccounts() } catch { throw SyncError.wrap(error) }
+        let client = try await connect(server)
+        let evaluation = await client.pinEvaluation
+        await client.logout()
+        switch evaluation {
+        case .matched(_, let pin): return "pin \(pin.base64) matched"
+        case .expired: return "the pins have expired and did not match: reported, not enforced"
+        case .notPinned, .refused: return "not pinned"
+        }
+    }
+
+    /// Syncs `folders` of the account `accountID`: when empty, every subscribed folder and INBOX.
     ///
     /// - Throws: ``SyncError/locked`` before any connection when the Keymaker is locked; a typed error for every
     ///   network, server or store failure. What was stored before the failure stays, and the next sync resumes.
@@ -125,8 +172,12 @@ public struct Syncer: Sendable {
         let client = try await connect(server)
         var summary = SyncSummary()
         do {
-            _ = try await client.enable(["CONDSTORE"])
-            for folder in folders.isEmpty ? ["INBOX"] : folders {
+            _ = try await client.enable(["QRESYNC", "CONDSTORE"])
+            let targets =
+                folders.isEmpty
+                ? try await Self.subscribedFolders(client)
+                : folders.map { (name: $0, wire: MailboxName.encode($0)) }
+            for folder in targets {
                 try await syncFolder(folder, accountID: accountID, client: client, summary: &summary, progress)
                 summary.folders += 1
             }
@@ -160,7 +211,7 @@ public struct Syncer: Sendable {
         }
         let client = try await connect(server)
         do {
-            let selected = try await client.select(folder, readOnly: true)
+            let selected = try await client.select(MailboxName.encode(folder), readOnly: true)
             if let next = selected.uidNext, let known, selected.uidValidity == known.uidValidity,
                 next > known.highestUID &+ 1
             {
@@ -192,16 +243,35 @@ public struct Syncer: Sendable {
         }
     }
 
+    /// INBOX and every subscribed folder that can be selected, each with its name for people (modified UTF-7
+    /// decoded; kept as sent when it does not decode) and as the server spells it.
+    static func subscribedFolders(_ client: IMAPClient) async throws(IMAPError) -> [(name: String, wire: String)] {
+        var result: [(name: String, wire: String)] = [(name: "INBOX", wire: "INBOX")]
+        var seen: Set<String> = ["INBOX"]
+        for listing in try await client.subscribed() {
+            let attributes = Set(listing.attributes.map { $0.lowercased() })
+            guard !attributes.contains("\\noselect"), !attributes.contains("\\nonexistent") else { continue }
+            let wire = listing.name
+            guard wire.uppercased() != "INBOX", seen.insert(wire).inserted else { continue }
+            result.append((name: MailboxName.decode(wire) ?? wire, wire: wire))
+        }
+        return result
+    }
+
     private func syncFolder(
-        _ name: String,
+        _ target: (name: String, wire: String),
         accountID: Int64,
         client: IMAPClient,
         summary: inout SyncSummary,
         _ progress: @Sendable (SyncProgress) -> Void
     ) async throws {
-        let selected = try await client.select(name)
-        guard let validity = selected.uidValidity else { throw SyncError.noUIDValidity }
+        let name = target.name
         var state = try await store.syncFolder(accountID: accountID, name: name)
+        let resume = state.flatMap {
+            $0.highestModSeq > 0 ? (uidValidity: $0.uidValidity, modSeq: $0.highestModSeq) : nil
+        }
+        let selected = try await client.select(target.wire, qresync: resume)
+        guard let validity = selected.uidValidity else { throw SyncError.noUIDValidity }
         if let known = state, known.uidValidity != validity {
             summary.deleted += try await store.forgetSyncFolder(known.id)
             summary.resynced += 1
@@ -213,31 +283,67 @@ public struct Syncer: Sendable {
         } else {
             folder = try await store.addSyncFolder(accountID: accountID, name: name, uidValidity: validity)
         }
-
-        // Expunges: every UID the server still has against the ones stored.
-        let serverUIDs = selected.exists == 0 ? [] : try await client.uidSearch(["ALL"])
-        let present = Set(serverUIDs)
-        let known = try await store.syncLocations(folderID: folder.id)
-        let gone = known.map(\.uid).filter { !present.contains($0) }
-        summary.deleted += try await store.deleteLocations(folderID: folder.id, uids: gone)
-
-        // Flags from the server, unless CONDSTORE says nothing changed since the last complete sync.
-        let remaining = known.filter { present.contains($0.uid) }
+        // The stored locations, read once: what is expunged, whose flags change, and what to push all come from it.
+        var locations = try await store.syncLocations(folderID: folder.id)
+        observer?(.locationsRead)
         let modSeq = selected.highestModSeq ?? 0
-        if !remaining.isEmpty, modSeq == 0 || modSeq != folder.highestModSeq {
-            let fetched = try await client.uidFetch("1:\(folder.highestUID)", body: false)
-            var flags: [UInt32: MessageFlags] = [:]
-            for message in fetched { flags[message.uid] = Self.flags(message.flags) }
-            summary.flagsPulled += try await store.applyServerFlags(folderID: folder.id, flags)
+
+        let gone: [UInt32]
+        var serverFlags: [UInt32: MessageFlags] = [:]
+        let new: [UInt32]
+        if selected.resynchronized, state != nil {
+            // QRESYNC: the server said what vanished and what changed since the stored mod-sequence.
+            observer?(.resynchronized)
+            gone = locations.map(\.uid).filter { uid in selected.vanished.contains { $0.contains(uid) } }
+            for message in selected.changed { serverFlags[message.uid] = Self.flags(message.flags) }
+            let next = selected.uidNext ?? UInt32.max
+            if selected.exists > 0, folder.highestUID < UInt32.max, next > folder.highestUID &+ 1 {
+                new = try await client.uidSearch(["UID", "\(folder.highestUID + 1):*"])
+                    .filter { $0 > folder.highestUID }.sorted()
+            } else {
+                new = []
+            }
+        } else {
+            // Every UID the server still has against the ones stored.
+            observer?(.comparedUIDs)
+            let serverUIDs = selected.exists == 0 ? [] : try await client.uidSearch(["ALL"])
+            let present = Set(serverUIDs)
+            gone = locations.map(\.uid).filter { !present.contains($0) }
+            // Flags, unless CONDSTORE says nothing changed since the last complete sync; only the changed ones
+            // when it can say which.
+            let remaining = locations.contains { present.contains($0.uid) }
+            if remaining, modSeq == 0 || modSeq != folder.highestModSeq {
+                let since = modSeq > 0 && folder.highestModSeq > 0 ? folder.highestModSeq : nil
+                let fetched = try await client.uidFetch("1:\(folder.highestUID)", body: false, changedSince: since)
+                for message in fetched { serverFlags[message.uid] = Self.flags(message.flags) }
+            }
+            new = serverUIDs.filter { $0 > folder.highestUID }.sorted()
+        }
+        summary.deleted += try await store.deleteLocations(folderID: folder.id, uids: gone)
+        let goneSet = Set(gone)
+        locations.removeAll { goneSet.contains($0.uid) }
+        serverFlags = serverFlags.filter { uid, _ in locations.contains { $0.uid == uid } }
+        summary.flagsPulled += try await store.applyServerFlags(folderID: folder.id, serverFlags)
+        // The same merge the store made, so the locations in memory stay what the store holds.
+        for index in locations.indices {
+            guard let now = serverFlags[locations[index].uid] else { continue }
+            let location = locations[index]
+            locations[index].localFlags = MessageFlags(
+                rawValue: MailStore.mergedFlags(
+                    local: location.localFlags.rawValue,
+                    server: location.serverFlags.rawValue,
+                    serverNow: now.rawValue
+                )
+            )
+            locations[index].serverFlags = now
         }
 
         // New messages, oldest first, in batches stored with their locations.
-        let new = serverUIDs.filter { $0 > folder.highestUID }.sorted()
         var done = 0
         progress(SyncProgress(folder: name, done: 0, total: new.count))
         for start in stride(from: 0, to: new.count, by: batchSize) {
             let batch = new[start..<min(start + batchSize, new.count)]
-            let messages = try await client.uidFetch(batch.map(String.init).joined(separator: ","), body: true)
+            let messages = try await client.uidFetch(UIDSet.strings(batch).joined(separator: ","), body: true)
             let wanted = Set(batch)
             let mails = messages.filter { wanted.contains($0.uid) }.map { message in
                 FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
@@ -250,19 +356,29 @@ public struct Syncer: Sendable {
             progress(SyncProgress(folder: name, done: done, total: new.count))
         }
 
-        // Local flag changes (a message read here) to the server.
+        // Local flag changes (a message read here) to the server: one UID STORE per set of flags added or removed,
+        // over every message that needs it. (Messages fetched just now carry the server's flags already.)
         if !selected.readOnly {
-            for location in try await store.syncLocations(folderID: folder.id)
-            where location.localFlags != location.serverFlags {
+            let pending = locations.filter { $0.localFlags != $0.serverFlags }
+            var adds: [Int64: [UInt32]] = [:]
+            var removes: [Int64: [UInt32]] = [:]
+            for location in pending {
                 let added = location.localFlags.subtracting(location.serverFlags)
                 let removed = location.serverFlags.subtracting(location.localFlags)
-                if !added.isEmpty { try await client.uidStore(String(location.uid), .add, flags: Self.names(added)) }
-                if !removed.isEmpty {
-                    try await client.uidStore(String(location.uid), .remove, flags: Self.names(removed))
-                }
-                try await store.setServerFlags(folderID: folder.id, uid: location.uid, location.localFlags)
-                summary.flagsPushed += 1
+                if !added.isEmpty { adds[added.rawValue, default: []].append(location.uid) }
+                if !removed.isEmpty { removes[removed.rawValue, default: []].append(location.uid) }
             }
+            for (mode, groups) in [(StoreMode.add, adds), (.remove, removes)] {
+                for (flags, uids) in groups.sorted(by: { $0.key < $1.key }) {
+                    for set in UIDSet.strings(uids) {
+                        try await client.uidStore(set, mode, flags: Self.names(MessageFlags(rawValue: flags)))
+                    }
+                }
+            }
+            var pushed: [UInt32: MessageFlags] = [:]
+            for location in pending { pushed[location.uid] = location.localFlags }
+            try await store.setServerFlags(folderID: folder.id, pushed)
+            summary.flagsPushed += pending.count
         }
         try await store.setHighestModSeq(folderID: folder.id, modSeq)
     }

@@ -50,7 +50,7 @@ extension TPMContext {
         info.nvPublic.nvIndex = counter.index
         info.nvPublic.nameAlg = TPM2_ALG_SHA256
         info.nvPublic.attributes =
-            (TPMA_NV(TPM2_NT_COUNTER) << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHREAD | TPMA_NV_AUTHWRITE
+            (TPMA_NV(TPM2_NT_COUNTER) << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHREAD | TPMA_NV_AUTHWRITE | TPMA_NV_NO_DA
         info.nvPublic.dataSize = 8
         var handle = ESYS_TR(ESYS_TR_NONE)
         let rc = Esys_NV_DefineSpace(

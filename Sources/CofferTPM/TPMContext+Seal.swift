@@ -29,8 +29,14 @@ extension TPMContext {
     ///
     /// The command runs in a session salted to the storage key with parameter encryption, so neither the secret
     /// nor the auth value crosses the bus in clear.
+    /// - Parameter dictionaryAttackProtected: `false` sets noDA, for an auth value that is not a guessable secret
+    ///   (a device-bound key): its unseal then also works while the TPM is in lockout.
     /// - Throws: ``TPMError/invalidArgument(reason:)`` for a secret over 64 bytes or an auth value that is not 32.
-    public func seal(_ secret: SecretBytes, authValue: SecretBytes) throws(TPMError) -> TPMSealedObject {
+    public func seal(
+        _ secret: SecretBytes,
+        authValue: SecretBytes,
+        dictionaryAttackProtected: Bool = true
+    ) throws(TPMError) -> TPMSealedObject {
         guard secret.count > 0, secret.count <= Self.maximumSecretBytes else {
             throw .invalidArgument(reason: "a sealed secret has 1 to \(Self.maximumSecretBytes) bytes")
         }
@@ -53,6 +59,7 @@ extension TPMContext {
         // A sealed-data object: no sign or decrypt; the TPM keeps it bound to this TPM and this parent; the auth
         // value opens it; no TPMA_OBJECT_NODA, so failures count toward the lockout.
         template.publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_USERWITHAUTH
+        if !dictionaryAttackProtected { template.publicArea.objectAttributes |= TPMA_OBJECT_NODA }
         template.publicArea.parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL
         var outsideInfo = TPM2B_DATA()
         var creationPCR = TPML_PCR_SELECTION()

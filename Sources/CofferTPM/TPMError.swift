@@ -88,7 +88,7 @@ enum TPMResponse: Equatable {
         if code & 0x80 != 0 {
             // Format 1: the error number in bits 0-5, the parameter, handle or session number above it.
             switch code & 0x3F {
-            case 0x0E: self = .authFail
+            case 0x0E, 0x22: self = .authFail  // AUTH_FAIL, or BAD_AUTH on a noDA object
             case 0x1F: self = .integrity
             case 0x0B: self = .handle
             default: self = .other

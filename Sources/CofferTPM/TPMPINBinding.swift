@@ -45,6 +45,18 @@ public struct TPMPINBinding: Sendable, Equatable {
         return (TPMPINBinding(sealedShare: sealed, counter: counter), boundKEK(pinKEK: pinKEK, share: share))
     }
 
+    /// Creates a binding for `pinKEK` that keeps an existing `counter` (a change of PIN): seals a fresh share only,
+    /// so an attempt record written for the old binding stays valid for the new one.
+    public static func create(
+        in context: TPMContext,
+        pinKEK: SymmetricKey,
+        keeping counter: TPMNVCounter
+    ) throws(TPMError) -> (binding: TPMPINBinding, boundKEK: SymmetricKey) {
+        let share = SecretBytes(randomCount: 32)
+        let sealed = try context.seal(share, authValue: authValue(pinKEK: pinKEK))
+        return (TPMPINBinding(sealedShare: sealed, counter: counter), boundKEK(pinKEK: pinKEK, share: share))
+    }
+
     /// Unseals the share with the auth value from `pinKEK` and returns the bound KEK.
     ///
     /// - Throws: ``TPMError/authorizationFailed`` for a wrong PIN (counted by the TPM), ``TPMError/lockedOut``,
@@ -69,6 +81,12 @@ public struct TPMPINBinding: Sendable, Equatable {
         let auth = Self.counterAuth(devicePepper: devicePepper)
         guard try context.read(counter, authValue: auth) == recorded else { throw .counterMismatch }
         return try context.increment(counter, authValue: auth)
+    }
+
+    /// Advances the counter without a check and returns its new value: the second half of a write-ahead attempt
+    /// (the record already holds the value this returns).
+    public func incrementAttemptCounter(in context: TPMContext, devicePepper: SecretBytes) throws(TPMError) -> UInt64 {
+        try context.increment(counter, authValue: Self.counterAuth(devicePepper: devicePepper))
     }
 
     /// The counter's current value (for a new attempt record).

@@ -7,30 +7,45 @@ import Glibc
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `store`, `agent`, `sanitize`, `import-rss` (default: all; `import-rss` writes a 1 GiB mbox,
-/// `COFFER_BENCH_MBOX_MB` changes that). Every figure is a median of several runs on this machine at this moment;
+/// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync` (default: all; `import-rss` writes a 1 GiB mbox,
+/// `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
+/// changes that, and needs `mbsync` from Debian's isync). Every figure is a median of several runs on this machine at this moment;
 /// machines are noisy, which is why no test asserts a timing.
 @main
 struct CofferBench {
     static func main() async throws {
         ProcessSettings.tuneAllocator()
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        var messages = 10_000
+        if let flag = arguments.firstIndex(of: "--messages") {
+            guard flag + 1 < arguments.count, let count = Int(arguments[flag + 1]), count > 0 else {
+                print("--messages needs a positive number")
+                exit(2)
+            }
+            messages = count
+            arguments.removeSubrange(flag...(flag + 1))
+        }
         let sections =
-            arguments.isEmpty ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss"] : arguments
+            arguments.isEmpty
+            ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync"] : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
             switch section {
             case "crypto": try CryptoBench.envelopes()
             case "stream": try CryptoBench.stream()
             case "unlock": try await UnlockBench.run()
+            case "tpm": try await TPMUnlockBench.run()
             case "store": try await StoreBench.run()
             case "agent": try await AgentBench.run()
             case "sanitize": try SanitizeBench.run()
             case "import-rss":
                 let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
                 try ImportMemoryBench.run(megabytes: megabytes)
+            case "sync": try SyncBench.run(messages: messages)
             default:
-                print("unknown section \(section); known: crypto, stream, unlock, store, agent, sanitize, import-rss")
+                print(
+                    "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, sync"
+                )
                 exit(2)
             }
         }

@@ -58,7 +58,8 @@ enum ImportMemoryBench {
         return written + buffer.count
     }
 
-    private static func siblingBinary(_ name: String) -> String {
+    /// The path of the executable `name` next to this one.
+    static func siblingBinary(_ name: String) -> String {
         let me = CommandLine.arguments[0]
         guard let slash = me.lastIndex(of: "/") else { return name }
         return String(me[..<slash]) + "/" + name
@@ -66,12 +67,14 @@ enum ImportMemoryBench {
 
     struct Usage { var maxRSSKiB: Int }
 
-    /// Runs `arguments` with its output discarded and returns its resource usage.
-    private static func spawn(_ arguments: [String]) throws -> Usage {
+    /// Runs `arguments` with standard input from the file `input` (else empty), standard output into the file
+    /// `output` (else discarded), and returns its resource usage.
+    static func spawn(_ arguments: [String], input: String? = nil, output: String? = nil) throws -> Usage {
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, input ?? "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output ?? "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }

@@ -67,19 +67,21 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "coffer-notify")
         logger.logLevel = .info
         let (home, storage, postgres) = try await self.home.open(logger: logger)
+        let masterKey = try home.masterKey()
         let secret = try home.eventSecret()
         let authenticator: any MailAuthenticator =
             if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
         let webPush = try webPushSubject.map { subject in
             WebPushSender(signer: try VAPID.Signer(privateKey: try home.vapidKey(), subject: subject))
         }
-        let service = NotifyService(
+        var service = NotifyService(
             storage: storage,
             authenticator: authenticator,
             settings: NotifyService.Settings(eventSecret: secret),
             logger: logger,
             webPush: webPush
         )
+        service.escrow = try FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: masterKey)
         let application = Application(
             router: NotifyAPI.router(service: service),
             // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
@@ -192,8 +194,15 @@ struct Sessions: AsyncParsableCommand {
         @Argument(help: "The session id (from `sessions list`).") var id: String
 
         func run() async throws {
-            let (_, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
+            let (notifyHome, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
+            // Its FastSync key goes with it.
+            try await FastSyncEscrow(
+                path: "\(notifyHome.path)/escrow.sqlite",
+                masterKey: notifyHome.masterKey()
+            ).delete(
+                sessionID: id
+            )
             print("revoked \(id)")
         }
     }

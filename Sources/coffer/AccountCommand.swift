@@ -1,11 +1,12 @@
 import ArgumentParser
+import CofferApp
 import CofferCrypto
 import CofferStore
 import CofferSync
 import CofferTransport
 
-/// The store of one Coffer account opened one-shot for the server-account and sync commands: they need the store
-/// itself (the IMAP connection runs in this process), so they unlock here even when an agent runs.
+/// The store of one Coffer account opened one-shot for the server-account and sync commands when no agent runs (with
+/// an agent they ask it, and nothing is unlocked here; `sync --watch` still runs here).
 struct ServerSession {
     let mail: MailSession
     let store: MailStore
@@ -104,32 +105,43 @@ struct AccountCommand: AsyncParsableCommand {
                 guard let (host, port, startTLS) = Self.parse(imap) else {
                     throw CLIError("--imap is not imaps://HOST[:PORT] or imap://HOST[:PORT].")
                 }
+                let settings = ServerSettings(
+                    ServerAccount(
+                        host: host,
+                        port: port,
+                        username: user,
+                        password: "",
+                        pins: pins,
+                        caFile: caFile.map(AgentLink.absolute),
+                        connectAddress: connect,
+                        startTLS: startTLS
+                    )
+                )
+                let url = settings.account(password: "").url
+                if let agent = try AgentLink.connect(home) {
+                    // The agent holds the key: it checks the login and stores the account; no keychain opens here.
+                    defer { agent.close() }
+                    var request = AgentRequest(.accountAdd, account: try AgentLink.account(home))
+                    request.server = settings
+                    let secret = try Terminal.readPIN(
+                        prompt: "Password for \(user) at \(host): ",
+                        fromStdin: passwordStdin
+                    )
+                    let reply = try await agent.call(request, secret: secret)
+                    guard let id = reply.serverID else { throw AppError.malformedMessage }
+                    print(
+                        "Added mail server account \(id): \(user) at \(url) (login checked, \(reply.pinCheck ?? ""))."
+                    )
+                    return
+                }
                 let server = try await ServerSession.open(home, pinOptions)
                 let secret = try Terminal.readPIN(prompt: "Password for \(user) at \(host): ", fromStdin: passwordStdin)
                 let password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
                 guard !password.isEmpty else { throw CLIError("No password was given.") }
-                let account = ServerAccount(
-                    host: host,
-                    port: port,
-                    username: user,
-                    password: password,
-                    pins: pins,
-                    caFile: caFile.map(AgentLink.absolute),
-                    connectAddress: connect,
-                    startTLS: startTLS
-                )
-                let client = try await Syncer(store: server.store).connect(account)
-                let evaluation: String
-                switch await client.pinEvaluation {
-                case .matched(_, let pin): evaluation = "pin \(pin.base64) matched"
-                case .expired: evaluation = "the pins have expired and did not match: reported, not enforced"
-                case .notPinned, .refused: evaluation = "not pinned"
-                }
-                await client.logout()
+                let account = settings.account(password: password)
+                let evaluation = try await Syncer(store: server.store).checkLogin(account)
                 let id = try await server.store.addServerAccount(account)
-                print(
-                    "Added mail server account \(id): \(user) at \(account.url) (login checked, \(evaluation))."
-                )
+                print("Added mail server account \(id): \(user) at \(url) (login checked, \(evaluation)).")
                 try server.close()
             }
         }
@@ -143,18 +155,25 @@ struct AccountCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let server = try await ServerSession.open(home, pinOptions)
-                let accounts = try await server.store.serverAccounts()
+                let accounts: [ServerSettings]
+                if let agent = try AgentLink.connect(home) {
+                    defer { agent.close() }
+                    let request = AgentRequest(.accountShow, account: try AgentLink.account(home))
+                    accounts = try await agent.call(request).servers ?? []
+                } else {
+                    let server = try await ServerSession.open(home, pinOptions)
+                    accounts = try await server.store.serverAccounts().map { ServerSettings($0.server, id: $0.id) }
+                    try server.close()
+                }
                 if accounts.isEmpty { print("No mail server account; add one with `coffer account add`.") }
-                for (id, account) in accounts {
-                    print("\(id)\t\(account.username) at \(account.url)")
+                for account in accounts {
+                    print("\(account.id ?? 0)\t\(account.username) at \(account.account(password: "").url)")
                     print(
                         "\tpins: \(account.pins.isEmpty ? "none (chain and host name only)" : account.pins.joined(separator: " "))"
                     )
                     print("\tCAs: \(account.caFile ?? "system")")
                     if let address = account.connectAddress { print("\tconnects to: \(address)") }
                 }
-                try server.close()
             }
         }
     }
@@ -170,6 +189,14 @@ struct AccountCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
+                if let agent = try AgentLink.connect(home) {
+                    defer { agent.close() }
+                    var request = AgentRequest(.accountRemove, account: try AgentLink.account(home))
+                    request.id = id
+                    let deleted = try await agent.call(request).removedMessages ?? 0
+                    print("Removed mail server account \(id) and \(deleted) messages synced only through it.")
+                    return
+                }
                 let server = try await ServerSession.open(home, pinOptions)
                 let account = try await server.serverAccount(id)
                 let deleted = try await server.store.removeAccount(account.id)

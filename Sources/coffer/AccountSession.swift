@@ -3,6 +3,7 @@ import CofferApp
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferNotifyClient
 
 /// Which strategy to authenticate with when several are active.
 enum UnlockPreference: String, ExpressibleByArgument, CaseIterable {
@@ -20,7 +21,10 @@ struct AccountSession {
     static func open(_ options: HomeOptions) throws -> AccountSession {
         let device = try options.resolve().open()
         let account = try device.chooseAccount(options.account)
-        let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
+        let keymaker = device.keymaker(
+            for: account,
+            configuration: .oneShot(device.home, pushKeys: device.keychain)
+        )
         return AccountSession(device: device, account: account, keymaker: keymaker)
     }
 
@@ -53,8 +57,12 @@ struct AccountSession {
 extension Keymaker.Configuration {
     /// The production configuration, whose ``Keymaker/Configuration/onDestroy`` deletes the account's mail folder
     /// (store and attachment cache): after too many wrong PINs nothing of the account stays on disk.
-    static func oneShot(_ home: CofferHome) -> Keymaker.Configuration {
+    /// With `pushKeys`, it also deletes the account's push session items (logout drops the push keys).
+    static func oneShot(_ home: CofferHome, pushKeys: (any Keychain)? = nil) -> Keymaker.Configuration {
         let paths = AppPaths(data: home.data, keychain: home.keychain, state: home.state)
-        return Keymaker.Configuration(onDestroy: { account in SecureFile.removeTree(paths.mail(account)) })
+        return Keymaker.Configuration(onDestroy: { account in
+            SecureFile.removeTree(paths.mail(account))
+            if let pushKeys { try? PushSessionStore(keychain: pushKeys, account: account).delete() }
+        })
     }
 }

@@ -63,7 +63,7 @@ struct AgentCommand: AsyncParsableCommand {
             if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }
             let server = AgentServer(dependencies: global, socketPath: socket, limits: limits)
             let group = ServiceGroup(
-                services: [server],
+                services: [server, PushStreamHolder(global: global)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -18,7 +18,8 @@ struct Coffer: AsyncParsableCommand {
             Logout.self, AgentCommand.self, BackgroundCommand.self, ImportCommand.self, ListCommand.self,
             ShowCommand.self, SearchCommand.self,
             AttachmentsCommand.self, AttachmentCommand.self, RenderCommand.self,
-            PinCommand.self, AccountCommand.self, SyncCommand.self,
+            PinCommand.self, AccountCommand.self, SyncCommand.self, NotifyCommand.self, PushHandlerCommand.self,
+            FastSyncCommand.self,
         ],
         defaultSubcommand: Tour.self
     )

@@ -93,17 +93,15 @@ struct ImportCommand: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             let mail = try await MailSession.open(home, pinOptions)
-            let interactive = Terminal.isInteractiveOutput
+            let line = ProgressLine(descriptor: 1)
             let result = try await mail.store.importSource(at: path, label: label, batchSize: batch) { progress in
-                let rate = Int(progress.rate.rounded())
-                if interactive {
-                    print("\r\(progress.total) messages, \(rate)/s    ", terminator: "")
-                    fflush(nil)
+                if line.isActive {
+                    line.show("\(progress.total) messages, \(Int(progress.rate.rounded()))/s")
                 } else {
                     print("progress: \(progress.total) messages")
                 }
             }
-            if interactive { print("") }
+            line.finish()
             print(
                 "Imported \(result.imported) messages (\(result.duplicates) already stored, \(result.malformed) "
                     + "unreadable) in \(String(format: "%.1f", result.elapsedSeconds)) s."

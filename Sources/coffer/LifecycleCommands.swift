@@ -35,7 +35,8 @@ struct Protect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add or remove a protection strategy (rewraps only the MainKey, never the data).",
         discussion: """
-            `protect pin` sets or changes the PIN; `protect secure-element` seals the MainKey to the software secure \
+            `protect pin` sets or changes the PIN (`--tpm`: bound to this machine's TPM, which counts wrong PINs \
+            itself and locks out, so a copy of the disk cannot be guessed offline); `protect secure-element` seals the MainKey to the software secure \
             element; `--remove` takes one away; `protect none` removes all. With --pin-stdin, standard input gives \
             the current PIN first (if one is needed to unlock) and the new PIN on the next line.
             """
@@ -51,17 +52,23 @@ struct Protect: AsyncParsableCommand {
     @OptionGroup var pinOptions: PINOptions
     @Argument(help: "pin, secure-element or none.") var strategy: Strategy
     @Flag(name: .long, help: "Remove the strategy instead of adding it.") var remove = false
+    @Flag(name: .long, help: "Bind the PIN to this machine's TPM (COFFER_TPM_TCTI, else /dev/tpmrm0).") var tpm = false
     @Option(name: .customLong("with"), help: "How to unlock first when several strategies are active.")
     var preference: UnlockPreference?
 
     func validate() throws {
         if remove && strategy == .none { throw ValidationError("`protect none` already removes every strategy.") }
+        if tpm && (strategy != .pin || remove) { throw ValidationError("--tpm goes with `protect pin` only.") }
     }
 
     func run() async throws {
         try await runReportingErrors {
+            if tpm { try TPMCheck.require() }
             if let agent = try AgentLink.connect(home) {
                 defer { agent.close() }
+                if tpm {
+                    throw CLIError("`protect pin --tpm` does not go through the agent yet; stop the agent first.")
+                }
                 return try await AgentProof.protect(
                     agent,
                     home,
@@ -86,8 +93,8 @@ struct Protect: AsyncParsableCommand {
                     let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
                     guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
                 }
-                let estimate = try await keymaker.activatePIN(pin, authorizedBy: proof)
-                print(estimate.sentence)
+                let estimate = try await keymaker.activatePIN(pin, authorizedBy: proof, element: tpm ? .tpm : .software)
+                print(tpm ? TPMCheck.sentence : estimate.sentence)
             case (.secureElement, false):
                 try await keymaker.activateSecureElement(authorizedBy: proof)
             case (.pin, true):
@@ -97,8 +104,7 @@ struct Protect: AsyncParsableCommand {
             case (.none, _):
                 try await keymaker.deactivate(nil, authorizedBy: proof)
             }
-            let now = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
-            print("\(session.account) is now protected by: \(now).")
+            print("\(session.account) is now protected by: \(try await keymaker.protectionSummary()).")
         }
     }
 }
@@ -169,9 +175,8 @@ struct Status: AsyncParsableCommand {
             if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
             for account in accounts {
                 let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
-                let strategies = try await keymaker.strategies().map(\.description).sorted().joined(separator: " + ")
                 print("account: \(account)")
-                print("  protection: \(strategies)")
+                print("  protection: \(try await keymaker.protectionSummary())")
                 if try await keymaker.strategies().contains(.pin) {
                     let failures = try await keymaker.failedAttempts()
                     print("  failed PIN attempts: \(failures) of 10")

@@ -13,16 +13,18 @@ struct SyncCommand: AsyncParsableCommand {
         commandName: "sync",
         abstract: "Fetch new mail from the IMAP account into the sealed store, and keep flags and deletions in step.",
         discussion: """
-            Only messages above the highest UID already stored are fetched; a folder whose UIDVALIDITY changed is \
-            fetched again; messages the server expunged are deleted here; \\Seen, \\Answered, \\Flagged and \\Draft \
+            Without --folder: INBOX and every subscribed folder. Only messages above the highest UID already \
+            stored are fetched (with QRESYNC, what changed and what was expunged comes with the SELECT); a folder \
+            whose UIDVALIDITY changed is fetched again; messages the server expunged are deleted here; \\Seen, \\Answered, \\Flagged and \\Draft \
             go both ways (the server's change wins for a flag both changed). An interrupted sync keeps what it \
-            stored; the next one continues.
+            stored; the next one continues. On a terminal a progress bar is drawn on standard error.
             """
     )
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var pinOptions: PINOptions
-    @Option(name: .long, help: "A folder to sync (repeatable; default INBOX).") var folder: [String] = []
+    @Option(name: .long, help: "A folder to sync (repeatable; default INBOX and every subscribed folder).")
+    var folder: [String] = []
     @Option(name: .long, help: "The mail server account (from `coffer account show`; default the only one).")
     var id: Int64?
     @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = 50
@@ -47,15 +49,14 @@ struct SyncCommand: AsyncParsableCommand {
             }
             let server = try await ServerSession.open(home, pinOptions)
             let account = try await server.serverAccount(id)
-            let interactive = Terminal.isInteractiveOutput
+            let line = ProgressLine()
             let syncer = Syncer(store: server.store, batchSize: batch)
             while true {
                 let summary = try await syncer.sync(accountID: account.id, folders: folder) { progress in
-                    guard interactive, progress.total > 0 else { return }
-                    print("\r\(progress.folder): \(progress.done) of \(progress.total)    ", terminator: "")
-                    fflush(nil)
+                    guard progress.total > 0 else { return }
+                    line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
                 }
-                if interactive { print("") }
+                line.finish()
                 print(Self.line(summary))
                 fflush(nil)
                 guard watch else { break }

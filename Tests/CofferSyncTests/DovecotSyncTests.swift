@@ -81,6 +81,78 @@ import Testing
         }
     }
 
+    /// The issue's live test: a subscribed folder with a non-ASCII name holding an attachment, non-ASCII headers
+    /// and two 10 MB messages (a 10 MB attachment and 10 MB of text) matches what imaplib reads there, byte for byte
+    /// where the store gives bytes back, and no word of it is in Coffer's files afterwards.
+    @Test func aFolderWithAttachmentsNonASCIIHeadersAndTenMegabyteMessagesMatchesTheServer() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let wire = "Anh&AOQ-nge"
+        var random = SystemRandomNumberGenerator()
+        let blob = (0..<7_600_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        let encoded = Data(blob).base64EncodedString(options: [.lineLength76Characters, .endLineWithCarriageReturn])
+            .replacingOccurrences(of: "\r", with: "\r\n")
+        let bigAttachment = Array(
+            ("From: carol@coffer.test\r\nTo: alice@coffer.test\r\nSubject: bigattachword\r\nMIME-Version: 1.0\r\n"
+                + "Message-ID: <bigattach@coffer.test>\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n"
+                + "--b1\r\nContent-Type: text/plain\r\n\r\nTen megabytes attached.\r\n--b1\r\n"
+                + "Content-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"big.bin\"\r\n"
+                + "Content-Transfer-Encoding: base64\r\n\r\n" + encoded + "\r\n--b1--\r\n").utf8
+        )
+        let lines = (0..<160_000).map { "line \($0) of a long letter that goes on and on and on and on.\r\n" }
+        let bigText = SyncMail.message("bigtextword", extraBody: lines.joined() + "bigtextendword\r\n")
+        #expect(bigAttachment.count > 10_000_000 && bigText.count > 10_000_000)
+        let messages = [SyncMail.attachment("smallattachword"), SyncMail.nonASCII, bigAttachment, bigText]
+        let files = TemporaryDirectory(prefix: "coffer-sync-big")
+        for (index, message) in messages.enumerated() {
+            try Data(message).write(to: URL(fileURLWithPath: "\(files.path)/\(index).eml"))
+        }
+        try server.python(
+            """
+            imap.create(\(String(reflecting: wire)))
+            imap.subscribe(\(String(reflecting: wire)))
+            for index in range(\(messages.count)):
+                with open(\(String(reflecting: files.path)) + "/%d.eml" % index, "rb") as f:
+                    imap.append(\(String(reflecting: wire)), None, None, f.read())
+            """
+        )
+        let (world, syncer, account) = try await setUp(server)
+        let summary = try await syncer.sync(accountID: account)
+        #expect(summary.folders == 2 && summary.fetched == 4)
+
+        let reference = try server.messages(wire)
+        let folder = try #require(try await world.store.syncFolder(accountID: account, name: "Anhänge"))
+        let locations = try await world.store.syncLocations(folderID: folder.id)
+        #expect(locations.map(\.uid) == reference.map(\.uid))
+        #expect(reference.map(\.body) == messages)
+        for (location, theirs) in zip(locations, reference) {
+            let detail = try await world.store.message(location.messageID)
+            #expect(detail.summary.size == theirs.body.count, "UID \(location.uid): a different size")
+            #expect(location.localFlags == Syncer.flags(theirs.flags))
+        }
+        let big = try #require(try await world.store.search("bigattachword").first)
+        let attachment = try #require(try await world.store.attachments(of: big.id).first)
+        #expect(try await world.store.attachmentContent(attachment.id).content == blob)
+        let umlaut = try #require(try await world.store.search("canaryumlautword").first)
+        #expect(umlaut.subject == "Grüße aus Köln")
+        // The search index keeps a message's first words only; the whole text is there.
+        let text = try #require(try await world.store.search("bigtextword").first)
+        let textBody = try await world.store.message(text.id).textBody ?? ""
+        #expect(textBody.hasSuffix("bigtextendword\r\n") || textBody.hasSuffix("bigtextendword\n"))
+        #expect(textBody.utf8.count > 10_000_000)
+
+        try world.store.close()
+        let canaries =
+            ["smallattachword", "canaryumlautword", "bigattachword", "bigtextword", "bigtextendword", "Anhänge", wire]
+            + [String(encoded.dropFirst(400_000).prefix(60))]
+        for file in world.root.allFiles() {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            for word in canaries {
+                #expect(!ByteSearch.contains(Array(word.utf8), in: bytes), "\(word) is in \(file)")
+            }
+        }
+    }
+
     @Test func expungesDeleteLocallyAndSeenTravelsBothWays() async throws {
         let server = try SyncDovecot.start()
         defer { server.stop() }

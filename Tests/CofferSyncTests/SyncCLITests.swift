@@ -60,8 +60,9 @@ extension CLIRunner {
         let synced = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(synced.status == 0, "\(synced.stderr)")
         #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
-        // Not a terminal: no progress line.
-        #expect(!synced.stdout.contains(" of "))
+        // Not a terminal: no progress line anywhere.
+        #expect(!synced.stdout.contains("\r") && !synced.stderr.contains("\r"))
+        #expect(!synced.stderr.contains("] 2/2"))
         let listed = try cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(listed.stdout.contains("note clione") && listed.stdout.contains("note clitwo"))
         let again = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
@@ -134,7 +135,7 @@ extension CLIRunner {
 
         var generator = SystemRandomNumberGenerator()
         var killed = 0
-        for run in 0..<10 {
+        for run in 0..<20 {
             // Every run has new mail to fetch, one message per transaction.
             let fresh = (0..<20).map { "killmarker\(run)n\($0)x" }
             try server.deliver(
@@ -165,7 +166,58 @@ extension CLIRunner {
             let found = try cli.run(["search", marker])
             #expect(found.stdout.split(separator: "\n").count == 1, "\(marker): \(found.stdout)")
         }
-        print("killedSyncs: \(killed) of 10 runs killed mid-sync (a whole run took \(base) ms)")
+        print("killedSyncs: \(killed) of 20 runs killed mid-sync (a whole run took \(base) ms)")
+    }
+
+    @Test func aProgressBarIsDrawnOnStandardErrorOnlyWhenItIsATerminal() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(many: (0..<4).map { SyncMail.message("progress\($0)x") })
+        let cli = try makeHome(protected: false)
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        #expect(added.status == 0, "\(added.stderr)")
+        // Standard error on a pseudo-terminal, standard output on a pipe.
+        let script = """
+            import json, os, subprocess, sys, threading
+            master, slave = os.openpty()
+            p = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+            os.close(slave)
+            seen = bytearray()
+            def pump():
+                while True:
+                    try:
+                        chunk = os.read(master, 4096)
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    seen.extend(chunk)
+            reader = threading.Thread(target=pump)
+            reader.start()
+            out = p.stdout.read()
+            p.wait()
+            reader.join(10)
+            print(json.dumps({"status": p.returncode, "stdout": out.decode(), "tty": seen.decode()}))
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", script, CLIRunner.binary, "sync", "--batch", "1", "--home", cli.home.path,
+        ]
+        process.environment = cli.environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let result = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let tty = try #require(result["tty"] as? String)
+        let stdout = try #require(result["stdout"] as? String)
+        #expect(result["status"] as? Int == 0, "\(tty)")
+        #expect(tty.contains("INBOX [") && tty.contains("] 4/4"), "\(tty)")
+        #expect(tty.contains("] 1/4"), "\(tty)")
+        #expect(stdout.contains("Synced 1 folder: 4 new"), "\(stdout)")
+        #expect(!stdout.contains("\r") && !stdout.contains("] 4/4"), "\(stdout)")
     }
 
     @Test func throughTheAgentALockedSyncIsRefusedAndAnUnlockedOneSyncs() async throws {
@@ -204,6 +256,61 @@ extension CLIRunner {
         let listed = try cli.run(["list"])
         #expect(listed.stdout.contains("note agentone") && listed.stdout.contains("note agenttwo"), "\(listed.stdout)")
         #expect(try cli.run(["sync"]).stdout.contains("0 new"))
+    }
+
+    /// With an agent running the account commands ask it: no PIN is read and no key is unlocked in the CLI (the
+    /// commands get no `--pin-stdin` and an empty standard input after the password), a locked agent refuses.
+    @Test func accountCommandsGoThroughTheAgentWhenOneRuns() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("agentaccountone"))
+        let cli = try makeHome()
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
+        agent.arguments = ["agent", "--home", cli.home.path]
+        agent.environment = cli.environment
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = try cli.run(["status"]).stdout.contains("mode: agent")
+            if !ready { usleep(100_000) }
+        }
+        #expect(ready, "the agent did not come up")
+
+        let locked = try cli.run(["account", "show"])
+        #expect(locked.status == 1)
+        #expect(locked.stderr.contains("Coffer is locked"), "\(locked.stderr)")
+        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+
+        let added = try cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            protected: false
+        )
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("login checked") && added.stdout.contains("matched"), "\(added.stdout)")
+        let wrong = try cli.addAccount(server, pins: [], password: "not-the-password-9921", protected: false)
+        #expect(wrong.status == 1)
+        #expect(wrong.stderr.contains("LOGIN") && !wrong.stderr.contains("not-the-password-9921"), "\(wrong.stderr)")
+
+        let shown = try cli.run(["account", "show"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stdout.contains("1\talice at imaps://\(SyncDovecot.name)"), "\(shown.stdout)")
+        #expect(!shown.stdout.contains(SyncDovecot.password))
+        #expect(!shown.stdout.contains("2\t"))
+        #expect(try cli.run(["sync"]).stdout.contains("1 new"))
+
+        let removed = try cli.run(["account", "remove", "1"])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(removed.stdout.contains("1 messages"), "\(removed.stdout)")
+        #expect(try cli.run(["account", "show"]).stdout.contains("No mail server account"))
+        #expect(try cli.run(["account", "remove", "7"]).status == 1)
     }
 
     @Test func watchSyncsAgainWhenNewMailArrives() async throws {

@@ -9,17 +9,27 @@ import Testing
 
 @testable import CofferSync
 
-/// A tiny scripted IMAP server over TLS (certificate A) with one message; its first connection closes in the middle
-/// of that message's literal, later connections serve it whole.
+/// How the scripted server's first connection breaks while it sends the message.
+enum ScriptedFault: Sendable, CaseIterable {
+    /// It closes the connection in the middle of the literal.
+    case closeMidLiteral
+    /// It sends half the literal and then nothing, with the connection open.
+    case stallMidLiteral
+    /// It sends a FETCH response that is not IMAP.
+    case garbage
+}
+
+/// A tiny scripted IMAP server over TLS (certificate A) with one message; its first connection breaks as `fault`
+/// says while it sends that message, later connections serve it whole.
 private final class ScriptedIMAPHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     static let message = SyncMail.message("faultmarker", extraBody: String(repeating: "fault padding\r\n", count: 400))
 
-    let breakMidLiteral: Bool
+    let fault: ScriptedFault?
     var pending: [UInt8] = []
 
-    init(breakMidLiteral: Bool) { self.breakMidLiteral = breakMidLiteral }
+    init(fault: ScriptedFault?) { self.fault = fault }
 
     func channelActive(context: ChannelHandlerContext) {
         send(context, "* OK [CAPABILITY IMAP4rev1 LITERAL+] scripted server\r\n")
@@ -62,10 +72,11 @@ private final class ScriptedIMAPHandler: ChannelInboundHandler {
             let head =
                 "* 1 FETCH (UID 1 FLAGS () INTERNALDATE \"01-Jan-2024 10:00:00 +0000\" RFC822.SIZE \(body.count) "
                 + "BODY[] {\(body.count)}\r\n"
-            if breakMidLiteral {
-                send(context, head, bytes: Array(body.prefix(body.count / 2)), close: true)
-            } else {
-                send(context, head, bytes: body + Array(")\r\n\(tag) OK done\r\n".utf8))
+            switch fault {
+            case .closeMidLiteral?: send(context, head, bytes: Array(body.prefix(body.count / 2)), close: true)
+            case .stallMidLiteral?: send(context, head, bytes: Array(body.prefix(body.count / 2)))
+            case .garbage?: send(context, "* 1 FETCH (UID ((( \u{1}garbage\r\n\(tag) OK done\r\n")
+            case nil: send(context, head, bytes: body + Array(")\r\n\(tag) OK done\r\n".utf8))
             }
         case "UID" where rest.first?.uppercased() == "FETCH":
             send(context, "* 1 FETCH (UID 1 FLAGS ())\r\n\(tag) OK done\r\n")
@@ -76,7 +87,8 @@ private final class ScriptedIMAPHandler: ChannelInboundHandler {
 }
 
 struct SyncFaultTests {
-    @Test func theServerClosingMidLiteralIsATypedErrorAndTheNextSyncResumes() async throws {
+    @Test(arguments: ScriptedFault.allCases)
+    func aBrokenServerIsATypedErrorAndTheNextSyncResumes(fault: ScriptedFault) async throws {
         let certs = TemporaryDirectory(prefix: "coffer-sync-fault")
         try TestServers.makeCertificates(in: certs.path, name: SyncDovecot.name)
         let chain = try NIOSSLCertificate.fromPEMFile("\(certs.path)/a-chain.pem")
@@ -93,7 +105,7 @@ struct SyncFaultTests {
                 let first = connections.add(1, ordering: .sequentiallyConsistent).oldValue == 0
                 return child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-                    try child.pipeline.syncOperations.addHandler(ScriptedIMAPHandler(breakMidLiteral: first))
+                    try child.pipeline.syncOperations.addHandler(ScriptedIMAPHandler(fault: first ? fault : nil))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -110,8 +122,20 @@ struct SyncFaultTests {
                 connectAddress: "127.0.0.1"
             )
         )
-        let syncer = Syncer(store: world.store, timeout: .seconds(60))
-        await #expect(throws: SyncError.imap(.connectionClosed)) { try await syncer.sync(accountID: account) }
+        var syncer = Syncer(store: world.store, timeout: .seconds(60))
+        syncer.responseTimeout = .seconds(1)
+        do {
+            _ = try await syncer.sync(accountID: account)
+            Issue.record("a sync through a broken server succeeded")
+        } catch {
+            switch (fault, error) {
+            case (.closeMidLiteral, .imap(.connectionClosed)), (.stallMidLiteral, .imap(.stalled(seconds: 1))),
+                (.garbage, .imap(.syntax)):
+                break
+            default: Issue.record("\(fault): unexpected \(error)")
+            }
+            #expect(!error.description.contains("faultmarker"))
+        }
         #expect(try await world.store.count() == 0)
         #expect(try await world.store.syncFolder(accountID: account, name: "INBOX")?.highestUID == 0)
 

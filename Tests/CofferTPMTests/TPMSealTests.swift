@@ -28,6 +28,9 @@ final class TPMFixture {
         context = try TPMContext(configuration: tpm.configuration)
     }
 
+    /// Closes the connection, so another client (a Keymaker's binder) can reach the TPM.
+    func disconnect() { context = nil }
+
     /// Closes the connection and stops the TPM.
     func stop() {
         context = nil

@@ -1,0 +1,171 @@
+import CofferCrypto
+import CofferKeychain
+import CofferKeymaker
+import CofferNotifyClient
+import CofferPush
+import CofferSync
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// The agent's side of push (issue 12): per account with a push session, it holds the service's stream open
+/// (long poll, reconnect with backoff), handles each push and acks it.
+///
+/// - Unlocked: the push syncs its folder with the agent's own store.
+/// - Locked: the push-handler path (a desktop notification when there is one; the log never names sender or
+///   subject), and FastSync when the push carries a key and the device's record is unexpired.
+/// - A 401 on the stream: the service revoked the session (web page, admin), so the account's push keys, session
+///   record and FastSync record are deleted here and `coffer notify status` says why (remote logout).
+///
+/// The token is sealed under the MainKey: the holder opens it the first time the account is unlocked and keeps it in
+/// memory (not the MainKey) so that the stream stays open while the account is locked.
+public final class PushStreamHolder: Service, Sendable {
+    /// Seconds a long poll waits on the service.
+    public static let pollWait = 25
+    /// The longest pause between reconnects.
+    public static let maximumBackoff: Double = 60
+
+    private let global: GlobalContainer
+    private let tokens = Mutex<[String: String]>([:])
+    private let showNotifications: Bool
+
+    /// A holder for the agent's accounts; `showNotifications` runs `notify-send` for pushes while locked.
+    public init(global: GlobalContainer, showNotifications: Bool = true) {
+        self.global = global
+        self.showNotifications = showNotifications
+    }
+
+    /// Runs one loop per account until graceful shutdown; accounts added later are picked up every 5 seconds.
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            var started: Set<String> = []
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                // Nothing is opened (no device secret made) in a home that has no account yet.
+                let hasItems = (try? FileKeychain.hasItems(in: global.paths.keychain)) ?? false
+                let accounts = hasItems ? ((try? global.keymakerRegistry.accounts()) ?? []) : []
+                for account in accounts where !started.contains(account) {
+                    started.insert(account)
+                    group.addTask { await self.hold(account) }
+                }
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(5)) }
+            }
+            group.cancelAll()
+        }
+    }
+
+    private var logger: Logger { (try? global.logger) ?? Logger(label: "coffer.push") }
+
+    /// The account's loop: waits for a session and a token, then long-polls.
+    func hold(_ account: String) async {
+        var backoff = 1.0
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                guard let (record, token) = try await sessionAndToken(account) else {
+                    try await Task.sleep(for: .seconds(2))
+                    continue
+                }
+                let client = NotifyClient(server: record.server)
+                let messages = try await client.stream(token: token, wait: Self.pollWait)
+                var handled: [String] = []
+                for message in messages {
+                    await handle(message, account: account, sessionID: record.sessionID)
+                    handled.append(message.id)
+                }
+                try await client.ack(token: token, ids: handled)
+                backoff = 1
+            } catch NotifyClientError.sessionRevoked {
+                remoteLogout(account)
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.notice(
+                    "push stream: \(error); retrying",
+                    metadata: ["account": "\(account)", "seconds": "\(Int(backoff))"]
+                )
+                try? await Task.sleep(for: .seconds(backoff))
+                backoff = min(backoff * 2, Self.maximumBackoff)
+            }
+        }
+    }
+
+    /// The session record and the token, opening the token when the account is unlocked; nil when there is no
+    /// session or the token cannot be had yet (locked since the agent started).
+    private func sessionAndToken(_ account: String) async throws -> (PushSessionStore.Record, String)? {
+        let store = PushSessionStore(keychain: try global.keychain, account: account)
+        guard let record = try store.loadSession() else {
+            _ = tokens.withLock { $0.removeValue(forKey: account) }
+            return nil
+        }
+        let key = "\(account)\u{0}\(record.sessionID)"
+        if let token = tokens.withLock({ $0[key] }) { return (record, token) }
+        let keymaker = try global.keymakerRegistry.user(account).keymaker
+        guard !(await keymaker.isLocked) else { return nil }
+        let token = try store.token(of: record, key: try await keymaker.subkey(PushSessionStore.tokenSubkey))
+        tokens.withLock { $0[key] = token }
+        return (record, token)
+    }
+
+    /// Handles one push; failures are logged (without content) and the push is acked anyway: a push is a hint,
+    /// the next sync finds the mail.
+    func handle(_ message: NotifyClient.StreamMessage, account: String, sessionID: String) async {
+        let log = logger
+        do {
+            let keychain = try global.keychain
+            let keys = try PushSessionStore(keychain: keychain, account: account).loadKeys()
+            guard let body = Base64URL.decode(message.body) else { throw NotifyClientError.malformedPush("base64url") }
+            let push = try PushHandler.open(body, keys: keys)
+            let folder = push.folder ?? "INBOX"
+            let user = try global.keymakerRegistry.user(account)
+            let keymaker = try user.keymaker
+            if !(await keymaker.isLocked) {
+                let summary = try await SyncHandler(dependencies: user).sync(id: nil, folders: [folder], batch: nil)
+                log.info(
+                    "push: synced while unlocked",
+                    metadata: ["account": "\(account)", "new": "\(summary.fetched)"]
+                )
+                return
+            }
+            if showNotifications { _ = PushHandler.showDesktopNotification(push) }
+            guard let field = push.fastSync,
+                let record = try FastSync.load(keychain: keychain, account: account)
+            else {
+                log.info("push: shown while locked", metadata: ["account": "\(account)"])
+                return
+            }
+            let mainKey = try FastSync.unwrap(
+                record: record,
+                kek: field.kek,
+                kekExpires: field.expires,
+                sessionID: sessionID
+            )
+            let summary = try await BackgroundSync.run(
+                mainKey: mainKey,
+                account: account,
+                device: try global.deviceIdentity,
+                storeFolder: global.paths.store(account),
+                folder: folder
+            )
+            log.info(
+                "push: FastSync synced while locked",
+                metadata: ["account": "\(account)", "new": "\(summary.fetched)"]
+            )
+        } catch {
+            log.notice("push not handled: \(error)", metadata: ["account": "\(account)"])
+        }
+    }
+
+    /// The service no longer accepts the session: delete its keys and records here, and say why in status.
+    func remoteLogout(_ account: String) {
+        tokens.withLock { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
+        do {
+            let store = PushSessionStore(keychain: try global.keychain, account: account)
+            try store.delete(
+                reason: "the service ended the session (revoked or expired), so its push keys were deleted here"
+            )
+            logger.notice("push session ended by the service; push keys deleted", metadata: ["account": "\(account)"])
+        } catch {
+            logger.error("push keys could not be deleted: \(error)", metadata: ["account": "\(account)"])
+        }
+    }
+}

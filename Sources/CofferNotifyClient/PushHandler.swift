@@ -1,0 +1,111 @@
+import CofferPush
+import Foundation
+
+/// A push as the device reads it (docs/FORMAT.md, "coffer-notify push message"), versions 1 and 2.
+public struct PushNotification: Decodable, Sendable, Equatable {
+    /// The format version (1).
+    public var v: Int
+    /// "new-mail".
+    public var type: String
+    /// The folder.
+    public var folder: String?
+    /// The folder's UIDVALIDITY.
+    public var uidValidity: UInt32?
+    /// The message's UID.
+    public var uid: UInt32?
+    /// The sender (never logged or stored).
+    public var from: String?
+    /// The subject (never logged or stored).
+    public var subject: String?
+    /// The escrowed FastSync key, in version 2 while the service holds an unexpired one.
+    public var fastSync: FastSyncField?
+
+    /// `{"expires": Unix seconds, "kek": base64url}`.
+    public struct FastSyncField: Decodable, Sendable, Equatable {
+        /// The KEK, base64url (never logged or stored).
+        public var kek: String
+        /// Its expiry, Unix seconds.
+        public var expires: Int64
+    }
+
+    /// The one line shown when there is no desktop notification service.
+    public var line: String {
+        let sender = Self.clean(from ?? "unknown sender")
+        let title = Self.clean(subject ?? "(no subject)")
+        return "New mail in \(Self.clean(folder ?? "INBOX")) from \(sender): \(title)"
+    }
+
+    /// Drops control characters (a subject must not move the terminal's cursor) and cuts to 200 characters.
+    public static func clean(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.filter {
+                    !$0.properties.isDefaultIgnorableCodePoint && $0.value >= 0x20 && $0.value != 0x7F
+                        && !(0x80..<0xA0).contains($0.value)
+                }
+            ).prefix(200)
+        )
+    }
+}
+
+/// The notification extension's work: open one push with the session's key, without the MainKey, and read it.
+public enum PushHandler {
+    /// Opens and parses one push body (the raw 4096-byte RFC 8291 message).
+    ///
+    /// - Throws: ``NotifyClientError/pushNotForThisSession`` for a body sealed to another session or changed,
+    ///   ``NotifyClientError/malformedPush(_:)`` for content that is not a version 1 or 2 Coffer push.
+    public static func open(_ body: [UInt8], keys: WebPush.UserAgentKeys) throws(NotifyClientError) -> PushNotification
+    {
+        let plaintext: [UInt8]
+        do {
+            plaintext = try keys.open(body)
+        } catch {
+            throw .pushNotForThisSession
+        }
+        guard let message = try? JSONDecoder().decode(PushNotification.self, from: Data(plaintext)) else {
+            throw .malformedPush("it is not the JSON of a push message")
+        }
+        guard message.v == 1 || message.v == 2 else { throw .malformedPush("version \(message.v) is not supported") }
+        guard message.v == 2 || message.fastSync == nil else { throw .malformedPush("a version 1 push has no key") }
+        guard message.type == "new-mail" else { throw .malformedPush("the type is not new-mail") }
+        return message
+    }
+
+    /// Reads a body given on standard input: the raw bytes, or base64url text as the stream carries it.
+    public static func body(fromInput input: [UInt8]) -> [UInt8] {
+        let text = String(decoding: input, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if input.count != WebPush.standardBodyLength, !text.isEmpty, let decoded = Base64URL.decode(text) {
+            return decoded
+        }
+        return input
+    }
+
+    /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text
+    /// goes as arguments to the child, never through a shell or a file.
+    public static func showDesktopNotification(_ push: PushNotification) -> Bool {
+        let environment = ProcessInfo.processInfo.environment
+        guard
+            environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
+                || environment["WAYLAND_DISPLAY"] != nil
+        else { return false }
+        let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/notify-send" }
+            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let path else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = [
+            "--app-name=Coffer", "--",
+            "New mail from \(PushNotification.clean(push.from ?? "unknown sender"))",
+            PushNotification.clean(push.subject ?? "(no subject)"),
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        do {
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus == 0
+        } catch {
+            return false
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import CofferCrypto
+import CofferSampleMail
+import CofferTesting
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer sync` beside `mbsync` (Debian's isync) in the same run: N generated messages delivered to a private
+/// loopback Dovecot, then each client syncs the same account from nothing (Coffer into its sealed store, mbsync into
+/// a Maildir). Wall time and peak RSS (wait4's ru_maxrss) of each process, as ratios. The issue's aim: faster than
+/// mbsync while sealing every message, and under 100 MB resident.
+enum SyncBench {
+    static func run(messages: Int) throws {
+        guard
+            let mbsync = (["/usr/bin/mbsync", "/usr/local/bin/mbsync"] as [String]).first(where: { path in
+                access(path, X_OK) == 0
+            })
+        else {
+            print("sync: mbsync is missing (Debian: apt-get install isync; scripts/setup.sh does it); skipped")
+            return
+        }
+        let server = try TestServers.PinnedDovecot.start()
+        defer { server.stop() }
+        let folder = TemporaryDirectory(prefix: "coffer-bench-sync")
+        let deliveryStart = Timer.now()
+        try deliver(messages, to: server, through: "\(folder.path)/outgoing")
+        let deliverySeconds = Double(Timer.now() - deliveryStart) / 1e9
+
+        // Coffer: an unprotected home (no PIN's key derivation in the figure), the account pinned to the server.
+        let coffer = ImportMemoryBench.siblingBinary("coffer")
+        let home = "\(folder.path)/home"
+        _ = try ImportMemoryBench.spawn([coffer, "init", "--home", home, "--account", "bench@example.com"])
+        let passwordFile = "\(folder.path)/password"
+        try Data("\(TestServers.PinnedDovecot.password)\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
+        _ = try ImportMemoryBench.spawn(
+            [
+                coffer, "account", "add", "--home", home, "--imap",
+                "imaps://\(TestServers.PinnedDovecot.name):\(server.server.imapsPort)", "--user",
+                TestServers.PinnedDovecot.user, "--ca-file", "\(server.certs)/ca.pem", "--connect", "127.0.0.1",
+                "--pin-sha256", try server.pin("a"), "--pin-sha256", try server.pin("backup"), "--password-stdin",
+            ],
+            input: passwordFile
+        )
+        let cofferOutput = "\(folder.path)/coffer-sync.out"
+        let cofferStart = Timer.now()
+        let cofferUsage = try ImportMemoryBench.spawn([coffer, "sync", "--home", home], output: cofferOutput)
+        let cofferSeconds = Double(Timer.now() - cofferStart) / 1e9
+        let summary = (try? String(contentsOfFile: cofferOutput, encoding: .utf8)) ?? ""
+        guard summary.contains(": \(messages) new") else {
+            throw CofferCryptoError.io(operation: "coffer sync (it said: \(summary))", errno: EIO)
+        }
+
+        // mbsync: the same account over IMAPS into a Maildir. The server's own certificate is the one it trusts
+        // (mbsync accepts a directly matched certificate whatever the host name, and it connects to 127.0.0.1).
+        let maildir = "\(folder.path)/maildir"
+        try FileManager.default.createDirectory(atPath: maildir, withIntermediateDirectories: true)
+        let config = "\(folder.path)/mbsyncrc"
+        try Data(
+            """
+            IMAPAccount bench
+            Host 127.0.0.1
+            Port \(server.server.imapsPort)
+            User \(TestServers.PinnedDovecot.user)
+            Pass \(TestServers.PinnedDovecot.password)
+            SSLType IMAPS
+            SystemCertificates no
+            CertificateFile \(server.certs)/a.pem
+
+            IMAPStore remote
+            Account bench
+
+            MaildirStore local
+            Path \(maildir)/
+            Inbox \(maildir)/INBOX
+
+            Channel bench
+            Far :remote:
+            Near :local:
+            Patterns INBOX
+            Create Near
+            SyncState *
+
+            """.utf8
+        ).write(to: URL(fileURLWithPath: config))
+        let mbsyncStart = Timer.now()
+        let mbsyncUsage = try ImportMemoryBench.spawn([mbsync, "-q", "-c", config, "-a"])
+        let mbsyncSeconds = Double(Timer.now() - mbsyncStart) / 1e9
+        let fetched = ["cur", "new"].reduce(0) { count, sub in
+            count + ((try? FileManager.default.contentsOfDirectory(atPath: "\(maildir)/INBOX/\(sub)").count) ?? 0)
+        }
+        guard fetched == messages else {
+            throw CofferCryptoError.io(operation: "mbsync (it fetched \(fetched) of \(messages))", errno: EIO)
+        }
+
+        var table = Table(
+            "sync of \(messages) generated messages from a loopback Dovecot (delivered in \(format(deliverySeconds, 1)) s)",
+            ["measure", "coffer sync", "mbsync", "coffer / mbsync", "aim"]
+        )
+        table.add([
+            "wall time", "\(format(cofferSeconds, 2)) s", "\(format(mbsyncSeconds, 2)) s",
+            format(cofferSeconds / mbsyncSeconds, 2), "< 1",
+        ])
+        table.add([
+            "peak resident set", "\(cofferUsage.maxRSSKiB / 1024) MiB", "\(mbsyncUsage.maxRSSKiB / 1024) MiB",
+            format(Double(cofferUsage.maxRSSKiB) / Double(max(1, mbsyncUsage.maxRSSKiB)), 2), "coffer < 100 MiB",
+        ])
+        table.add([
+            "messages per second", format(Double(messages) / cofferSeconds, 0),
+            format(Double(messages) / mbsyncSeconds, 0), "", "",
+        ])
+        table.print()
+    }
+
+    /// Writes `count` generated messages (one in ten with an attachment) as files and delivers them over one LMTP
+    /// connection (files, not arguments: 10,000 messages do not fit a command line).
+    private static func deliver(_ count: Int, to server: TestServers.PinnedDovecot, through folder: String) throws {
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let generator = SyntheticMail(seed: 2026)
+        for index in 0..<count {
+            let message = generator.message(index, attachment: index % 10 == 3)
+            try Data(message).write(to: URL(fileURLWithPath: "\(folder)/\(index).eml"))
+        }
+        let script = """
+            import os, smtplib, sys
+            sys.path.insert(0, \(String(reflecting: TestServers.repoRoot.appendingPathComponent("Tests/servers").path)))
+            import dovecot
+            info = dovecot.load(\(String(reflecting: server.server.dir)))
+            with smtplib.LMTP("127.0.0.1", info["lmtp_port"]) as lmtp:
+                for index in range(\(count)):
+                    with open(os.path.join(\(String(reflecting: folder)), "%d.eml" % index), "rb") as f:
+                        lmtp.sendmail("sender@coffer.test", [\(String(reflecting: TestServers.PinnedDovecot.user))], f.read())
+            """
+        let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
+        guard result.code == 0 else {
+            throw CofferCryptoError.io(operation: "LMTP delivery (\(result.output))", errno: EIO)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import ArgumentParser
+import CofferApp
+import CofferNotifyClient
+import Foundation
+
+/// `coffer fastsync on|off|status`: background sync while locked, with a key escrowed to the notification service.
+struct FastSyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fastsync",
+        abstract: "Let new-mail pushes sync the account in the background while it stays locked, for a limited time.",
+        discussion: """
+            `on` makes a random key-encryption key (KEK), wraps the MainKey with it in a record kept on this device \
+            (account, session and expiry authenticated), seals the KEK to the service's per-user escrow key and \
+            uploads it: the KEK is never written here. While it is unexpired the service puts it in this session's \
+            new-mail pushes, and `coffer push-handler` (or the agent) unwraps the MainKey in memory, syncs the \
+            folder and wipes both. Until the expiry, this device's files together with the service open the MainKey: \
+            see THREAT-MODEL.md. Turning it on or renewing it asks for the PIN (or presence) every time.
+            """,
+        subcommands: [On.self, Off.self, Status.self]
+    )
+
+    /// `8h`, `90m`, `2d`, `30s` or plain seconds.
+    static func seconds(_ text: String) -> TimeInterval? {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86400]
+        if let last = text.last, let unit = units[last], let value = Double(text.dropLast()), value > 0 {
+            return value * unit
+        }
+        return Double(text).flatMap { $0 > 0 ? $0 : nil }
+    }
+
+    struct On: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Turn FastSync on, or renew it (PIN required).")
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Option(name: .customLong("for"), help: "How long: 30m, 8h, 2d... (default 8h, at most 7d).") var duration =
+            "8h"
+
+        func validate() throws {
+            guard let seconds = FastSyncCommand.seconds(duration), seconds >= 1, seconds <= FastSync.maximumLifetime
+            else { throw ValidationError("--for must be a duration from 1s to 7d, like 8h.") }
+        }
+
+        func run() async throws {
+            try await runReportingErrors {
+                let session = try AccountSession.open(home)
+                let keychain = session.device.keychain
+                let store = PushSessionStore(keychain: keychain, account: session.account)
+                guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
+                // Always a fresh proof, even when an agent holds the key: renewal must ask the user.
+                try await session.unlock(pinFromStdin: pinOptions.pinStdin)
+                let token = try store.token(
+                    of: record,
+                    key: await session.keymaker.subkey(PushSessionStore.tokenSubkey)
+                )
+                let lifetime = FastSyncCommand.seconds(duration) ?? 8 * 3600
+                let fastSync = try await FastSync.enable(
+                    mainKey: await session.keymaker.key(),
+                    keychain: keychain,
+                    account: session.account,
+                    session: record,
+                    token: token,
+                    lifetime: lifetime
+                )
+                let until = Date(timeIntervalSince1970: TimeInterval(fastSync.expires))
+                print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
+            }
+        }
+    }
+
+    struct Off: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Turn FastSync off: the record is deleted here and the key on the service."
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+
+        func run() async throws {
+            try await runReportingErrors {
+                let session = try AccountSession.open(home)
+                let keychain = session.device.keychain
+                // The record goes first: without it the escrowed key opens nothing.
+                try FastSync.delete(keychain: keychain, account: session.account)
+                let store = PushSessionStore(keychain: keychain, account: session.account)
+                guard let record = try store.loadSession() else {
+                    print("FastSync is off.")
+                    return
+                }
+                try await session.unlock(pinFromStdin: pinOptions.pinStdin)
+                let token = try store.token(
+                    of: record,
+                    key: await session.keymaker.subkey(PushSessionStore.tokenSubkey)
+                )
+                do throws(NotifyClientError) {
+                    try await NotifyClient(server: record.server).deleteKEK(token: token)
+                    print("FastSync is off: the record is deleted here and the key on the service.")
+                } catch {
+                    print("FastSync is off here; the service could not be told (\(error.description)).")
+                }
+            }
+        }
+    }
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show whether FastSync is on and until when.")
+
+        @OptionGroup var home: HomeOptions
+
+        func run() async throws {
+            try await runReportingErrors {
+                let device = try home.resolve().open()
+                let account = try device.chooseAccount(home.account)
+                guard let record = try FastSync.load(keychain: device.keychain, account: account) else {
+                    print("FastSync is off.")
+                    return
+                }
+                let until = Date(timeIntervalSince1970: TimeInterval(record.expires))
+                if until > Date() {
+                    print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
+                } else {
+                    print(
+                        "FastSync expired at \(ISO8601DateFormatter().string(from: until)); `coffer fastsync on` renews it."
+                    )
+                }
+            }
+        }
+    }
+}

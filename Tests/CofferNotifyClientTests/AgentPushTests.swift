@@ -1,0 +1,120 @@
+import CofferNotify
+import CofferNotifyClient
+import CofferTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Standard error of a running process, collected as it comes.
+final class LogCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var text = ""
+
+    func attach(_ pipe: Pipe) {
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                return
+            }
+            self?.lock.withLock { self?.text += String(decoding: data, as: UTF8.self) }
+        }
+    }
+
+    var contents: String { lock.withLock { text } }
+
+    /// Waits up to `seconds` for `needle` to appear `count` times.
+    func wait(for needle: String, count: Int = 1, seconds: Double = 30) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if contents.components(separatedBy: needle).count - 1 >= count { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return false
+    }
+}
+
+/// The agent holds the stream: a push while unlocked syncs, a push while locked with FastSync syncs in the
+/// background and leaves the account locked, and a revocation by the admin command logs the push session out.
+@Suite(.serialized) struct AgentPushTests {
+    static let pin = NotifyCLITests.pin
+
+    @Test func theAgentSyncsOnPushesUnlockedAndLockedAndLogsOutOnRevocation() async throws {
+        try await FastSyncCLITests().withStack { stack in
+            let cli = stack.cli
+            let agent = Process()
+            agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
+            agent.arguments = ["agent", "--home", cli.home.path]
+            agent.environment = cli.environment
+            agent.standardOutput = FileHandle.nullDevice
+            let errors = Pipe()
+            agent.standardError = errors
+            let log = LogCollector()
+            log.attach(errors)
+            try agent.run()
+            defer {
+                kill(agent.processIdentifier, SIGTERM)
+                agent.waitUntilExit()
+            }
+            var ready = false
+            for _ in 0..<200 where !ready {
+                ready = try await cli.runOffPool(["status"]).stdout.contains("mode: agent")
+                if !ready { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(ready, "the agent did not come up")
+
+            // Unlocked: the agent opens the token and holds the stream; a delivery is synced by the agent.
+            #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let first = "Agent unlocked canary 0d4f"
+            try deliver(stack, subject: first)
+            #expect(await log.wait(for: "push: synced while unlocked"), "\(log.contents)")
+            let listed = try await cli.runOffPool(["list"])
+            #expect(listed.stdout.contains(first), "\(listed.stdout)\(listed.stderr)")
+
+            // Locked with FastSync on: the agent syncs in the background and the account stays locked.
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(on.status == 0, "\(on.stderr)")
+            #expect(try await cli.runOffPool(["lock"]).status == 0)
+            let second = "Agent locked canary 6a3b"
+            try deliver(stack, subject: second)
+            #expect(await log.wait(for: "push: FastSync synced while locked"), "\(log.contents)")
+            let status = try await cli.runOffPool(["status"])
+            #expect(status.stdout.contains("locked"), "\(status.stdout)")
+            let lockedList = try await cli.runOffPool(["list"])
+            #expect(lockedList.status == 1)
+            #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let after = try await cli.runOffPool(["list"])
+            #expect(after.stdout.contains(second), "\(after.stdout)\(after.stderr)")
+            // The log names neither sender nor subject.
+            #expect(!log.contents.contains(first) && !log.contents.contains(second))
+            #expect(!log.contents.contains("fastsync-sender@example.org"))
+
+            // The admin revokes the session with coffer-notify's own command: the agent's next poll gets 401.
+            let session = try #require(try await stack.storage.allSessions().first)
+            let notifyBinary = URL(fileURLWithPath: CLIRunner.binary).deletingLastPathComponent()
+                .appendingPathComponent("coffer-notify").path
+            let revoked = try runCommand([
+                notifyBinary, "sessions", "revoke", session.id, "--data-dir", stack.folder.path,
+            ])
+            #expect(revoked.code == 0, "\(revoked.output)")
+            // The agent's current long poll ends within 25 s; its next request gets 401.
+            #expect(await log.wait(for: "push session ended by the service", seconds: 60), "\(log.contents)")
+            let notifyStatus = try await cli.runOffPool(["notify", "status"])
+            #expect(notifyStatus.stdout.contains("the service ended the session"), "\(notifyStatus.stdout)")
+            let fastSync = try await cli.runOffPool(["fastsync", "status"])
+            #expect(fastSync.stdout.contains("FastSync is off."))
+        }
+    }
+
+    func deliver(_ stack: FastSyncCLITests.Stack, subject: String) throws {
+        try stack.dovecot.deliver(
+            Array(
+                ("From: FastSync Canary <fastsync-sender@example.org>\r\nTo: alice@coffer.test\r\n"
+                    + "Subject: \(subject)\r\nMessage-ID: <\(UUID())@example.org>\r\n\r\nBody.\r\n").utf8
+            )
+        )
+    }
+}
