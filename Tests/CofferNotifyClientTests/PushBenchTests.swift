@@ -9,7 +9,13 @@ import Glibc
 /// Issue 12's bench: time from handing a message to Dovecot's LMTP to the agent's "synced" log line (the message is
 /// sealed in the store by then), unlocked and locked with FastSync. Off by default (it takes minutes); run with
 /// `COFFER_PUSH_BENCH=200`. It prints p50 and p99 and asserts only that every delivery arrived.
-@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["COFFER_PUSH_BENCH"] != nil))
+@Suite(
+    .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["COFFER_PUSH_BENCH"] != nil,
+        "a benchmark, not a check: it runs only when COFFER_PUSH_BENCH=N asks for N deliveries"
+    )
+)
 struct PushBenchTests {
     static let count = Int(ProcessInfo.processInfo.environment["COFFER_PUSH_BENCH"] ?? "") ?? 20
 
