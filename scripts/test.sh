@@ -4,24 +4,25 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 swift build --build-tests
-# The network and TPM suites: run on their own, below.
-network='CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferNotifyClientTests|CofferSyncTests|CofferTPMTests|TPMCLITests'
-COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network" "$@"
+# The network and TPM suites, and coffer-notify's: run on their own, below.
+network='CofferIMAPTests|CofferTransportTests|CofferSyncTests|CofferTPMTests|TPMCLITests'
+notify='CofferNotifyTests|CofferNotifyClientTests'
+COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network|$notify" "$@"
 # The network suites (a private Dovecot and TLS servers on 127.0.0.1) run on their own: certificate validation runs
 # on Swift's cooperative thread pool, which the CLI suites' blocking process waits can starve on a 2-core machine
 # for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot. The TPM suites
 # (a private swtpm per test on 127.0.0.1) run with them.
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$network" "$@"
-# coffer-notify's /account page in headless Chromium (Playwright in .venv): sign in, list, revoke, nothing runs.
-COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" swift test --skip-build --filter CofferNotifyTests.AccountBrowserTests "$@"
-# schemathesis over docs/notify-openapi.yaml against a live coffer-notify: no 5xx, answers match, auth enforced.
-COFFER_SCHEMATHESIS="$PWD/.venv/bin/schemathesis" swift test --skip-build --filter CofferNotifyTests.OpenAPITests "$@"
-# coffer-notify on PostgreSQL: a private initdb cluster on loopback (scripts/postgres.sh), stopped at the end; the
-# storage conformance suite on both engines, two instances on one database, `--config` in the binary.
+# coffer-notify's suites run apart from those for the same reason (the service answers from this process, and its
+# IMAP logins verify certificates on the same pool; together, registrations timed out). They get besides: a private
+# PostgreSQL cluster on loopback (scripts/postgres.sh, stopped at the end) for the storage conformance suite on both
+# engines, two instances on one database and `--config`; Playwright's Chromium for the /account page; schemathesis
+# over docs/notify-openapi.yaml against a live coffer-notify.
 eval "$(bash scripts/postgres.sh start | sed 's/^/export /')"
 trap 'bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"' EXIT
-COFFER_NOTIFY_BIN="$(swift build --show-bin-path)/coffer-notify" swift test --skip-build \
-  --filter 'CofferNotifyTests.(StorageConformanceTests|TwoInstanceTests|ConfigTests)' "$@"
+COFFER_BIN="$(swift build --show-bin-path)/coffer" COFFER_NOTIFY_BIN="$(swift build --show-bin-path)/coffer-notify" \
+  COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" COFFER_SCHEMATHESIS="$PWD/.venv/bin/schemathesis" \
+  swift test --skip-build --filter "$notify" "$@"
 bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"
 trap - EXIT
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.

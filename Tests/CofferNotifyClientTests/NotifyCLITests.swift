@@ -107,10 +107,10 @@ extension TestServers.PinnedDovecot {
                 ],
                 input: "\(Self.pin)\n"
             )
-            #expect(registered.status == 0, "\(registered.stderr)")
+            try #require(registered.status == 0, "\(registered.stderr)")
             #expect(registered.stdout.contains("Registered push session"))
             let sessions = try await storage.allSessions()
-            #expect(sessions.count == 1)
+            try #require(sessions.count == 1)
             #expect(sessions.first?.deviceName == "test laptop")
             let twice = try await cli.runOffPool(
                 ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
