@@ -17,6 +17,8 @@ dpkg -s isync >/dev/null 2>&1 || need+=(isync)
 dpkg -s libtss2-dev >/dev/null 2>&1 || need+=(libtss2-dev)
 dpkg -s swtpm >/dev/null 2>&1 || need+=(swtpm)
 dpkg -s swtpm-tools >/dev/null 2>&1 || need+=(swtpm-tools)
+# coffer-notify's PostgreSQL storage tests: a private cluster (scripts/postgres.sh: initdb in a temp folder, loopback).
+dpkg -s postgresql >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
@@ -38,8 +40,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip
     >/dev/null
 fi
 venv="$(cd "$(dirname "$0")/.." && pwd)/.venv"
-if ! "$venv/bin/python" -c 'import playwright, nh3, http_ece, cryptography, py_vapid' >/dev/null 2>&1; then
-  echo "setup: creating .venv with playwright, nh3, http_ece, cryptography and py_vapid"
+if ! "$venv/bin/python" -c 'import playwright, nh3, http_ece, cryptography, py_vapid, schemathesis' >/dev/null 2>&1; then
+  echo "setup: creating .venv with playwright, nh3, http_ece, cryptography, py_vapid and schemathesis"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check playwright nh3 http_ece cryptography py_vapid
+  "$venv/bin/pip" install -q --disable-pip-version-check playwright nh3 http_ece cryptography py_vapid schemathesis
 fi

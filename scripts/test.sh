@@ -4,14 +4,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 swift build --build-tests
-# The network and TPM suites: run on their own, below.
-network='CofferIMAPTests|CofferTransportTests|CofferNotifyTests|CofferNotifyClientTests|CofferSyncTests|CofferTPMTests|TPMCLITests'
-COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network" "$@"
+# The network suites, the TPM suites and coffer-notify's: each in a run of its own, below.
+network='CofferIMAPTests|CofferTransportTests|CofferSyncTests'
+tpm='CofferTPMTests|TPMCLITests'
+notify='CofferNotifyTests|CofferNotifyClientTests'
+COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network|$tpm|$notify" "$@"
 # The network suites (a private Dovecot and TLS servers on 127.0.0.1) run on their own: certificate validation runs
 # on Swift's cooperative thread pool, which the CLI suites' blocking process waits can starve on a 2-core machine
-# for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot. The TPM suites
-# (a private swtpm per test on 127.0.0.1) run with them.
+# for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot.
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$network" "$@"
+# The TPM suites (a private swtpm per test on 127.0.0.1): their TPM calls and PIN KDFs hold the pool too.
+COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$tpm" "$@"
+# coffer-notify's suites run apart from those for the same reason (the service answers from this process, and its
+# IMAP logins verify certificates on the same pool; together, registrations timed out). They get besides: a private
+# PostgreSQL cluster on loopback (scripts/postgres.sh, stopped at the end) for the storage conformance suite on both
+# engines, two instances on one database and `--config`; Playwright's Chromium for the /account page; schemathesis
+# over docs/notify-openapi.yaml against a live coffer-notify.
+eval "$(bash scripts/postgres.sh start | sed 's/^/export /')"
+trap 'bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"' EXIT
+COFFER_BIN="$(swift build --show-bin-path)/coffer" COFFER_NOTIFY_BIN="$(swift build --show-bin-path)/coffer-notify" \
+  COFFER_ACCOUNT_BROWSER_PYTHON="$PWD/.venv/bin/python" COFFER_SCHEMATHESIS="$PWD/.venv/bin/schemathesis" \
+  swift test --skip-build --filter "$notify" "$@"
+bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"
+trap - EXIT
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.

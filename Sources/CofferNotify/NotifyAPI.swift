@@ -159,6 +159,7 @@ public enum NotifyAPI {
     /// The router with every route.
     public static func router(service: NotifyService) -> Router<NotifyRequestContext> {
         let router = Router(context: NotifyRequestContext.self)
+        router.add(middleware: NotifyMetricsMiddleware(metrics: service.metrics))
         router.get("/v1/health") { _, _ in HealthResponse(status: "ok") }
         router.get("/v1/vapid") { _, _ -> VAPIDKeyResponse in
             guard let sender = service.webPush else { throw HTTPError(.notFound, message: "Web Push is not enabled.") }
@@ -251,6 +252,8 @@ public enum NotifyAPI {
             return CountResponse(count: try await service.storage.ack(sessionID: session.id, ids: body.ids))
         }
         addFastSyncRoutes(to: protected, service: service)
+
+        AccountPage.addRoutes(to: router, service: service)
         return router
     }
 

@@ -39,6 +39,8 @@ public struct NotifyService: Sendable {
     public let logger: Logger
     /// Posts pushes to sessions' RFC 8030 endpoints; nil when Web Push is off.
     public let webPush: WebPushSender?
+    /// Counters and gauges for the `/metrics` listener.
+    public let metrics: NotifyMetrics
     /// The FastSync escrow; nil when FastSync is off (its routes answer 404).
     public var escrow: FastSyncEscrow?
 
@@ -49,9 +51,11 @@ public struct NotifyService: Sendable {
         settings: Settings,
         logger: Logger = Logger(label: "coffer-notify"),
         webPush: WebPushSender? = nil,
+        metrics: NotifyMetrics = NotifyMetrics(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.webPush = webPush
+        self.metrics = metrics
         self.storage = storage
         self.authenticator = authenticator
         self.settings = settings
@@ -180,6 +184,7 @@ public struct NotifyService: Sendable {
                 body = try message.seal(to: subscription)
             } catch {
                 logger.error("a push could not be sealed", metadata: ["session": "\(session.id)"])
+                metrics.push("failed")
                 continue
             }
             let pending = PendingMessage(
@@ -191,6 +196,7 @@ public struct NotifyService: Sendable {
             )
             try await storage.enqueue(pending)
             await signal.wake(sessionID: session.id)
+            metrics.push("queued")
             queued += 1
             if let endpoint = session.pushEndpoint, let webPush {
                 await deliver(pending, to: endpoint, with: webPush)
@@ -207,14 +213,17 @@ public struct NotifyService: Sendable {
         do {
             let status = try await sender.send(message.body, to: endpoint, ttl: ttl, now: now())
             guard (200..<300).contains(status) else {
+                metrics.webPush("refused")
                 logger.notice(
                     "push service refused",
                     metadata: ["session": "\(message.sessionID)", "status": "\(status)"]
                 )
                 return
             }
+            metrics.webPush("delivered")
             _ = try await storage.ack(sessionID: message.sessionID, ids: [message.id])
         } catch {
+            metrics.webPush("failed")
             logger.notice("push not delivered: \(error)", metadata: ["session": "\(message.sessionID)"])
         }
     }
@@ -223,7 +232,9 @@ public struct NotifyService: Sendable {
     public func pending(for session: NotifySession, wait: Duration) async throws(NotifyError) -> [PendingMessage] {
         let first = try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
         guard first.isEmpty, wait > .zero else { return first }
+        metrics.streamWaiters.increment()
         await signal.wait(sessionID: session.id, timeout: wait)
+        metrics.streamWaiters.decrement()
         guard let current = try await storage.session(id: session.id), current.isLive(at: now()) else {
             throw .unauthorized
         }

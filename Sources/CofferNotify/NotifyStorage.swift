@@ -27,6 +27,8 @@ public protocol NotifyStorage: Sendable {
     func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage]
     /// Deletes the session's messages with these ids; returns how many were deleted.
     func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int
+    /// How many sessions are neither revoked nor expired at `now` (the metrics gauge).
+    func liveSessionCount(now: Date) async throws(NotifyError) -> Int
     /// Deletes expired pending messages; returns how many.
     func purgeExpired(now: Date) async throws(NotifyError) -> Int
 }

@@ -3,26 +3,43 @@ import GRDB
 
 /// ``NotifyStorage`` on GRDB/SQLite: one file (WAL mode), frozen migrations.
 ///
-/// The tables hold token hashes, never tokens, and pending messages only as RFC 8291 ciphertext.
+/// The tables hold token hashes, never tokens, pending messages only as RFC 8291 ciphertext, and each session's
+/// push keys only sealed under the master key (``SessionKeySealer``, migration `v3`). SQLite's `secure_delete` is
+/// on, so rows rewritten by a migration leave no old bytes in free pages.
 public final class SQLiteNotifyStorage: NotifyStorage {
     private let database: DatabasePool
+    private let sealer: SessionKeySealer
 
-    /// Opens (creating if needed) the database at `path` and applies the migrations.
+    /// Opens (creating if needed) the database at `path`, applies the migrations, and seals push keys with keys
+    /// derived from the 32-byte `masterKey` (``NotifyHome/masterKey()``).
     ///
-    /// - Throws: `NotifyError.storage` when the file cannot be opened or migrated.
-    public init(path: String) throws(NotifyError) {
+    /// - Throws: `NotifyError.storage` when the file cannot be opened or migrated, `.configuration` for a master key
+    ///   that is not 32 bytes.
+    public init(path: String, masterKey: [UInt8]) throws(NotifyError) {
+        let sealer = try SessionKeySealer(masterKey: masterKey)
+        self.sealer = sealer
         do {
             var configuration = Configuration()
             configuration.foreignKeysEnabled = true
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
             database = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(database)
+            let applied = try database.read { db in try Self.migrator(sealer: sealer).appliedIdentifiers(db) }
+            try Self.migrator(sealer: sealer).migrate(database)
+            if !applied.isEmpty && !applied.contains("v3") {
+                // Old rows held clear push keys: move the rewritten pages out of the WAL into the zeroed file.
+                try database.writeWithoutTransaction { db in
+                    try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                }
+            }
+        } catch let error as NotifyError {
+            throw error
         } catch {
             throw .storage("the database at \(path) could not be opened (\(Self.reason(error)))")
         }
     }
 
     /// The migrations. Frozen: a shipped migration is never edited, only followed by a new one.
-    static var migrator: DatabaseMigrator {
+    static func migrator(sealer: SessionKeySealer) -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -54,6 +71,57 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         migrator.registerMigration("v2") { db in
             try db.execute(sql: "ALTER TABLE session ADD COLUMN push_endpoint TEXT")
         }
+        // v3: the push keys leave the clear. `push_key_id` (HMAC of the public key) keeps keys unique; `push_keys`
+        // is the sealed record. Old rows are sealed here; the table is rebuilt because SQLite cannot drop the old
+        // UNIQUE NOT NULL columns (foreign keys are off during a GRDB migration and checked after it).
+        migrator.registerMigration("v3") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE session_v3 (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        user TEXT NOT NULL,
+                        device_name TEXT NOT NULL,
+                        token_hash BLOB NOT NULL UNIQUE,
+                        created REAL NOT NULL,
+                        last_seen REAL NOT NULL,
+                        expires REAL NOT NULL,
+                        revoked INTEGER NOT NULL DEFAULT 0,
+                        push_key_id BLOB NOT NULL UNIQUE,
+                        push_keys BLOB NOT NULL,
+                        push_endpoint TEXT
+                    )
+                    """
+            )
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT id, user, device_name, token_hash, created, last_seen, expires, revoked, "
+                    + "push_public_key, push_auth_secret, push_endpoint FROM session"
+            )
+            for row in rows {
+                let id: String = row["id"]
+                let publicKey = [UInt8](row["push_public_key"] as Data)
+                let sealed = try sealer.seal(
+                    publicKey: publicKey,
+                    authSecret: [UInt8](row["push_auth_secret"] as Data),
+                    sessionID: id
+                )
+                try db.execute(
+                    sql: "INSERT INTO session_v3 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    arguments: [
+                        id, row["user"], row["device_name"], row["token_hash"], row["created"], row["last_seen"],
+                        row["expires"], row["revoked"], Data(sealer.keyID(publicKey)), Data(sealed),
+                        row["push_endpoint"],
+                    ]
+                )
+            }
+            try db.execute(
+                sql: """
+                    DROP TABLE session;
+                    ALTER TABLE session_v3 RENAME TO session;
+                    CREATE INDEX session_user ON session(user);
+                    """
+            )
+        }
         return migrator
     }
 
@@ -84,11 +152,13 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     }
 
     private static let sessionColumns =
-        "id, user, device_name, token_hash, created, last_seen, expires, revoked, push_public_key, push_auth_secret, "
+        "id, user, device_name, token_hash, created, last_seen, expires, revoked, push_key_id, push_keys, "
         + "push_endpoint"
 
-    private static func session(_ row: Row) -> NotifySession {
-        NotifySession(
+    private static func session(_ row: Row, _ sealer: SessionKeySealer) throws -> NotifySession {
+        let id: String = row["id"]
+        let keys = try sealer.open([UInt8](row["push_keys"] as Data), sessionID: id)
+        return NotifySession(
             id: row["id"],
             user: row["user"],
             deviceName: row["device_name"],
@@ -97,19 +167,25 @@ public final class SQLiteNotifyStorage: NotifyStorage {
             lastSeen: Date(timeIntervalSince1970: row["last_seen"]),
             expires: Date(timeIntervalSince1970: row["expires"]),
             revoked: row["revoked"],
-            pushPublicKey: [UInt8](row["push_public_key"] as Data),
-            pushAuthSecret: [UInt8](row["push_auth_secret"] as Data),
+            pushPublicKey: keys.publicKey,
+            pushAuthSecret: keys.authSecret,
             pushEndpoint: row["push_endpoint"]
         )
     }
 
     /// See ``NotifyStorage/createSession(_:)``.
     public func createSession(_ session: NotifySession) async throws(NotifyError) {
+        let keyID = sealer.keyID(session.pushPublicKey)
+        let sealed = try sealer.seal(
+            publicKey: session.pushPublicKey,
+            authSecret: session.pushAuthSecret,
+            sessionID: session.id
+        )
         try await write { db in
             let used = try Bool.fetchOne(
                 db,
-                sql: "SELECT EXISTS(SELECT 1 FROM session WHERE push_public_key = ?)",
-                arguments: [Data(session.pushPublicKey)]
+                sql: "SELECT EXISTS(SELECT 1 FROM session WHERE push_key_id = ?)",
+                arguments: [Data(keyID)]
             )
             if used == true { throw NotifyError.pushKeyInUse }
             try db.execute(
@@ -117,8 +193,8 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                 arguments: [
                     session.id, session.user, session.deviceName, Data(session.tokenHash),
                     session.created.timeIntervalSince1970, session.lastSeen.timeIntervalSince1970,
-                    session.expires.timeIntervalSince1970, session.revoked, Data(session.pushPublicKey),
-                    Data(session.pushAuthSecret), session.pushEndpoint,
+                    session.expires.timeIntervalSince1970, session.revoked, Data(keyID), Data(sealed),
+                    session.pushEndpoint,
                 ]
             )
         }
@@ -131,7 +207,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                 db,
                 sql: "SELECT \(Self.sessionColumns) FROM session WHERE token_hash = ?",
                 arguments: [Data(tokenHash)]
-            ).map(Self.session)
+            ).map { try Self.session($0, self.sealer) }
         }
     }
 
@@ -139,7 +215,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     public func session(id: String) async throws(NotifyError) -> NotifySession? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT \(Self.sessionColumns) FROM session WHERE id = ?", arguments: [id])
-                .map(Self.session)
+                .map { try Self.session($0, self.sealer) }
         }
     }
 
@@ -150,7 +226,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                 db,
                 sql: "SELECT \(Self.sessionColumns) FROM session WHERE user = ? ORDER BY created, id",
                 arguments: [user]
-            ).map(Self.session)
+            ).map { try Self.session($0, self.sealer) }
         }
     }
 
@@ -158,7 +234,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     public func allSessions() async throws(NotifyError) -> [NotifySession] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT \(Self.sessionColumns) FROM session ORDER BY created, id")
-                .map(Self.session)
+                .map { try Self.session($0, self.sealer) }
         }
     }
 
@@ -239,6 +315,17 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                 deleted += db.changesCount
             }
             return deleted
+        }
+    }
+
+    /// See ``NotifyStorage/liveSessionCount(now:)``.
+    public func liveSessionCount(now: Date) async throws(NotifyError) -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM session WHERE revoked = 0 AND expires > ?",
+                arguments: [now.timeIntervalSince1970]
+            ) ?? 0
         }
     }
 

@@ -41,6 +41,7 @@ struct NotifyHTTP: Sendable {
         }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
         let total = TimeAmount.seconds(timeout + extraTime)
+        let started = ContinuousClock.now
         let configure: @Sendable (any Channel) -> EventLoopFuture<HTTPChannel> = { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHTTPClientHandlers()
@@ -76,6 +77,10 @@ struct NotifyHTTP: Sendable {
                         response.body += buffer.readBytes(length: buffer.readableBytes) ?? []
                     case .end: return response
                     }
+                }
+                // The timer below `configure` closes the channel when the exchange takes too long: say so.
+                guard ContinuousClock.now - started < .seconds(timeout + extraTime) else {
+                    throw NotifyClientError.malformedResponse("no answer came within \(timeout + extraTime) seconds")
                 }
                 throw NotifyClientError.malformedResponse("the connection closed before the answer ended")
             }

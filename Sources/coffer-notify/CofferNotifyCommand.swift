@@ -5,7 +5,9 @@ import CofferPush
 import CofferTransport
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
+import ServiceLifecycle
 
 /// `coffer-notify`: the notification service and its admin commands.
 @main
@@ -21,6 +23,16 @@ struct CofferNotifyCommand: AsyncParsableCommand {
 struct HomeOptions: ParsableArguments {
     @Option(help: "The data folder (default $XDG_DATA_HOME/coffer-notify).")
     var dataDir: String?
+    @Option(help: "A JSON config file choosing the storage (sqlite or postgres); see docs/NOTIFY.md.")
+    var config: String?
+
+    /// The data folder and the storage the config chooses.
+    func open(logger: Logger) async throws -> (NotifyHome, any NotifyStorage, PostgresNotifyStorage?) {
+        let home = try NotifyHome(explicit: dataDir)
+        let config = try config.map { path throws(NotifyError) in try NotifyConfig.load(path: path) } ?? NotifyConfig()
+        let (storage, postgres) = try await config.openStorage(home: home, logger: logger)
+        return (home, storage, postgres)
+    }
 }
 
 /// Refuses every registration: `serve` without `--imap` has no mail server to check credentials with.
@@ -47,14 +59,16 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connect to this address instead of the IMAP host name (tests).") var imapConnectAddress: String?
     @Option(help: "Turn on RFC 8030 Web Push with VAPID; the contact (mailto: or https:) push services see.")
     var webPushSubject: String?
+    @Option(help: "Serve Prometheus metrics (GET /metrics) on this port of --metrics-host (default: off; 0: any).")
+    var metricsPort: Int?
+    @Option(help: "The address of the metrics listener.") var metricsHost = "127.0.0.1"
 
     func run() async throws {
         var logger = Logger(label: "coffer-notify")
         logger.logLevel = .info
-        let home = try NotifyHome(explicit: self.home.dataDir)
+        let (home, storage, postgres) = try await self.home.open(logger: logger)
         let masterKey = try home.masterKey()
         let secret = try home.eventSecret()
-        let storage = try SQLiteNotifyStorage(path: home.database)
         let authenticator: any MailAuthenticator =
             if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
         let webPush = try webPushSubject.map { subject in
@@ -70,10 +84,18 @@ struct Serve: AsyncParsableCommand {
         service.escrow = try FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: masterKey)
         let application = Application(
             router: NotifyAPI.router(service: service),
-            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed.
-            server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
+            // `/v1/stream/ws` upgrades to a WebSocket (frames ≤ 64 KiB, pinged every 30 s).
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: NotifyAPI.webSocketRouter(service: service),
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(60)),
+                    ws: .init(maxFrameSize: 64 * 1024)
+                )
+            ),
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
-            services: [PurgeService(service: service)],
+            services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger)
+                + (postgres.map { [PostgresWakeService(storage: $0, service: service)] } ?? []),
             onServerRunning: { channel in
                 // One line on stdout that scripts and tests read; never a secret.
                 let line = "coffer-notify listening on \(host):\(channel.localAddress?.port ?? port)\n"
@@ -86,6 +108,23 @@ struct Serve: AsyncParsableCommand {
             metadata: ["imap": "\(imap ?? "none")"]
         )
         try await application.runService()
+    }
+
+    /// The separate metrics listener, when `--metrics-port` is given; it prints its own line when it listens.
+    func metricsListener(service: NotifyService, logger: Logger) -> [any Service] {
+        guard let metricsPort else { return [] }
+        let host = metricsHost
+        return [
+            Application(
+                router: NotifyAPI.metricsRouter(service: service),
+                configuration: .init(address: .hostname(host, port: metricsPort), serverName: nil),
+                onServerRunning: { channel in
+                    let line = "coffer-notify metrics on \(host):\(channel.localAddress?.port ?? metricsPort)\n"
+                    FileHandle.standardOutput.write(Data(line.utf8))
+                },
+                logger: logger
+            )
+        ]
     }
 
     func imapConfiguration(_ text: String) throws -> IMAPConfiguration {
@@ -131,8 +170,7 @@ struct Sessions: AsyncParsableCommand {
         @Option(help: "Only this user's sessions.") var user: String?
 
         func run() async throws {
-            let home = try NotifyHome(explicit: self.home.dataDir)
-            let storage = try SQLiteNotifyStorage(path: home.database)
+            let (_, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
             let all =
                 if let user { try await storage.sessions(user: user) } else { try await storage.allSessions() }
             let format = ISO8601DateFormatter()
@@ -156,11 +194,13 @@ struct Sessions: AsyncParsableCommand {
         @Argument(help: "The session id (from `sessions list`).") var id: String
 
         func run() async throws {
-            let home = try NotifyHome(explicit: self.home.dataDir)
-            let storage = try SQLiteNotifyStorage(path: home.database)
+            let (notifyHome, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
             // Its FastSync key goes with it.
-            try await FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: home.masterKey()).delete(
+            try await FastSyncEscrow(
+                path: "\(notifyHome.path)/escrow.sqlite",
+                masterKey: notifyHome.masterKey()
+            ).delete(
                 sessionID: id
             )
             print("revoked \(id)")

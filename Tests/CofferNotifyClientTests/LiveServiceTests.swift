@@ -34,7 +34,10 @@ struct LiveService {
     init() throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-client-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
+        let storage = try SQLiteNotifyStorage(
+            path: folder.appendingPathComponent("notify.sqlite").path,
+            masterKey: Array(repeating: 0x5a, count: 32)
+        )
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
         let clock = self.clock

@@ -62,7 +62,10 @@ extension TestServers.PinnedDovecot {
 
     @Test func registerStatusPushHandlerAndUnregister() async throws {
         let folder = TemporaryDirectory(prefix: "coffer-notify-cli-service")
-        let storage = try SQLiteNotifyStorage(path: "\(folder.path)/notify.sqlite")
+        let storage = try SQLiteNotifyStorage(
+            path: "\(folder.path)/notify.sqlite",
+            masterKey: Array(repeating: 0x5a, count: 32)
+        )
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
         let box = AuthenticatorBox()
@@ -104,10 +107,10 @@ extension TestServers.PinnedDovecot {
                 ],
                 input: "\(Self.pin)\n"
             )
-            #expect(registered.status == 0, "\(registered.stderr)")
+            try #require(registered.status == 0, "\(registered.stderr)")
             #expect(registered.stdout.contains("Registered push session"))
             let sessions = try await storage.allSessions()
-            #expect(sessions.count == 1)
+            try #require(sessions.count == 1)
             #expect(sessions.first?.deviceName == "test laptop")
             let twice = try await cli.runOffPool(
                 ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
@@ -220,7 +223,10 @@ extension TestServers.PinnedDovecot {
     /// session.
     func withStack(_ body: @escaping @Sendable (Stack) async throws -> Void) async throws {
         let folder = TemporaryDirectory(prefix: "coffer-fastsync-service")
-        let storage = try SQLiteNotifyStorage(path: "\(folder.path)/notify.sqlite")
+        let storage = try SQLiteNotifyStorage(
+            path: "\(folder.path)/notify.sqlite",
+            masterKey: Array(repeating: 0x5a, count: 32)
+        )
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
         let box = AuthenticatorBox()

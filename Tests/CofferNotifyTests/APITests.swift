@@ -152,7 +152,10 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("n.sqlite").path)
+        let storage = try SQLiteNotifyStorage(
+            path: folder.appendingPathComponent("n.sqlite").path,
+            masterKey: testMasterKey
+        )
         let clock = Clock()
         var settings = NotifyService.Settings(eventSecret: [1])
         settings.sessionLifetime = 3600

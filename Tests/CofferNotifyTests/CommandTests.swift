@@ -90,12 +90,50 @@ enum NotifyBinary {
         #expect(process.terminationStatus == 0)
     }
 
+    @Test func metricsAreOnTheirOwnListenerOnlyWhenAsked() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let output = root.appendingPathComponent("out.txt")
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: NotifyBinary.path)
+        process.arguments = ["serve", "--port", "0", "--metrics-port", "0"]
+        process.environment = ["XDG_DATA_HOME": root.path, "HOME": root.path, "PATH": "/usr/bin:/bin"]
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var ports: [String: Int] = [:]
+        for _ in 0..<600 where ports.count < 2 {
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            for prefix in ["coffer-notify listening on", "coffer-notify metrics on"] {
+                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) {
+                    ports[prefix] = line.split(separator: ":").last.flatMap { Int($0) }
+                }
+            }
+            if ports.count < 2 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let api = try #require(ports["coffer-notify listening on"], "coffer-notify did not start")
+        let metrics = try #require(ports["coffer-notify metrics on"], "no metrics listener")
+        #expect(try await request("http://127.0.0.1:\(api)/v1/health").0 == 200)
+        #expect(try await request("http://127.0.0.1:\(api)/metrics").0 == 404)
+        let (status, text) = try await request("http://127.0.0.1:\(metrics)/metrics")
+        #expect(status == 200)
+        #expect(text.contains(#"notify_requests_total{route="/v1/health",method="GET",status="200"} 1"#))
+        #expect(text.contains("notify_active_sessions 0"))
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test func sessionsListAndRevokeWorkOnTheDatabase() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
         defer { try? FileManager.default.removeItem(at: root) }
         let home = try NotifyHome(explicit: root.path)
-        let storage = try SQLiteNotifyStorage(path: home.database)
+        let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
         let date = Date()
         for (id, user) in [("s-alice", "alice"), ("s-bob", "bob")] {
             try await storage.createSession(

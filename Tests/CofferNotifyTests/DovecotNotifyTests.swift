@@ -37,7 +37,10 @@ extension TestServers.PinnedDovecot {
     }
 
     func service(folder: URL) throws -> (NotifyService, SQLiteNotifyStorage) {
-        let storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
+        let storage = try SQLiteNotifyStorage(
+            path: folder.appendingPathComponent("notify.sqlite").path,
+            masterKey: testMasterKey
+        )
         var logger = Logger(label: "coffer-notify-tests")
         logger.logLevel = .warning
         let service = NotifyService(
@@ -104,7 +107,10 @@ extension TestServers.PinnedDovecot {
         defer { try? FileManager.default.removeItem(at: folder) }
         // The service needs Dovecot's pins and Dovecot needs the service's port: a late-bound authenticator.
         let box = AuthenticatorBox()
-        let storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
+        let storage = try SQLiteNotifyStorage(
+            path: folder.appendingPathComponent("notify.sqlite").path,
+            masterKey: testMasterKey
+        )
         var logger = Logger(label: "coffer-notify-tests")
         logger.logLevel = .warning
         let service = NotifyService(

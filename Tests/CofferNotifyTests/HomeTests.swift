@@ -40,7 +40,10 @@ import Testing
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("n.sqlite").path)
+        let storage = try SQLiteNotifyStorage(
+            path: folder.appendingPathComponent("n.sqlite").path,
+            masterKey: testMasterKey
+        )
         var logger = Logger(label: "coffer-notify-tests") { _ in CollectingHandler(logs: collected) }
         logger.logLevel = .trace
         let service = NotifyService(

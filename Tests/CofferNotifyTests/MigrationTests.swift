@@ -43,7 +43,7 @@ import Testing
                 )
             }
         }
-        let storage = try SQLiteNotifyStorage(path: path)
+        let storage = try SQLiteNotifyStorage(path: path, masterKey: testMasterKey)
         let session = try #require(try await storage.session(tokenHash: hash))
         #expect(session.id == "s1")
         #expect(session.user == "alice")

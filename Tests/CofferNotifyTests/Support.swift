@@ -6,6 +6,9 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 
+/// The master key the test storages seal push keys with.
+let testMasterKey = Array(repeating: UInt8(0x5a), count: 32)
+
 /// Accepts exactly one password per user, like a mail server would.
 struct FakeAuthenticator: MailAuthenticator {
     let passwords: [String: String]
@@ -25,7 +28,10 @@ struct Harness {
     init(registrationsPerMinute: Int = 100) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        storage = try SQLiteNotifyStorage(path: folder.appendingPathComponent("notify.sqlite").path)
+        storage = try SQLiteNotifyStorage(
+            path: folder.appendingPathComponent("notify.sqlite").path,
+            masterKey: testMasterKey
+        )
         var settings = NotifyService.Settings(eventSecret: Self.eventSecret)
         settings.registrationsPerMinute = registrationsPerMinute
         var logger = Logger(label: "coffer-notify-tests")

@@ -1,0 +1,354 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// ``NotifyStorage`` on PostgreSQL through postgres-nio, for several coffer-notify instances on one database.
+///
+/// Same records as ``SQLiteNotifyStorage`` (database v3: token hashes, sealed push keys, sealed pushes; FORMAT.md
+/// "PostgreSQL"). Every queued message also sends `NOTIFY coffer_notify, '<session id>'`, and ``listen(_:)``
+/// hands each one to the caller, so a long poll held by one instance wakes when another queues its push.
+public final class PostgresNotifyStorage: NotifyStorage {
+    /// The channel of the wake-up notifications.
+    public static let channel = "coffer_notify"
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let sealer: SessionKeySealer
+    private let logger: Logger
+
+    /// Connects (the pool runs until ``shutdown()``), creates the tables if missing, and seals push keys with keys
+    /// derived from the 32-byte `masterKey`; every instance on one database must share the master key.
+    ///
+    /// - Throws: `NotifyError.storage` when the database cannot be reached or prepared.
+    public init(
+        configuration: PostgresClient.Configuration,
+        masterKey: [UInt8],
+        logger: Logger = Logger(label: "coffer-notify-postgres")
+    ) async throws(NotifyError) {
+        sealer = try SessionKeySealer(masterKey: masterKey)
+        self.logger = logger
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        runner = Task { await client.run() }
+        do {
+            try await Self.migrate(client, logger: logger)
+        } catch {
+            runner.cancel()
+            throw .storage("the PostgreSQL database could not be prepared (\(Self.reason(error)))")
+        }
+    }
+
+    /// Closes the pool.
+    public func shutdown() { runner.cancel() }
+
+    deinit { runner.cancel() }
+
+    /// The schema, made under an advisory lock so that instances starting together do not race. Version 3 matches
+    /// SQLite's database v3; later versions add statements after these.
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.withConnection { connection in
+            _ = try await connection.query("BEGIN", logger: logger)
+            do {
+                _ = try await connection.query("SELECT pg_advisory_xact_lock(7413001)", logger: logger)
+                for statement: PostgresQuery in [
+                    "CREATE TABLE IF NOT EXISTS notify_schema (version INT NOT NULL)",
+                    """
+                    CREATE TABLE IF NOT EXISTS session (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        "user" TEXT NOT NULL,
+                        device_name TEXT NOT NULL,
+                        token_hash BYTEA NOT NULL UNIQUE,
+                        created DOUBLE PRECISION NOT NULL,
+                        last_seen DOUBLE PRECISION NOT NULL,
+                        expires DOUBLE PRECISION NOT NULL,
+                        revoked BOOLEAN NOT NULL DEFAULT FALSE,
+                        push_key_id BYTEA NOT NULL UNIQUE,
+                        push_keys BYTEA NOT NULL,
+                        push_endpoint TEXT
+                    )
+                    """,
+                    #"CREATE INDEX IF NOT EXISTS session_by_user ON session("user")"#,
+                    """
+                    CREATE TABLE IF NOT EXISTS pending_message (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+                        body BYTEA NOT NULL,
+                        created DOUBLE PRECISION NOT NULL,
+                        expires DOUBLE PRECISION NOT NULL
+                    )
+                    """,
+                    "CREATE INDEX IF NOT EXISTS pending_message_session ON pending_message(session_id, created)",
+                    "INSERT INTO notify_schema SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM notify_schema)",
+                ] {
+                    _ = try await connection.query(statement, logger: logger)
+                }
+                let rows = try await connection.query("SELECT MAX(version) FROM notify_schema", logger: logger)
+                for try await version in rows.decode(Int?.self) where (version ?? 0) > 3 {
+                    throw NotifyError.storage("the database has schema version \(version ?? 0), newer than this build")
+                }
+                _ = try await connection.query("COMMIT", logger: logger)
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// A short reason without any value from a row: the SQLSTATE code when the server gave one.
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? NotifyError { return error.description }
+        if let error = error as? PSQLError {
+            if let state = error.serverInfo?[.sqlState] { return "PostgreSQL error \(state)" }
+            return "PostgreSQL \(error.code)"
+        }
+        return "\(type(of: error))"
+    }
+
+    private func run<T>(_ what: String, _ body: () async throws -> T) async throws(NotifyError) -> T {
+        do {
+            return try await body()
+        } catch let error as NotifyError {
+            throw error
+        } catch {
+            throw .storage("a \(what) failed (\(Self.reason(error)))")
+        }
+    }
+
+    private typealias SessionRow = (String, String, String, Data, Double, Double, Double, Bool, Data, String?)
+
+    private func sessions(_ query: () throws -> PostgresQuery) async throws(NotifyError) -> [NotifySession] {
+        try await run("read") {
+            var result: [NotifySession] = []
+            let rows = try await client.query(try query(), logger: logger)
+            for try await row in rows.decode(SessionRow.self) {
+                let keys = try sealer.open([UInt8](row.8), sessionID: row.0)
+                result.append(
+                    NotifySession(
+                        id: row.0,
+                        user: row.1,
+                        deviceName: row.2,
+                        tokenHash: [UInt8](row.3),
+                        created: Date(timeIntervalSince1970: row.4),
+                        lastSeen: Date(timeIntervalSince1970: row.5),
+                        expires: Date(timeIntervalSince1970: row.6),
+                        revoked: row.7,
+                        pushPublicKey: keys.publicKey,
+                        pushAuthSecret: keys.authSecret,
+                        pushEndpoint: row.9
+                    )
+                )
+            }
+            return result
+        }
+    }
+
+    /// See ``NotifyStorage/createSession(_:)``.
+    public func createSession(_ session: NotifySession) async throws(NotifyError) {
+        let keyID = Data(sealer.keyID(session.pushPublicKey))
+        let sealed = Data(
+            try sealer.seal(publicKey: session.pushPublicKey, authSecret: session.pushAuthSecret, sessionID: session.id)
+        )
+        let tokenHash = Data(session.tokenHash)
+        let inserted = try await run("write") {
+            let rows = try await client.query(
+                """
+                INSERT INTO session (id, "user", device_name, token_hash, created, last_seen, expires, revoked,
+                    push_key_id, push_keys, push_endpoint)
+                VALUES (\(session.id), \(session.user), \(session.deviceName), \(tokenHash),
+                    \(session.created.timeIntervalSince1970), \(session.lastSeen.timeIntervalSince1970),
+                    \(session.expires.timeIntervalSince1970), \(session.revoked), \(keyID), \(sealed),
+                    \(session.pushEndpoint))
+                ON CONFLICT (push_key_id) DO NOTHING RETURNING id
+                """,
+                logger: logger
+            )
+            var count = 0
+            for try await _ in rows.decode(String.self) { count += 1 }
+            return count
+        }
+        if inserted == 0 { throw .pushKeyInUse }
+    }
+
+    private static let select: String =
+        #"SELECT id, "user", device_name, token_hash, created, last_seen, expires, revoked, push_keys, push_endpoint "#
+        + "FROM session "
+
+    /// See ``NotifyStorage/session(tokenHash:)``.
+    public func session(tokenHash: [UInt8]) async throws(NotifyError) -> NotifySession? {
+        let hash = Data(tokenHash)
+        return try await sessions { try "\(unescaped: Self.select) WHERE token_hash = \(hash)" }.first
+    }
+
+    /// See ``NotifyStorage/session(id:)``.
+    public func session(id: String) async throws(NotifyError) -> NotifySession? {
+        try await sessions { "\(unescaped: Self.select) WHERE id = \(id)" }.first
+    }
+
+    /// See ``NotifyStorage/sessions(user:)``.
+    public func sessions(user: String) async throws(NotifyError) -> [NotifySession] {
+        try await sessions { #"\#(unescaped: Self.select) WHERE "user" = \#(user) ORDER BY created, id"# }
+    }
+
+    /// See ``NotifyStorage/allSessions()``.
+    public func allSessions() async throws(NotifyError) -> [NotifySession] {
+        try await sessions { "\(unescaped: Self.select) ORDER BY created, id" }
+    }
+
+    /// See ``NotifyStorage/touch(id:at:)``.
+    public func touch(id: String, at date: Date) async throws(NotifyError) {
+        try await run("write") {
+            _ = try await client.query(
+                "UPDATE session SET last_seen = \(date.timeIntervalSince1970) WHERE id = \(id)",
+                logger: logger
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/replaceToken(id:tokenHash:expires:)``.
+    public func replaceToken(id: String, tokenHash: [UInt8], expires: Date) async throws(NotifyError) {
+        let hash = Data(tokenHash)
+        try await run("write") {
+            _ = try await client.query(
+                """
+                UPDATE session SET token_hash = \(hash), expires = \(expires.timeIntervalSince1970)
+                WHERE id = \(id) AND revoked = FALSE
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    private func count(_ query: () throws -> PostgresQuery) async throws(NotifyError) -> Int {
+        try await run("write") {
+            var count = 0
+            for try await _ in try await client.query(try query(), logger: logger).decode(String.self) { count += 1 }
+            return count
+        }
+    }
+
+    /// See ``NotifyStorage/revoke(id:)``.
+    public func revoke(id: String) async throws(NotifyError) -> Bool {
+        let changed = try await count { "UPDATE session SET revoked = TRUE WHERE id = \(id) RETURNING id" }
+        _ = try await count { "DELETE FROM pending_message WHERE session_id = \(id) RETURNING id" }
+        return changed > 0
+    }
+
+    /// See ``NotifyStorage/enqueue(_:)``; also notifies every listening instance.
+    public func enqueue(_ message: PendingMessage) async throws(NotifyError) {
+        let body = Data(message.body)
+        try await run("write") {
+            _ = try await client.query(
+                """
+                INSERT INTO pending_message (id, session_id, body, created, expires)
+                VALUES (\(message.id), \(message.sessionID), \(body), \(message.created.timeIntervalSince1970),
+                    \(message.expires.timeIntervalSince1970))
+                """,
+                logger: logger
+            )
+            _ = try await client.query(
+                "SELECT pg_notify(\(Self.channel), \(message.sessionID))",
+                logger: logger
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/pending(sessionID:now:limit:)``.
+    public func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage] {
+        let limit = max(0, limit)
+        return try await run("read") {
+            let rows = try await client.query(
+                """
+                SELECT id, session_id, body, created, expires FROM pending_message
+                WHERE session_id = \(sessionID) AND expires > \(now.timeIntervalSince1970)
+                ORDER BY created, id LIMIT \(limit)
+                """,
+                logger: logger
+            )
+            var result: [PendingMessage] = []
+            for try await (id, session, body, created, expires) in rows.decode(
+                (String, String, Data, Double, Double).self
+            ) {
+                result.append(
+                    PendingMessage(
+                        id: id,
+                        sessionID: session,
+                        body: [UInt8](body),
+                        created: Date(timeIntervalSince1970: created),
+                        expires: Date(timeIntervalSince1970: expires)
+                    )
+                )
+            }
+            return result
+        }
+    }
+
+    /// See ``NotifyStorage/ack(sessionID:ids:)``.
+    public func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int {
+        try await count {
+            "DELETE FROM pending_message WHERE session_id = \(sessionID) AND id = ANY(\(ids)) RETURNING id"
+        }
+    }
+
+    /// See ``NotifyStorage/liveSessionCount(now:)``.
+    public func liveSessionCount(now: Date) async throws(NotifyError) -> Int {
+        try await run("read") {
+            let rows = try await client.query(
+                "SELECT COUNT(*) FROM session WHERE revoked = FALSE AND expires > \(now.timeIntervalSince1970)",
+                logger: logger
+            )
+            var total = 0
+            for try await value in rows.decode(Int64.self) { total = Int(value) }
+            return total
+        }
+    }
+
+    /// See ``NotifyStorage/purgeExpired(now:)``.
+    public func purgeExpired(now: Date) async throws(NotifyError) -> Int {
+        try await count { "DELETE FROM pending_message WHERE expires <= \(now.timeIntervalSince1970) RETURNING id" }
+    }
+
+    /// Listens on the wake-up channel and calls `wake` with the session id of every message any instance queues,
+    /// until the task is cancelled.
+    ///
+    /// - Throws: `NotifyError.storage` when the listening connection fails.
+    public func listen(_ wake: @escaping @Sendable (String) async -> Void) async throws(NotifyError) {
+        try await run("listen") {
+            try await client.withConnection { connection in
+                for try await notification in try await connection.listen(Self.channel) {
+                    await wake(notification.payload)
+                }
+            }
+        }
+    }
+}
+
+/// Wakes this instance's long polls when any instance on the same PostgreSQL database queues a push
+/// (`LISTEN coffer_notify`); reconnects after a failure until the service shuts down.
+public struct PostgresWakeService: Service {
+    /// The shared database.
+    public let storage: PostgresNotifyStorage
+    /// The service whose waiters are woken.
+    public let service: NotifyService
+
+    /// Creates the listener.
+    public init(storage: PostgresNotifyStorage, service: NotifyService) {
+        self.storage = storage
+        self.service = service
+    }
+
+    /// Listens until graceful shutdown or cancellation.
+    public func run() async throws {
+        let signal = service.signal
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await storage.listen { sessionID in await signal.wake(sessionID: sessionID) }
+                }
+            } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                service.logger.error("the PostgreSQL wake-up listener failed: \(error)")
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import CofferNotify
+import CofferPush
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// The storage engines the conformance suite runs on: SQLite always, PostgreSQL when `COFFER_TEST_POSTGRES`
+/// (`HOST:PORT` of a cluster with the trust user `coffer`, made by scripts/postgres.sh) is set.
+enum Engine: String, CustomTestStringConvertible, Sendable {
+    case sqlite, postgres
+
+    static let postgresAddress = ProcessInfo.processInfo.environment["COFFER_TEST_POSTGRES"]
+    static let all: [Engine] = [.sqlite] + (postgresAddress == nil ? [] : [.postgres])
+    var testDescription: String { rawValue }
+
+    static var quietLogger: Logger {
+        var logger = Logger(label: "coffer-notify-tests")
+        logger.logLevel = .critical
+        return logger
+    }
+
+    static func configuration(database: String) throws -> PostgresClient.Configuration {
+        let address = try #require(postgresAddress)
+        let parts = address.split(separator: ":")
+        let port = try #require(parts.count == 2 ? Int(parts[1]) : nil)
+        return PostgresClient.Configuration(
+            host: String(parts[0]),
+            port: port,
+            username: "coffer",
+            password: nil,
+            database: database,
+            tls: .disable
+        )
+    }
+
+    /// A fresh, empty database on the test cluster.
+    static func freshPostgresDatabase() async throws -> PostgresClient.Configuration {
+        let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = PostgresClient(
+            configuration: try configuration(database: "postgres"),
+            backgroundLogger: quietLogger
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.run() }
+            try await admin.query("CREATE DATABASE \(unescaped: name)", logger: quietLogger)
+            group.cancelAll()
+        }
+        return try configuration(database: name)
+    }
+
+    /// A fresh storage of this engine; `close` releases it.
+    func make() async throws -> (storage: any NotifyStorage, close: @Sendable () -> Void) {
+        switch self {
+        case .sqlite:
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let storage = try SQLiteNotifyStorage(
+                path: folder.appendingPathComponent("n.sqlite").path,
+                masterKey: testMasterKey
+            )
+            return (storage, { try? FileManager.default.removeItem(at: folder) })
+        case .postgres:
+            let storage = try await PostgresNotifyStorage(
+                configuration: try await Self.freshPostgresDatabase(),
+                masterKey: testMasterKey,
+                logger: Self.quietLogger
+            )
+            return (storage, { storage.shutdown() })
+        }
+    }
+}
+
+@Suite struct StorageConformanceTests {
+    let date = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func session(
+        _ id: String,
+        user: String = "alice",
+        key: [UInt8]? = nil,
+        token: SessionToken = SessionToken()
+    )
+        -> NotifySession
+    {
+        NotifySession(
+            id: id,
+            user: user,
+            deviceName: "phone \(id) <b>",
+            tokenHash: token.hash,
+            created: date,
+            lastSeen: date,
+            expires: date.addingTimeInterval(3600),
+            pushPublicKey: key ?? WebPush.UserAgentKeys().subscription.publicKeyBytes,
+            pushAuthSecret: (0..<16).map { UInt8($0) },
+            pushEndpoint: id == "s1" ? "https://push.example/s1" : nil
+        )
+    }
+
+    @Test(arguments: Engine.all)
+    func sessionsRoundTripAndAreFoundByTokenHashOrIdOnly(engine: Engine) async throws {
+        let (storage, close) = try await engine.make()
+        defer { close() }
+        let token = SessionToken()
+        let stored = session("s1", token: token)
+        try await storage.createSession(stored)
+        try await storage.createSession(session("s2", user: "bob"))
+        #expect(try await storage.session(tokenHash: token.hash) == stored)
+        #expect(try await storage.session(tokenHash: SessionToken().hash) == nil)
+        #expect(try await storage.session(id: "s1") == stored)
+        #expect(try await storage.session(id: "nope") == nil)
+        #expect(try await storage.sessions(user: "alice") == [stored])
+        #expect(try await storage.allSessions().map(\.id) == ["s1", "s2"])
+        try await storage.touch(id: "s1", at: date + 10)
+        #expect(try await storage.session(id: "s1")?.lastSeen == date + 10)
+        let fresh = SessionToken()
+        try await storage.replaceToken(id: "s1", tokenHash: fresh.hash, expires: date + 7200)
+        #expect(try await storage.session(tokenHash: token.hash) == nil)
+        #expect(try await storage.session(tokenHash: fresh.hash)?.expires == date + 7200)
+        #expect(try await storage.liveSessionCount(now: date) == 2)
+        #expect(try await storage.revoke(id: "s2"))
+        #expect(try await storage.liveSessionCount(now: date) == 1)
+        #expect(try await storage.liveSessionCount(now: date + 7201) == 0)
+    }
+
+    @Test(arguments: Engine.all)
+    func aPushKeyIsNeverRegisteredTwice(engine: Engine) async throws {
+        let (storage, close) = try await engine.make()
+        defer { close() }
+        let key = WebPush.UserAgentKeys().subscription.publicKeyBytes
+        try await storage.createSession(session("s1", key: key))
+        await #expect(throws: NotifyError.pushKeyInUse) {
+            try await storage.createSession(session("s2", user: "bob", key: key))
+        }
+        #expect(try await storage.revoke(id: "s1"))
+        await #expect(throws: NotifyError.pushKeyInUse) { try await storage.createSession(session("s3", key: key)) }
+        #expect(try await storage.session(id: "s3") == nil)
+    }
+
+    @Test(arguments: Engine.all)
+    func pendingAckRevokeAndPurge(engine: Engine) async throws {
+        let (storage, close) = try await engine.make()
+        defer { close() }
+        try await storage.createSession(session("s1"))
+        try await storage.createSession(session("s2"))
+        for (id, owner, offset) in [("m1", "s1", 0.0), ("m2", "s1", 1.0), ("m3", "s2", 0.0)] {
+            try await storage.enqueue(
+                PendingMessage(
+                    id: id,
+                    sessionID: owner,
+                    body: Array(repeating: UInt8(id.count), count: 4096),
+                    created: date + offset,
+                    expires: date + 60
+                )
+            )
+        }
+        #expect(try await storage.pending(sessionID: "s1", now: date, limit: 1).map(\.id) == ["m1"])
+        #expect(try await storage.pending(sessionID: "s1", now: date, limit: 10).first?.body.count == 4096)
+        #expect(try await storage.ack(sessionID: "s2", ids: ["m1"]) == 0)
+        #expect(try await storage.ack(sessionID: "s1", ids: ["m1", "nope"]) == 1)
+        #expect(try await storage.pending(sessionID: "s1", now: date, limit: 10).map(\.id) == ["m2"])
+        #expect(try await storage.pending(sessionID: "s1", now: date + 61, limit: 10).isEmpty)
+        #expect(try await storage.revoke(id: "s1"))
+        #expect(try await storage.pending(sessionID: "s1", now: date, limit: 10).isEmpty)
+        #expect(try await storage.purgeExpired(now: date + 61) == 1)
+        #expect(try await storage.revoke(id: "unknown") == false)
+        await #expect(throws: NotifyError.self) {
+            try await storage.enqueue(
+                PendingMessage(id: "m9", sessionID: "no-session", body: [1], created: date, expires: date + 1)
+            )
+        }
+    }
+}
+
+/// Two services on one PostgreSQL database: an event handled by one wakes a long poll held by the other.
+@Suite struct TwoInstanceTests {
+    actor Woken {
+        var ids: [String] = []
+        func add(_ id: String) { ids.append(id) }
+    }
+
+    @Test(.enabled(if: Engine.postgresAddress != nil, "set COFFER_TEST_POSTGRES (scripts/postgres.sh start)"))
+    func anEventOnOneInstanceWakesAStreamWaiterOnTheOther() async throws {
+        let configuration = try await Engine.freshPostgresDatabase()
+        let storageA = try await PostgresNotifyStorage(
+            configuration: configuration,
+            masterKey: testMasterKey,
+            logger: Engine.quietLogger
+        )
+        let storageB = try await PostgresNotifyStorage(
+            configuration: configuration,
+            masterKey: testMasterKey,
+            logger: Engine.quietLogger
+        )
+        defer {
+            storageA.shutdown()
+            storageB.shutdown()
+        }
+        let passwords = FakeAuthenticator(passwords: ["alice": "alice-pw"])
+        let settings = NotifyService.Settings(eventSecret: Harness.eventSecret)
+        let serviceA = NotifyService(storage: storageA, authenticator: passwords, settings: settings)
+        let serviceB = NotifyService(storage: storageB, authenticator: passwords, settings: settings)
+        let device = Device()
+        let (session, _) = try await serviceB.register(
+            user: "alice",
+            password: "alice-pw",
+            deviceName: "phone",
+            pushPublicKey: device.keys.subscription.publicKeyBytes,
+            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
+            clientAddress: "127.0.0.1"
+        )
+        let woken = Woken()
+        let listener = Task {
+            try await storageB.listen { id in
+                await woken.add(id)
+                await serviceB.signal.wake(sessionID: id)
+            }
+        }
+        defer { listener.cancel() }
+        // Wait until B listens: a probe queued (and acked) through A reaches B's listener.
+        for _ in 0..<300 {
+            let probe = UUID().uuidString
+            try await storageA.enqueue(
+                PendingMessage(id: probe, sessionID: session.id, body: [0], created: .now, expires: .now + 60)
+            )
+            _ = try await storageA.ack(sessionID: session.id, ids: [probe])
+            if await !woken.ids.isEmpty { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try #require(await !woken.ids.isEmpty, "B's listener never heard A")
+        let poll = Task { try await serviceB.pending(for: session, wait: .seconds(30)) }
+        func waiters() -> Double? {
+            serviceB.metrics.registry.emitToString().split(separator: "\n")
+                .first { $0.hasPrefix("notify_stream_waiters ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        while waiters() != 1 { try await Task.sleep(for: .milliseconds(20)) }
+        let before = await woken.ids.count
+        let queued = try await serviceA.handle(
+            DovecotEvent(user: "alice", folder: "INBOX", uid: 9, from: "a@example.org", subject: "over there")
+        )
+        #expect(queued == 1)
+        let messages = try await poll.value
+        #expect(messages.count == 1)
+        let opened = try device.keys.open(messages[0].body)
+        #expect(String(decoding: opened, as: UTF8.self).contains("over there"))
+        #expect(await woken.ids.dropFirst(before).contains(session.id))
+    }
+}
