@@ -31,6 +31,9 @@ trap - EXIT
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.
 bash Fuzz/imap.sh 25
+# The benchmark regression guard: a small corpus, ratios only (Coffer beside its same-run reference), failing when
+# one falls below half its recorded baseline (Benchmarks/check-baselines.txt).
+"$(swift build --show-bin-path)/coffer-bench" --check
 # The sanitized DOMPurify and HTTP-leak vectors in headless Chromium under the CSP: no request, no script.
 .venv/bin/python Tests/browser/render_vectors.py --coffer "$(swift build --show-bin-path)/coffer"
 # ThreadSanitizer over the concurrency suites (keychain, keymaker, containers, agent). The agent tests run a
