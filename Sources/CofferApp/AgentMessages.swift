@@ -176,7 +176,7 @@ public struct AgentFailure: Codable, Sendable, Equatable, Error {
 public struct AccountStatus: Codable, Sendable, Equatable {
     /// The account.
     public var account: String
-    /// The active strategies, sorted.
+    /// The active strategies with the element behind each (`pin (TPM)`, `secure-element (software)`, `none`), sorted.
     public var protection: [String]
     /// Failed PIN attempts, when a PIN is active.
     public var failedAttempts: Int?

@@ -104,7 +104,9 @@ struct Protect: AsyncParsableCommand {
             case (.none, _):
                 try await keymaker.deactivate(nil, authorizedBy: proof)
             }
-            print("\(session.account) is now protected by: \(try await keymaker.protectionSummary()).")
+            print(
+                "\(session.account) is now protected by: \(try await keymaker.protectionDescriptions().joined(separator: " + "))."
+            )
         }
     }
 }
@@ -176,7 +178,7 @@ struct Status: AsyncParsableCommand {
             for account in accounts {
                 let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
                 print("account: \(account)")
-                print("  protection: \(try await keymaker.protectionSummary())")
+                print("  protection: \(try await keymaker.protectionDescriptions().joined(separator: " + "))")
                 if try await keymaker.strategies().contains(.pin) {
                     let failures = try await keymaker.failedAttempts()
                     print("  failed PIN attempts: \(failures) of 10")

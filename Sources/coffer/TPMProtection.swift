@@ -1,6 +1,6 @@
 import CofferKeymaker
 
-/// The CLI's side of the TPM-bound PIN: whether a TPM answers, and how each account's protection is described.
+/// The CLI's side of the TPM-bound PIN: whether a TPM answers.
 enum TPMCheck {
     /// What `protect pin --tpm` says instead of the offline-cost estimate: the TPM's lockout bounds the guesses.
     static let sentence =
@@ -23,21 +23,5 @@ enum TPMCheck {
                     + "`coffer protect pin` without --tpm sets a software PIN."
             )
         }
-    }
-}
-
-extension Keymaker {
-    /// The active strategies with the element behind each: `pin (TPM)`, `pin (software)`,
-    /// `secure-element (software)`, `none`.
-    func protectionSummary() throws -> String {
-        let strategies = try strategies()
-        let pin = try pinElement()
-        return strategies.map(\.description).sorted().map { name in
-            switch name {
-            case ProtectionStrategy.pin.description: "pin (\(pin ?? .software))"
-            case ProtectionStrategy.secureElement.description: "secure-element (\(secureElementHolder() ?? "software"))"
-            default: name
-            }
-        }.joined(separator: " + ")
     }
 }

@@ -120,7 +120,7 @@ struct Tour: AsyncParsableCommand {
 
         step("status")
         print("account: \(account)")
-        print("  protection: \(try await keymaker.strategies().map(\.description).sorted().joined(separator: " + "))")
+        print("  protection: \(try await keymaker.protectionDescriptions().joined(separator: " + "))")
         print("  autolock: \(await keymaker.autolockPolicy)")
 
         step("logout --yes")

@@ -53,4 +53,20 @@ struct TPMCLITests {
         #expect(try cli.run(["status"]).stdout.contains("protection: pin (software)"))
         #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
     }
+
+    /// Through the agent, `status` names the element too: the agent reports `pin (TPM)`, not a bare `pin`.
+    @Test func theAgentsStatusNamesTheTPM() throws {
+        let folder = TemporaryDirectory(prefix: "coffer-tpm-cli-state")
+        let tpm = try SoftwareTPM(stateDirectory: folder.path)
+        var (cli, runtime) = AgentProcess.runner()
+        cli.extraEnvironment["COFFER_TPM_TCTI"] = tpm.configuration
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let protect = try cli.run(["protect", "pin", "--tpm", "--pin-stdin"], input: "\(Self.pin)\n")
+        try #require(protect.status == 0, "\(protect.stderr)")
+        let agent = try AgentProcess(cli, runtime: runtime)
+        defer { agent.stop() }
+        let status = try cli.run(["status"])
+        #expect(status.stdout.contains("mode: agent"), "\(status.stdout)")
+        #expect(status.stdout.contains("protection: pin (TPM)"), "\(status.stdout)")
+    }
 }
