@@ -57,7 +57,8 @@ public final class StatusHandler: Sendable {
             result.append(
                 AccountStatus(
                     account: name,
-                    protection: try await keymaker.protectionDescriptions(),
+                    protection: strategies.map(\.description).sorted(),
+                    protectionDescriptions: try await keymaker.protectionDescriptions(),
                     failedAttempts: strategies.contains(.pin) ? try await keymaker.failedAttempts() : nil,
                     unlocked: unlocked,
                     autolock: unlocked ? await keymaker.autolockPolicy.description : nil,

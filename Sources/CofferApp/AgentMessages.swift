@@ -176,8 +176,10 @@ public struct AgentFailure: Codable, Sendable, Equatable, Error {
 public struct AccountStatus: Codable, Sendable, Equatable {
     /// The account.
     public var account: String
-    /// The active strategies with the element behind each (`pin (TPM)`, `secure-element (software)`, `none`), sorted.
+    /// The active strategies (`none`, `pin`, `secure-element`), sorted: what a client decides by.
     public var protection: [String]
+    /// The same with the element behind each (`pin (TPM)`, `secure-element (software)`, `none`), for people.
+    public var protectionDescriptions: [String]?
     /// Failed PIN attempts, when a PIN is active.
     public var failedAttempts: Int?
     /// Whether the key is in the agent's memory.
@@ -191,6 +193,7 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     public init(
         account: String,
         protection: [String],
+        protectionDescriptions: [String]? = nil,
         failedAttempts: Int? = nil,
         unlocked: Bool,
         autolock: String? = nil,
@@ -198,6 +201,7 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     ) {
         self.account = account
         self.protection = protection
+        self.protectionDescriptions = protectionDescriptions
         self.failedAttempts = failedAttempts
         self.unlocked = unlocked
         self.autolock = autolock

@@ -164,7 +164,10 @@ enum AgentLink {
 
     /// One account's lines of `coffer status` in agent mode.
     static func describe(_ status: AccountStatus) -> [String] {
-        var lines = ["account: \(status.account)", "  protection: \(status.protection.joined(separator: " + "))"]
+        var lines = [
+            "account: \(status.account)",
+            "  protection: \((status.protectionDescriptions ?? status.protection).joined(separator: " + "))",
+        ]
         if let failures = status.failedAttempts { lines.append("  failed PIN attempts: \(failures) of 10") }
         if status.unlocked {
             lines.append("  state: unlocked (the agent holds the key)")

@@ -99,7 +99,11 @@ import Testing
         let app = TestApp()
         _ = try await app.account("dave")
         let statuses = try await StatusHandler(dependencies: app.global).status(account: nil)
-        #expect(statuses == [AccountStatus(account: "dave", protection: ["none"], unlocked: false)])
+        #expect(
+            statuses == [
+                AccountStatus(account: "dave", protection: ["none"], protectionDescriptions: ["none"], unlocked: false)
+            ]
+        )
         #expect(app.presence.askCount == 0)
     }
 
