@@ -1,33 +1,8 @@
 import CofferPush
 import Foundation
 
-/// A push as the device reads it (docs/FORMAT.md, "coffer-notify push message"), versions 1 and 2.
-public struct PushNotification: Decodable, Sendable, Equatable {
-    /// The format version (1).
-    public var v: Int
-    /// "new-mail".
-    public var type: String
-    /// The folder.
-    public var folder: String?
-    /// The folder's UIDVALIDITY.
-    public var uidValidity: UInt32?
-    /// The message's UID.
-    public var uid: UInt32?
-    /// The sender (never logged or stored).
-    public var from: String?
-    /// The subject (never logged or stored).
-    public var subject: String?
-    /// The escrowed FastSync key, in version 2 while the service holds an unexpired one.
-    public var fastSync: FastSyncField?
-
-    /// `{"expires": Unix seconds, "kek": base64url}`.
-    public struct FastSyncField: Decodable, Sendable, Equatable {
-        /// The KEK, base64url (never logged or stored).
-        public var kek: String
-        /// Its expiry, Unix seconds.
-        public var expires: Int64
-    }
-
+/// How the device shows a push (``PushMessage``, docs/FORMAT.md "coffer-notify push message").
+extension PushMessage {
     /// The one line shown when there is no desktop notification service.
     public var line: String {
         let sender = Self.clean(from ?? "unknown sender")
@@ -54,15 +29,14 @@ public enum PushHandler {
     ///
     /// - Throws: ``NotifyClientError/pushNotForThisSession`` for a body sealed to another session or changed,
     ///   ``NotifyClientError/malformedPush(_:)`` for content that is not a version 1 or 2 Coffer push.
-    public static func open(_ body: [UInt8], keys: WebPush.UserAgentKeys) throws(NotifyClientError) -> PushNotification
-    {
+    public static func open(_ body: [UInt8], keys: WebPush.UserAgentKeys) throws(NotifyClientError) -> PushMessage {
         let plaintext: [UInt8]
         do {
             plaintext = try keys.open(body)
         } catch {
             throw .pushNotForThisSession
         }
-        guard let message = try? JSONDecoder().decode(PushNotification.self, from: Data(plaintext)) else {
+        guard let message = try? JSONDecoder().decode(PushMessage.self, from: Data(plaintext)) else {
             throw .malformedPush("it is not the JSON of a push message")
         }
         guard message.v == 1 || message.v == 2 else { throw .malformedPush("version \(message.v) is not supported") }
@@ -82,7 +56,7 @@ public enum PushHandler {
 
     /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text
     /// goes as arguments to the child, never through a shell or a file.
-    public static func showDesktopNotification(_ push: PushNotification) -> Bool {
+    public static func showDesktopNotification(_ push: PushMessage) -> Bool {
         let environment = ProcessInfo.processInfo.environment
         guard
             environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
@@ -95,8 +69,8 @@ public enum PushHandler {
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = [
             "--app-name=Coffer", "--",
-            "New mail from \(PushNotification.clean(push.from ?? "unknown sender"))",
-            PushNotification.clean(push.subject ?? "(no subject)"),
+            "New mail from \(PushMessage.clean(push.from ?? "unknown sender"))",
+            PushMessage.clean(push.subject ?? "(no subject)"),
         ]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice

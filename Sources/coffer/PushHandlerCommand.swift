@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferApp
 import CofferNotifyClient
+import CofferPush
 import Foundation
 
 #if canImport(Glibc)
@@ -43,8 +44,8 @@ struct PushHandlerCommand: AsyncParsableCommand {
     /// The FastSync path: the record's expiry by the wall clock, then the MainKey in memory, one folder synced, the
     /// store closed and the key wiped. The account stays locked; a refusal is reported, never a crash.
     static func fastSync(
-        _ push: PushNotification,
-        key: PushNotification.FastSyncField,
+        _ push: PushMessage,
+        key: PushMessage.FastSyncKey,
         device: Device,
         account: String
     ) async throws {

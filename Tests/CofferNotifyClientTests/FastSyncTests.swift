@@ -74,7 +74,7 @@ import Testing
         _ token: String,
         _ keys: WebPush.UserAgentKeys
     ) async throws
-        -> PushNotification
+        -> PushMessage
     {
         let messages = try await client.stream(token: token, wait: 5)
         let first = try #require(messages.first)
