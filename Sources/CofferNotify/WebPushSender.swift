@@ -1,13 +1,12 @@
 import CofferPush
+import CofferTransport
 import Foundation
 import NIOCore
 import NIOHTTP1
-import NIOPosix
-import NIOSSL
 
 /// Sends a sealed push to an RFC 8030 push service: `POST` to the subscription URL with `TTL`, `Urgency`,
-/// `Content-Encoding: aes128gcm` and a VAPID (RFC 8292) `Authorization`, over TLS with the system trust store, to the
-/// address ``PushEndpointPolicy`` checked.
+/// `Content-Encoding: aes128gcm` and a VAPID (RFC 8292) `Authorization`, over TLS with the system trust store (CofferTransport's
+/// ``PinnedHTTP`` without pins), to the address ``PushEndpointPolicy`` checked.
 public struct WebPushSender: Sendable {
     /// The service's VAPID key and contact.
     public let signer: VAPID.Signer
@@ -45,69 +44,32 @@ public struct WebPushSender: Sendable {
         var path = resolved.url.path.isEmpty ? "/" : resolved.url.path
         if let query = resolved.url.query { path += "?" + query }
         var headers = HTTPHeaders()
-        let defaultPort = resolved.tls ? 443 : 80
-        headers.add(
-            name: "Host",
-            value: resolved.port == defaultPort ? resolved.host : "\(resolved.host):\(resolved.port)"
-        )
         headers.add(name: "TTL", value: String(max(0, ttl)))
         headers.add(name: "Urgency", value: urgency)
         headers.add(name: "Content-Encoding", value: "aes128gcm")
         headers.add(name: "Content-Type", value: "application/octet-stream")
-        headers.add(name: "Content-Length", value: String(body.count))
         headers.add(name: "Authorization", value: authorization)
-        headers.add(name: "Connection", value: "close")
-        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path, headers: headers)
-        do {
-            return try await exchange(resolved, head: head, body: body)
-        } catch let error as NotifyError {
-            throw error
+        // To the address the policy checked (no second DNS lookup to rebind), with the system's trust store.
+        let configuration = PinnedTLSConfiguration(
+            serverName: resolved.host,
+            port: resolved.port,
+            connectAddress: resolved.address.ipAddress,
+            timeout: timeout
+        )
+        do throws(TransportError) {
+            return try await PinnedHTTP.exchange(
+                configuration,
+                tls: resolved.tls,
+                method: .POST,
+                path: path,
+                headers: headers,
+                body: body,
+                totalTime: timeout,
+                maximumResponse: 64 * 1024
+            ).status
         } catch {
-            throw .pushServiceUnavailable(
-                "the push service at \(resolved.host) could not be reached (\(type(of: error)))"
-            )
-        }
-    }
-
-    private func exchange(
-        _ resolved: PushEndpointPolicy.Resolved,
-        head: HTTPRequestHead,
-        body: [UInt8]
-    ) async throws
-        -> Int
-    {
-        let timeout = self.timeout
-        let sslContext = resolved.tls ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
-        let isLiteral = (try? SocketAddress(ipAddress: resolved.host, port: 0)) != nil
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(timeout)
-            .connect(to: resolved.address) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let sslContext {
-                        try channel.pipeline.syncOperations.addHandler(
-                            NIOSSLClientHandler(context: sslContext, serverHostname: isLiteral ? nil : resolved.host)
-                        )
-                    }
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
-                    return try NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>(
-                        wrappingChannelSynchronously: channel
-                    )
-                }
-            }
-        return try await channel.executeThenClose { inbound, outbound in
-            try await outbound.write(.head(head))
-            try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
-            try await outbound.write(.end(nil))
-            var status = 0
-            for try await part in inbound {
-                switch part {
-                case .head(let response): status = Int(response.status.code)
-                case .body: continue
-                case .end: return status
-                }
-            }
-            return status
+            // One sentence: the transport's own, without its full stop.
+            throw .pushServiceUnavailable(String(error.description.dropLast(error.description.hasSuffix(".") ? 1 : 0)))
         }
     }
 }

@@ -1,11 +1,9 @@
 import CofferTransport
-import Foundation
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 
-/// One HTTP/1.1 exchange per connection (`Connection: close`) with the notification service over
-/// CofferTransport's pinned TLS, or plain TCP to a loopback address.
+/// The JSON exchanges with the notification service: CofferTransport's ``PinnedHTTP`` (pinned TLS, or plain TCP to
+/// a loopback address) with the bearer token and JSON headers, its errors as ``NotifyClientError``.
 struct NotifyHTTP: Sendable {
     /// The largest answer read: a full stream page is 100 pushes of 4096 bytes in base64url plus JSON.
     static let maximumResponse = 2 * 1024 * 1024
@@ -14,10 +12,7 @@ struct NotifyHTTP: Sendable {
     /// The limit for connecting, for the handshake, and for the whole exchange (a long poll adds its wait).
     var timeout: Int64 = 20
 
-    struct Response: Sendable {
-        var status: Int
-        var body: [UInt8]
-    }
+    typealias Response = PinnedHTTP.Response
 
     func request(
         _ method: HTTPMethod,
@@ -27,69 +22,24 @@ struct NotifyHTTP: Sendable {
         extraTime: Int64 = 0
     ) async throws(NotifyClientError) -> Response {
         var headers = HTTPHeaders()
-        let defaultPort = server.tls ? 443 : 80
-        let shownHost = server.host.contains(":") ? "[\(server.host)]" : server.host
-        headers.add(name: "Host", value: server.port == defaultPort ? shownHost : "\(shownHost):\(server.port)")
         headers.add(name: "Accept", value: "application/json")
-        headers.add(name: "Connection", value: "close")
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
-        if let body {
-            headers.add(name: "Content-Type", value: "application/json")
-            headers.add(name: "Content-Length", value: String(body.count))
-        } else if method == .POST || method == .PUT {
-            headers.add(name: "Content-Length", value: "0")
-        }
-        let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
-        let total = TimeAmount.seconds(timeout + extraTime)
-        let started = ContinuousClock.now
-        let configure: @Sendable (any Channel) -> EventLoopFuture<HTTPChannel> = { channel in
-            channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                channel.eventLoop.scheduleTask(in: total) { channel.close(promise: nil) }
-                return try HTTPChannel(wrappingChannelSynchronously: channel)
-            }
-        }
-        let channel: HTTPChannel
-        var configuration = try server.tlsConfiguration(timeout: timeout)
-        configuration.timeout = .seconds(timeout)
+        if body != nil { headers.add(name: "Content-Type", value: "application/json") }
+        let configuration = try server.tlsConfiguration(timeout: timeout)
         do throws(TransportError) {
-            if server.tls {
-                channel = try await PinnedTLS.connect(configuration, configure: configure).output
-            } else {
-                channel = try await PinnedTLS.connectPlaintext(configuration, configure: configure)
-            }
+            return try await PinnedHTTP.exchange(
+                configuration,
+                tls: server.tls,
+                method: method,
+                path: path,
+                headers: headers,
+                body: body,
+                totalTime: .seconds(timeout + extraTime),
+                maximumResponse: Self.maximumResponse
+            )
         } catch {
-            throw .transport(error)
-        }
-        do {
-            return try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(.head(head))
-                if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-                try await outbound.write(.end(nil))
-                var response = Response(status: 0, body: [])
-                for try await part in inbound {
-                    switch part {
-                    case .head(let head): response.status = Int(head.status.code)
-                    case .body(var buffer):
-                        guard response.body.count + buffer.readableBytes <= Self.maximumResponse else {
-                            throw NotifyClientError.malformedResponse("the answer is larger than 2 MiB")
-                        }
-                        response.body += buffer.readBytes(length: buffer.readableBytes) ?? []
-                    case .end: return response
-                    }
-                }
-                // The timer below `configure` closes the channel when the exchange takes too long: say so.
-                guard ContinuousClock.now - started < .seconds(timeout + extraTime) else {
-                    throw NotifyClientError.malformedResponse("no answer came within \(timeout + extraTime) seconds")
-                }
-                throw NotifyClientError.malformedResponse("the connection closed before the answer ended")
-            }
-        } catch let error as NotifyClientError {
-            throw error
-        } catch {
-            throw .malformedResponse("the exchange failed (\(type(of: error)))")
+            guard case .httpFailed(_, let reason) = error else { throw .transport(error) }
+            throw .malformedResponse(reason)
         }
     }
 }
-
-typealias HTTPChannel = NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>

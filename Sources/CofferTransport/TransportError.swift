@@ -31,6 +31,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case timedOut(host: String, port: Int)
     /// The TLS handshake failed for a reason other than certificate checks (protocol, cipher, closed early).
     case handshakeFailed(host: String, reason: String)
+    /// An HTTP exchange over an established connection failed (the answer was cut short, too large, unreadable).
+    case httpFailed(host: String, reason: String)
 
     /// A sentence for the person reading it.
     public var description: String {
@@ -63,6 +65,8 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
             "The connection to \(host) port \(port) timed out."
         case .handshakeFailed(let host, let reason):
             "The TLS handshake with \(host) failed: \(reason)."
+        case .httpFailed(let host, let reason):
+            "The HTTP exchange with \(host) failed: \(reason)."
         }
     }
 

@@ -1,0 +1,100 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// One HTTP/1.1 request per connection (`Connection: close`) over ``PinnedTLS`` (chain, host name and pins checked
+/// as for IMAP, no way around them), or over plain TCP when `tls` is false (callers allow that only to loopback).
+/// The small client that coffer-notify's JSON API and Web Push deliveries share.
+public enum PinnedHTTP {
+    /// What came back.
+    public struct Response: Sendable, Equatable {
+        /// The HTTP status code.
+        public var status: Int
+        /// The body.
+        public var body: [UInt8]
+
+        /// A response.
+        public init(status: Int, body: [UInt8]) {
+            self.status = status
+            self.body = body
+        }
+    }
+
+    /// Sends one request and reads the whole answer.
+    ///
+    /// `Host`, `Connection: close` and `Content-Length` are set here; `headers` adds the rest. The connection is
+    /// closed after `totalTime` whatever state it is in.
+    ///
+    /// - Throws: the ``TransportError`` of the connection or handshake; ``TransportError/timedOut(host:port:)`` when
+    ///   the answer did not end within `totalTime`; ``TransportError/httpFailed(host:reason:)`` when it was cut
+    ///   short or is larger than `maximumResponse` bytes.
+    public static func exchange(
+        _ configuration: PinnedTLSConfiguration,
+        tls: Bool,
+        method: HTTPMethod,
+        path: String,
+        headers: HTTPHeaders = [:],
+        body: [UInt8]? = nil,
+        totalTime: TimeAmount,
+        maximumResponse: Int
+    ) async throws(TransportError) -> Response {
+        let host = configuration.serverName
+        var headers = headers
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        let defaultPort = tls ? 443 : 80
+        headers.replaceOrAdd(
+            name: "Host",
+            value: configuration.port == defaultPort ? shownHost : "\(shownHost):\(configuration.port)"
+        )
+        headers.replaceOrAdd(name: "Connection", value: "close")
+        if let body {
+            headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
+        } else if method == .POST || method == .PUT {
+            headers.replaceOrAdd(name: "Content-Length", value: "0")
+        }
+        let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
+        let started = ContinuousClock.now
+        let configure: @Sendable (any Channel) -> EventLoopFuture<HTTPChannel> = { channel in
+            channel.eventLoop.makeCompletedFuture {
+                try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                channel.eventLoop.scheduleTask(in: totalTime) { channel.close(promise: nil) }
+                return try HTTPChannel(wrappingChannelSynchronously: channel)
+            }
+        }
+        let channel =
+            tls
+            ? try await PinnedTLS.connect(configuration, configure: configure).output
+            : try await PinnedTLS.connectPlaintext(configuration, configure: configure)
+        do {
+            return try await channel.executeThenClose { inbound, outbound in
+                try await outbound.write(.head(head))
+                if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+                try await outbound.write(.end(nil))
+                var response = Response(status: 0, body: [])
+                for try await part in inbound {
+                    switch part {
+                    case .head(let head): response.status = Int(head.status.code)
+                    case .body(var buffer):
+                        guard response.body.count + buffer.readableBytes <= maximumResponse else {
+                            throw TransportError.httpFailed(host: host, reason: "the answer is too large")
+                        }
+                        response.body += buffer.readBytes(length: buffer.readableBytes) ?? []
+                    case .end: return response
+                    }
+                }
+                // The timer in `configure` closes the channel when the exchange takes too long: say so.
+                guard ContinuousClock.now - started < .nanoseconds(totalTime.nanoseconds) else {
+                    throw TransportError.timedOut(host: host, port: configuration.port)
+                }
+                throw TransportError.httpFailed(host: host, reason: "the connection closed before the answer ended")
+            }
+        } catch let error as TransportError {
+            throw error
+        } catch {
+            throw .httpFailed(host: host, reason: "the exchange failed (\(type(of: error)))")
+        }
+    }
+
+    typealias HTTPChannel = NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>
+}
