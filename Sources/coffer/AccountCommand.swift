@@ -64,12 +64,7 @@ struct AccountCommand: AsyncParsableCommand {
         )
         var imap: String
         @Option(name: .long, help: "The login name.") var user: String
-        @Option(name: .customLong("pin-sha256"), help: "An SPKI pin (base64 SHA-256); repeat for the backup key.")
-        var pins: [String] = []
-        @Option(name: .customLong("ca-file"), help: "Trust only the CAs of this PEM bundle (else the system's).")
-        var caFile: String?
-        @Option(name: .long, help: "Connect to this address instead of HOST (the certificate must still name HOST).")
-        var connect: String?
+        @OptionGroup var trust: PinnedServerOptions
         @Flag(name: .long, help: "Read the password from standard input's next line instead of the terminal.")
         var passwordStdin = false
 
@@ -93,11 +88,6 @@ struct AccountCommand: AsyncParsableCommand {
                 )
             }
             guard !user.isEmpty else { throw ValidationError("--user must not be empty.") }
-            if !pins.isEmpty && pins.count < 2 {
-                throw ValidationError(
-                    "Give at least two --pin-sha256: the server's key and a backup key it does not use yet."
-                )
-            }
         }
 
         func run() async throws {
@@ -111,9 +101,9 @@ struct AccountCommand: AsyncParsableCommand {
                         port: port,
                         username: user,
                         password: "",
-                        pins: pins,
-                        caFile: caFile.map(AgentLink.absolute),
-                        connectAddress: connect,
+                        pins: trust.pins,
+                        caFile: trust.absoluteCAFile,
+                        connectAddress: trust.connect,
                         startTLS: startTLS
                     )
                 )

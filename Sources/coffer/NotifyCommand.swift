@@ -29,12 +29,7 @@ struct NotifyCommand: AsyncParsableCommand {
         @OptionGroup var home: HomeOptions
         @OptionGroup var pinOptions: PINOptions
         @Option(name: .long, help: "The service: https://HOST[:PORT].") var server: String
-        @Option(name: .customLong("pin-sha256"), help: "An SPKI pin (base64 SHA-256); repeat for the backup key.")
-        var pins: [String] = []
-        @Option(name: .customLong("ca-file"), help: "Trust only the CAs of this PEM bundle (else the system's).")
-        var caFile: String?
-        @Option(name: .long, help: "Connect to this address instead of HOST (the certificate must still name HOST).")
-        var connect: String?
+        @OptionGroup var trust: PinnedServerOptions
         @Option(name: .long, help: "The mail server account whose credentials prove the user (default the only one).")
         var id: Int64?
         @Option(name: .customLong("device-name"), help: "The name the service shows for this session.")
@@ -42,7 +37,7 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func validate() throws {
             do {
-                _ = try NotifyServer(url: server, pins: pins, caFile: caFile, connectAddress: connect)
+                _ = try NotifyServer(url: server, pins: trust.pins, caFile: trust.caFile, connectAddress: trust.connect)
             } catch {
                 throw ValidationError(error.description)
             }
@@ -52,9 +47,9 @@ struct NotifyCommand: AsyncParsableCommand {
             try await runReportingErrors {
                 let target = try NotifyServer(
                     url: server,
-                    pins: pins,
-                    caFile: caFile.map(AgentLink.absolute),
-                    connectAddress: connect
+                    pins: trust.pins,
+                    caFile: trust.absoluteCAFile,
+                    connectAddress: trust.connect
                 )
                 let session = try await ServerSession.open(home, pinOptions)
                 defer { try? session.close() }
