@@ -127,25 +127,19 @@ public final class PushStreamHolder: Service, Sendable {
                 return
             }
             if showNotifications { _ = PushHandler.showDesktopNotification(push) }
-            guard let field = push.fastSync,
-                let record = try FastSync.load(keychain: keychain, account: account)
+            guard
+                let summary = try await BackgroundSync.run(
+                    push: push,
+                    keychain: keychain,
+                    account: account,
+                    sessionID: sessionID,
+                    device: try global.deviceIdentity,
+                    storeFolder: global.paths.store(account)
+                )
             else {
                 log.info("push: shown while locked", metadata: ["account": "\(account)"])
                 return
             }
-            let mainKey = try FastSync.unwrap(
-                record: record,
-                kek: field.kek,
-                kekExpires: field.expires,
-                sessionID: sessionID
-            )
-            let summary = try await BackgroundSync.run(
-                mainKey: mainKey,
-                account: account,
-                device: try global.deviceIdentity,
-                storeFolder: global.paths.store(account),
-                folder: folder
-            )
             log.info(
                 "push: FastSync synced while locked",
                 metadata: ["account": "\(account)", "new": "\(summary.fetched)"]

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferPush
 import CofferStore
 import CofferSync
 
@@ -8,6 +9,31 @@ import CofferSync
 /// sealed store, close it, and wipe the key. The account's own Keymaker is never touched, so the user-facing state
 /// stays locked: the key lives only in a throwaway Keymaker over an in-memory keychain, destroyed at the end.
 public enum BackgroundSync {
+    /// FastSync for one push: `nil` when the push carries no key or this device keeps no FastSync record for the
+    /// account; otherwise the record is checked against the wall clock and the session, the MainKey unwrapped in
+    /// memory, and the push's folder synced (``run(mainKey:account:device:storeFolder:folder:serverAccountID:)``).
+    /// The push handler and the agent's stream both come here.
+    public static func run(
+        push: PushMessage,
+        keychain: any Keychain,
+        account: String,
+        sessionID: String,
+        device: DeviceIdentity,
+        storeFolder: String
+    ) async throws -> SyncSummary? {
+        guard let key = push.fastSync, let record = try FastSync.load(keychain: keychain, account: account) else {
+            return nil
+        }
+        let mainKey = try FastSync.unwrap(record: record, kek: key.kek, kekExpires: key.expires, sessionID: sessionID)
+        return try await run(
+            mainKey: mainKey,
+            account: account,
+            device: device,
+            storeFolder: storeFolder,
+            folder: push.folder ?? "INBOX"
+        )
+    }
+
     /// Syncs `folder` of the store's server account `serverAccountID` (or its only one).
     ///
     /// - Parameters:

@@ -33,40 +33,23 @@ struct PushHandlerCommand: AsyncParsableCommand {
             guard input.count <= 64 * 1024 else { throw CLIError("The push on standard input is larger than 64 KiB.") }
             let device = try home.resolve().open()
             let account = try device.chooseAccount(home.account)
-            let keys = try PushSessionStore(keychain: device.keychain, account: account).loadKeys()
-            let push = try PushHandler.open(PushHandler.body(fromInput: Array(input)), keys: keys)
+            let sessions = PushSessionStore(keychain: device.keychain, account: account)
+            let push = try PushHandler.open(PushHandler.body(fromInput: Array(input)), keys: try sessions.loadKeys())
             if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
-            guard !noSync, let key = push.fastSync else { return }
-            try await Self.fastSync(push, key: key, device: device, account: account)
+            guard !noSync, push.fastSync != nil,
+                let session = try sessions.loadSession(),
+                let summary = try await BackgroundSync.run(
+                    push: push,
+                    keychain: device.keychain,
+                    account: account,
+                    sessionID: session.sessionID,
+                    device: device.identity,
+                    storeFolder: device.home.appPaths.store(account)
+                )
+            else { return }
+            print(
+                "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
+            )
         }
-    }
-
-    /// The FastSync path: the record's expiry by the wall clock, then the MainKey in memory, one folder synced, the
-    /// store closed and the key wiped. The account stays locked; a refusal is reported, never a crash.
-    static func fastSync(
-        _ push: PushMessage,
-        key: PushMessage.FastSyncKey,
-        device: Device,
-        account: String
-    ) async throws {
-        guard let record = try FastSync.load(keychain: device.keychain, account: account),
-            let session = try PushSessionStore(keychain: device.keychain, account: account).loadSession()
-        else { return }
-        let mainKey = try FastSync.unwrap(
-            record: record,
-            kek: key.kek,
-            kekExpires: key.expires,
-            sessionID: session.sessionID
-        )
-        let summary = try await BackgroundSync.run(
-            mainKey: mainKey,
-            account: account,
-            device: device.identity,
-            storeFolder: device.home.appPaths.store(account),
-            folder: push.folder ?? "INBOX"
-        )
-        print(
-            "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
-        )
     }
 }
