@@ -322,7 +322,8 @@ public struct Syncer: Sendable {
         summary.deleted += try await store.deleteLocations(folderID: folder.id, uids: gone)
         let goneSet = Set(gone)
         locations.removeAll { goneSet.contains($0.uid) }
-        serverFlags = serverFlags.filter { uid, _ in locations.contains { $0.uid == uid } }
+        let stored = Set(locations.map(\.uid))
+        serverFlags = serverFlags.filter { uid, _ in stored.contains(uid) }
         summary.flagsPulled += try await store.applyServerFlags(folderID: folder.id, serverFlags)
         // The same merge the store made, so the locations in memory stay what the store holds.
         for index in locations.indices {
