@@ -476,18 +476,6 @@ extension MailStore {
         }
     }
 
-    /// Records that the server now holds `flags` for `uid` (after a push).
-    public func setServerFlags(folderID: Int64, uid: UInt32, _ flags: MessageFlags) async throws(StoreError) {
-        _ = try await keys()
-        let value = flags.intersection(Self.syncedFlags).rawValue
-        try await write { db in
-            try db.execute(
-                sql: "UPDATE syncLocations SET serverFlags = ? WHERE folderID = ? AND uid = ?",
-                arguments: [value, folderID, Int64(uid)]
-            )
-        }
-    }
-
     /// Adds and removes flags of a message here (for example `\Seen` when it is read); a sync pushes the change.
     public func setFlags(
         _ messageID: Int64,

@@ -115,7 +115,7 @@ struct SyncStoreTests {
         #expect(location.serverFlags == [])
         // Same server flags again: nothing changes.
         #expect(try await store.applyServerFlags(folderID: inbox.id, [1: []]) == 0)
-        try await store.setServerFlags(folderID: inbox.id, uid: 1, [.seen])
+        try await store.setServerFlags(folderID: inbox.id, [1: [.seen]])
         location = try #require(try await store.syncLocations(folderID: inbox.id).first)
         #expect(location.localFlags == location.serverFlags)
         await #expect(throws: StoreError.messageNotFound(999)) { try await store.setFlags(999, adding: .seen) }
