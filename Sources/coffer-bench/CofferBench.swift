@@ -48,24 +48,34 @@ struct CofferBench {
             ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync"] : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
-            switch section {
-            case "crypto": try CryptoBench.envelopes()
-            case "stream": try CryptoBench.stream()
-            case "unlock": try await UnlockBench.run()
-            case "tpm": try await TPMUnlockBench.run()
-            case "store": try await StoreBench.run(messages: messages)
-            case "agent": try await AgentBench.run()
-            case "sanitize": try SanitizeBench.run()
-            case "import-rss":
-                let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
-                try ImportMemoryBench.run(megabytes: megabytes)
-            case "sync": try SyncBench.run(messages: messages)
-            default:
-                print(
-                    "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, sync"
-                )
-                exit(2)
+            do {
+                try await run(section, messages: messages)
+            } catch {
+                // One sentence, not a trap: a section that cannot start (a binary not built, no swtpm) says why.
+                print("coffer-bench \(section): \(error)")
+                exit(1)
             }
+        }
+    }
+
+    private static func run(_ section: String, messages: Int) async throws {
+        switch section {
+        case "crypto": try CryptoBench.envelopes()
+        case "stream": try CryptoBench.stream()
+        case "unlock": try await UnlockBench.run()
+        case "tpm": try await TPMUnlockBench.run()
+        case "store": try await StoreBench.run(messages: messages)
+        case "agent": try await AgentBench.run()
+        case "sanitize": try SanitizeBench.run()
+        case "import-rss":
+            let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
+            try ImportMemoryBench.run(megabytes: megabytes)
+        case "sync": try SyncBench.run(messages: messages)
+        default:
+            print(
+                "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, sync"
+            )
+            exit(2)
         }
     }
 
