@@ -162,9 +162,7 @@ public actor IMAPClient {
     }
 
     private func setCapabilities(_ names: [String]) {
-        capabilities = Set(names.map { $0.uppercased() }).subtracting(ignoredCapabilities).subtracting(
-            ignoredCapabilities
-        )
+        capabilities = Set(names.map { $0.uppercased() }).subtracting(ignoredCapabilities)
     }
 
     /// Connects over pinned TLS (implicit, or STARTTLS before anything else) and reads the greeting.
