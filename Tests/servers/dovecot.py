@@ -37,10 +37,16 @@ def fail(message):
     sys.exit(2)
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """Ports free on loopback now, all different: every socket stays bound until all are picked."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def log_tail(d):
@@ -194,7 +200,7 @@ def start(a):
     users = [tuple(u.split(":", 1)) for u in (a.user_pass or ["alice:alice-test-password"])]
     # A port found free may be taken by a server that another test starts meanwhile: retry with new ports then.
     for attempt in range(3):
-        imaps_port, imap_port, lmtp_port = free_port(), free_port(), free_port()
+        imaps_port, imap_port, lmtp_port = free_ports(3)
         push_url = getattr(a, "push_url", None)
         write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port, push_url)
         kwargs = {}
@@ -220,7 +226,7 @@ def start(a):
         with open(os.path.join(d, "dovecot.stdout"), encoding="utf-8", errors="replace") as f:
             early = f.read()[-2000:]
         report = f"{early}\n{log_tail(d)}"
-        if "Address already in use" in report and attempt < 2:
+        if ("Address already in use" in report or "duplicate listener" in report) and attempt < 2:
             continue
         fail(f"dovecot did not start (exit {code}):\n{report}")
     info = {"imaps_port": imaps_port, "imap_port": imap_port, "lmtp_port": lmtp_port, "pid": proc.pid, "dir": d}
