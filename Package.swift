@@ -79,7 +79,7 @@ let package = Package(
             name: "CofferApp",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
-                "CofferNotifyClient", .product(name: "Logging", package: "swift-log"),
+                "CofferNotifyClient", "CofferContent", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

@@ -30,21 +30,15 @@ public final class AgentClient: Sendable {
 
     /// Says hello with this client's protocol version and checks the agent's.
     ///
-    /// - Returns: The agent's reply (its pid, socket and version).
+    /// - Returns: The agent's pid and socket.
     /// - Throws: ``AppError/versionMismatch(agent:client:)`` when the agent speaks another version.
-    public func hello() async throws(AppError) -> AgentReply {
-        var request = AgentRequest(.hello)
-        request.version = Int(AgentFrame.version)
-        let reply = try await send(request)
-        let spoken = reply.version ?? Int(AgentFrame.version)
-        guard spoken == Int(AgentFrame.version), reply.error?.code != .unsupportedVersion else {
-            throw .versionMismatch(agent: spoken, client: Int(AgentFrame.version))
+    public func hello() async throws(AppError) -> (pid: Int32, socket: String) {
+        let reply = try await call(.hello(version: Int(AgentFrame.version)))
+        guard case .hello(let pid, let socket, let version) = reply else { throw .malformedMessage }
+        guard version == Int(AgentFrame.version) else {
+            throw .versionMismatch(agent: version, client: Int(AgentFrame.version))
         }
-        guard reply.ok else {
-            let failure = reply.error ?? AgentFailure(.failed, "The agent refused without saying why.")
-            throw .remote(code: failure.code, message: failure.message)
-        }
-        return reply
+        return (pid, socket)
     }
 
     /// Closes the connection (the agent deletes this connection's preview, if any).
@@ -55,10 +49,10 @@ public final class AgentClient: Sendable {
     ///
     /// - Parameters:
     ///   - request: The request.
-    ///   - secret: A PIN, for unlock with `pin` and protect `pin`; its bytes are zeroed after sending.
+    ///   - secret: A PIN, PINs or a password, when ``AgentRequest/expectsSecret``; its bytes are zeroed after sending.
     ///   - timeoutSeconds: How long to wait for a frame of the agent.
     ///   - onEvent: Called for each event; return an answer for a presence question.
-    /// - Returns: The reply, whatever its `ok`.
+    /// - Returns: The reply, a failure included.
     public func send(
         _ request: AgentRequest,
         secret: SecretBytes? = nil,
@@ -78,12 +72,14 @@ public final class AgentClient: Sendable {
             } catch .frame(.unsupportedVersion(let version)) {
                 throw .versionMismatch(agent: Int(version), client: Int(AgentFrame.version))
             }
-            guard let frame = received else { throw .agentClosed }
+            guard var frame = received else { throw .agentClosed }
             switch frame.kind {
             case .reply:
                 return try AgentCoding.decode(AgentReply.self, frame.payload)
             case .event:
                 let event = try AgentCoding.decode(AgentEvent.self, frame.payload)
+                // A chunk's bytes are attachment content: the frame's copy is zeroed once decoded.
+                for index in frame.payload.indices { frame.payload[index] = 0 }
                 if let answer = await onEvent(event) { try connection.send(.answer, AgentCoding.encode(answer)) }
             default:
                 throw .malformedMessage
@@ -98,10 +94,7 @@ public final class AgentClient: Sendable {
         onEvent: (AgentEvent) async -> AgentAnswer? = { _ in nil }
     ) async throws(AppError) -> AgentReply {
         let reply = try await send(request, secret: secret, onEvent: onEvent)
-        guard reply.ok else {
-            let failure = reply.error ?? AgentFailure(.failed, "The agent refused without saying why.")
-            throw .remote(code: failure.code, message: failure.message)
-        }
+        if let failure = reply.failure { throw .remote(code: failure.code, message: failure.message) }
         return reply
     }
 }

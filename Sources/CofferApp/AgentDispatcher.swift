@@ -23,33 +23,16 @@ public final class AgentDispatcher: Sendable {
         self.socketPath = socketPath
     }
 
-    /// Whether `request` is followed by a secret frame (a PIN). `protect` and `logout` carry their proof in
-    /// `method` (`none`, `pin`, `secure-element`); with `pin`, the frame starts with the current PIN (for adding a
-    /// PIN: current PIN, a newline, new PIN; see ``SessionHandler/splitSecret(_:proof:addingPIN:)``).
-    public static func expectsSecret(_ request: AgentRequest) -> Bool {
-        switch request.op {
-        case .unlock: request.method == "pin"
-        case .protect: (request.strategy == "pin" && request.remove != true) || request.method == "pin"
-        case .logout: request.method == "pin"
-        case .accountAdd: true
-        default: false
-        }
-    }
-
-    /// Runs `request`; every error becomes a failure reply with one sentence.
+    /// Runs `request`; every error becomes a failure reply with one sentence (what the socket sends).
     public func handle(
         _ request: AgentRequest,
         secret: SecretBytes? = nil,
         conversation: any AgentConversation = SilentConversation()
     ) async -> AgentReply {
         do {
-            // The agent trusts no client: a name that breaks the rule is refused before it reaches a path or a log.
-            if let account = request.account, let problem = AccountName.problem(account) {
-                return .failure(AgentFailure(.badRequest, AppError.invalidAccountName(problem).description))
-            }
             return try await perform(request, secret: secret, conversation: conversation)
         } catch {
-            return .failure(Self.failure(for: error, account: request.account))
+            return .failure(Self.failure(for: error, account: request.accountName))
         }
     }
 
@@ -65,126 +48,131 @@ public final class AgentDispatcher: Sendable {
         }
     }
 
-    private func user(_ request: AgentRequest) throws -> UserContainer {
-        let registry = try dependencies.keymakerRegistry
-        return registry.user(try registry.chooseAccount(request.account))
+    private func user(_ account: String) throws -> UserContainer {
+        try dependencies.keymakerRegistry.user(dependencies.keymakerRegistry.chooseAccount(account))
     }
 
-    private func need<T>(_ value: T?, _ name: String) throws -> T {
-        guard let value else { throw AgentFailure(.badRequest, "The request lacks its \(name).") }
-        return value
-    }
-
-    private func perform(
+    /// Runs `request` and throws what the modules throw: the one-shot CLI calls this in its own process, so its
+    /// errors keep their types (the socket path goes through ``handle(_:secret:conversation:)``).
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - secret: The secret frame's bytes when ``AgentRequest/expectsSecret`` (a PIN, PINs, or a password).
+    ///   - conversation: Where presence questions, progress and chunks go, and who owns a preview.
+    public func perform(
         _ request: AgentRequest,
         secret: SecretBytes?,
         conversation: any AgentConversation
     ) async throws -> AgentReply {
-        var reply = AgentReply.success
-        switch request.op {
-        case .hello:
-            reply.pid = getpid()
-            reply.socket = socketPath
-            reply.version = Int(AgentFrame.version)
-            if let spoken = request.version, spoken != Int(AgentFrame.version) {
-                reply.ok = false
-                reply.error = AgentFailure(
+        // The agent trusts no client: a name that breaks the rule is refused before it reaches a path or a log.
+        if let account = request.accountName, let problem = AccountName.problem(account) {
+            throw AgentFailure(.badRequest, AppError.invalidAccountName(problem).description)
+        }
+        switch request {
+        case .hello(let version):
+            let agent = Int(AgentFrame.version)
+            guard version == agent else {
+                throw AgentFailure(
                     .unsupportedVersion,
-                    AppError.versionMismatch(agent: Int(AgentFrame.version), client: spoken).description
+                    AppError.versionMismatch(agent: agent, client: version).description
                 )
             }
-        case .status:
-            reply.accounts = try await StatusHandler(dependencies: dependencies).status(account: request.account)
-            reply.pid = getpid()
-            reply.socket = socketPath
+            return .hello(pid: getpid(), socket: socketPath, version: agent)
+        case .status(let account):
+            let accounts = try await StatusHandler(dependencies: dependencies).status(account: account)
+            return .status(pid: getpid(), socket: socketPath, accounts: accounts)
+        case .account(let requested):
+            let name = try dependencies.keymakerRegistry.chooseAccount(requested)
+            let status = try await StatusHandler(dependencies: dependencies).status(account: name)
+            guard let first = status.first else { throw AppError.noAccount }
+            return .account(first)
+        case .create(let account):
+            try await CreateHandler(dependencies: dependencies).create(account)
+            return .done
         case .background:
             try await BackgroundHandler(dependencies: dependencies).enteredBackground()
-        case .logout:
-            let registry = try dependencies.keymakerRegistry
+            return .done
+        case .logout(let account, let proof):
             try await LogoutHandler(dependencies: dependencies).logout(
-                try registry.chooseAccount(request.account),
-                currentPIN: request.method == "pin" ? secret : nil,
-                conversation: request.method == "secure-element" ? conversation : nil,
+                try dependencies.keymakerRegistry.chooseAccount(account),
+                currentPIN: proof == .pin ? secret : nil,
+                conversation: proof == .secureElement ? conversation : nil,
                 forgottenConfirmation: nil
             )
-        case .unlock:
-            let user = try user(request)
-            reply.alreadyUnlocked = try await SessionHandler(dependencies: user)
-                .unlock(method: try need(request.method, "method"), pin: secret, conversation: conversation)
-        case .lock:
-            try await SessionHandler(dependencies: try user(request)).lock()
-        case .autolock:
-            reply.policy = try await SessionHandler(dependencies: try user(request))
-                .setAutolock(try need(request.policy, "policy"))
-        case .protect:
-            let strategy = try need(request.strategy, "strategy")
-            let remove = request.remove ?? false
-            let (current, new) = try SessionHandler.splitSecret(
-                secret,
-                proof: request.method,
-                addingPIN: strategy == "pin" && !remove
+            return .done
+        case .erase(let account, let confirmation):
+            try await LogoutHandler(dependencies: dependencies).logout(
+                try dependencies.keymakerRegistry.chooseAccount(account),
+                currentPIN: nil,
+                conversation: nil,
+                forgottenConfirmation: confirmation
             )
-            reply.strategies = try await SessionHandler(dependencies: try user(request))
+            return .done
+        case .unlock(let account, let method):
+            let already = try await SessionHandler(dependencies: try user(account))
+                .unlock(method: method, pin: secret, conversation: conversation)
+            return .unlocked(alreadyUnlocked: already)
+        case .lock(let account):
+            try await SessionHandler(dependencies: try user(account)).lock()
+            return .done
+        case .autolock(let account, let policy):
+            return .autolock(policy: try await SessionHandler(dependencies: try user(account)).setAutolock(policy))
+        case .protect(let account, let change, let proof):
+            let (current, new) = try SessionHandler.splitSecret(secret, proof: proof, addingPIN: change.addsPIN)
+            return try await SessionHandler(dependencies: try user(account))
                 .protect(
-                    strategy: strategy,
-                    remove: remove,
+                    change,
                     newPIN: new,
                     currentPIN: current,
-                    conversation: request.method == "secure-element" ? conversation : nil
+                    conversation: proof == .secureElement ? conversation : nil
                 )
-        case .list:
-            reply.summaries = try await MailHandler(dependencies: try user(request))
-                .list(label: request.label, limit: request.limit ?? 50, offset: request.offset ?? 0)
-        case .search:
-            reply.summaries = try await MailHandler(dependencies: try user(request))
-                .search(try need(request.words, "words"), limit: request.limit ?? 50, offset: request.offset ?? 0)
-        case .message:
-            reply.message = try await MailHandler(dependencies: try user(request)).message(try need(request.id, "id"))
-        case .attachments:
-            reply.attachments = try await MailHandler(dependencies: try user(request))
-                .attachments(of: try need(request.id, "id"))
-        case .attachmentContent:
-            let (info, content) = try await MailHandler(dependencies: try user(request))
-                .content(try need(request.id, "id"))
-            reply.attachment = info
-            reply.content = Data(content)
-        case .preview:
+        case .list(let account, let label, let limit, let offset):
+            return .summaries(
+                try await MailHandler(dependencies: try user(account)).list(label: label, limit: limit, offset: offset)
+            )
+        case .search(let account, let words, let limit, let offset):
+            return .summaries(
+                try await MailHandler(dependencies: try user(account)).search(words, limit: limit, offset: offset)
+            )
+        case .message(let account, let id):
+            return .message(try await MailHandler(dependencies: try user(account)).message(id))
+        case .attachments(let account, let message):
+            return .attachments(try await MailHandler(dependencies: try user(account)).attachments(of: message))
+        case .attachmentContent(let account, let id):
+            return .attachment(try await MailHandler(dependencies: try user(account)).stream(id, to: conversation))
+        case .preview(let account, let source):
             conversation.endPreview()
-            let preview = try await MailHandler(dependencies: try user(request)).preview(try need(request.id, "id"))
+            let preview = try await MailHandler(dependencies: try user(account)).preview(source)
             conversation.ownPreview(preview.folder)
-            reply.path = preview.file
-            reply.attachment = preview.info
+            return .preview(path: preview.file, report: preview.report)
         case .previewEnd:
             conversation.endPreview()
-        case .save:
-            let path = try need(request.path, "path")
+            return .done
+        case .save(let account, let id, let path):
             guard path.hasPrefix("/") else { throw AgentFailure(.badRequest, "The path to save to must be absolute.") }
-            reply.attachment = try await MailHandler(dependencies: try user(request))
-                .save(try need(request.id, "id"), to: path)
-        case .import:
-            let path = try need(request.path, "path")
+            return .attachment(try await MailHandler(dependencies: try user(account)).save(id, to: path))
+        case .import(let account, let path, let label, let batch):
             guard path.hasPrefix("/") else { throw AgentFailure(.badRequest, "The path to import must be absolute.") }
-            reply.imported = try await MailHandler(dependencies: try user(request))
-                .importSource(
-                    at: path,
-                    label: request.label ?? "Inbox",
-                    batchSize: max(1, request.batch ?? MailStore.defaultBatchSize),
-                    progress: { conversation.progress($0) }
-                )
-        case .sync:
-            reply.synced = try await SyncHandler(dependencies: try user(request))
-                .sync(id: request.id, folders: request.folders ?? [], batch: request.batch)
-        case .accountAdd:
-            let password = try need(secret, "password").withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            (reply.serverID, reply.pinCheck) = try await SyncHandler(dependencies: try user(request))
-                .addAccount(try need(request.server, "server"), password: password)
-        case .accountShow:
-            reply.servers = try await SyncHandler(dependencies: try user(request)).accounts()
-        case .accountRemove:
-            let id = try need(request.id, "id")
-            reply.removedMessages = try await SyncHandler(dependencies: try user(request)).removeAccount(id)
-            reply.serverID = id
+            return .imported(
+                try await MailHandler(dependencies: try user(account))
+                    .importSource(at: path, label: label, batchSize: max(1, batch)) { conversation.progress($0) }
+            )
+        case .sync(let account, let server, let folders, let batch):
+            return .synced(
+                try await SyncHandler(dependencies: try user(account))
+                    .sync(id: server, folders: folders, batch: batch) { conversation.syncProgress($0) }
+            )
+        case .serverAdd(let account, let server):
+            guard let secret else { throw AgentFailure(.badRequest, "The request lacks its password.") }
+            let password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            let (id, check) = try await SyncHandler(dependencies: try user(account))
+                .addAccount(server, password: password)
+            return .serverAdded(id: id, pinCheck: check)
+        case .serverShow(let account):
+            return .servers(try await SyncHandler(dependencies: try user(account)).accounts())
+        case .serverRemove(let account, let server):
+            let removed = try await SyncHandler(dependencies: try user(account)).removeAccount(server)
+            return .serverRemoved(id: server, messages: removed)
         }
-        return reply
     }
 }

@@ -1,6 +1,6 @@
 /// One frame of the agent protocol v1 (see docs/FORMAT.md, "Agent protocol v1").
 ///
-/// Layout: `"CF"` (0x43 0x46), the version byte (1), the kind byte, the payload length as a big-endian `UInt32`,
+/// Layout: `"CF"` (0x43 0x46), the version byte (2), the kind byte, the payload length as a big-endian `UInt32`,
 /// then the payload.
 public struct AgentFrame: Sendable, Equatable {
     /// What a frame carries.
@@ -18,7 +18,7 @@ public struct AgentFrame: Sendable, Equatable {
     }
 
     /// The protocol version this code speaks.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
     /// The header's size in bytes.
     public static let headerSize = 8
     /// The largest payload the agent accepts from a client (requests, answers and secrets are small).

@@ -2,6 +2,7 @@ import CofferAttachments
 import CofferCrypto
 import CofferKeymaker
 import CofferStore
+import CofferSync
 import Foundation
 import Logging
 
@@ -15,6 +16,10 @@ public protocol AgentConversation: Sendable {
     func confirmPresence(reason: String) async -> Bool
     /// Tells the client how an import is going (best effort).
     func progress(_ progress: ImportProgress)
+    /// Tells the client how a sync is going (best effort).
+    func syncProgress(_ progress: SyncProgress)
+    /// Sends the next piece of an attachment's bytes (in order, before the reply).
+    func chunk(_ bytes: ArraySlice<UInt8>) async throws
     /// Hands a preview folder to the connection, which deletes it at `preview-end` or when it closes.
     func ownPreview(_ folder: String)
     /// Deletes the connection's preview now.
@@ -29,6 +34,10 @@ public struct SilentConversation: AgentConversation {
     public func confirmPresence(reason: String) async -> Bool { false }
     /// Drops it.
     public func progress(_ progress: ImportProgress) {}
+    /// Drops it.
+    public func syncProgress(_ progress: SyncProgress) {}
+    /// Drops it.
+    public func chunk(_ bytes: ArraySlice<UInt8>) async throws {}
     /// Deletes it at once.
     public func ownPreview(_ folder: String) { SecureFile.removeTree(folder) }
     /// Nothing to do.
@@ -80,33 +89,32 @@ public final class SessionHandler: Sendable {
     /// A handler.
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
 
-    /// Unlocks with `method` (`none`, `pin` with `pin`, or `secure-element` with presence asked of `conversation`),
-    /// then purges expired attachments (the cache's unlock duty).
+    /// Unlocks with `method` (`pin` with `pin`, or `secure-element` with presence asked of `conversation`), then
+    /// purges expired attachments (the cache's unlock duty).
     ///
     /// - Returns: Whether the key was already in memory (nothing was asked).
-    public func unlock(method: String, pin: SecretBytes?, conversation: any AgentConversation) async throws -> Bool {
+    public func unlock(method: ProofMethod, pin: SecretBytes?, conversation: any AgentConversation) async throws -> Bool
+    {
         let keymaker = try dependencies.keymaker
         if await !keymaker.isLocked { return true }
         switch method {
-        case "none":
+        case .none:
             try await keymaker.unlock(.none)
-        case "pin":
+        case .pin:
             guard let pin else {
                 throw AgentFailure(.badRequest, "An unlock with a PIN needs the PIN in a secret frame.")
             }
             try await keymaker.unlock(.pin(pin))
-        case "secure-element":
-            let reason = "Unlock Coffer account \(dependencies.account) in the agent."
+        case .secureElement:
+            let reason = "Unlock Coffer account \(dependencies.account)."
             try await PresenceRelay.$current.withValue(ConversationPresence(conversation)) {
                 try await keymaker.unlock(.secureElement(reason: reason))
             }
-        default:
-            throw AgentFailure(.badRequest, "The unlock method must be none, pin or secure-element.")
         }
         try? dependencies.attachmentCache.purgeExpired()
         try dependencies.logger.info(
             "unlocked",
-            metadata: ["account": "\(dependencies.account)", "method": "\(method)"]
+            metadata: ["account": "\(dependencies.account)", "method": "\(method.rawValue)"]
         )
         return false
     }
@@ -125,38 +133,38 @@ public final class SessionHandler: Sendable {
         return policy.description
     }
 
-    /// Adds or removes a strategy without a proof: succeeds only while the account's protection is `none`.
-    /// Prefer ``protect(strategy:remove:newPIN:currentPIN:conversation:)``.
-    public func protect(strategy: String, remove: Bool, pin: SecretBytes?) async throws -> [String] {
-        try await protect(strategy: strategy, remove: remove, newPIN: pin, currentPIN: nil, conversation: nil)
-    }
-
-    /// Adds or removes a strategy after a fresh proof by a current one, even while the key is in memory: the
-    /// current PIN (from a secret frame; a wrong one counts as a failed attempt), else presence asked of
-    /// `conversation`, else nothing when the protection is `none`. `newPIN` is the new PIN when adding `pin`.
+    /// Changes the protection after a fresh proof by a current strategy, even while the key is in memory: the
+    /// current PIN (a wrong one counts as a failed attempt), else presence asked of `conversation`, else nothing when
+    /// the protection is `none`. `newPIN` is the new PIN when adding one.
+    ///
+    /// - Returns: The `protected` reply: the strategies now active and, for a new software PIN, how long it resists.
     public func protect(
-        strategy: String,
-        remove: Bool,
+        _ change: ProtectionChange,
         newPIN: SecretBytes?,
         currentPIN: SecretBytes?,
         conversation: (any AgentConversation)?
-    ) async throws -> [String] {
+    ) async throws -> AgentReply {
         let keymaker = try dependencies.keymaker
         let reason = "Change the protection of Coffer account \(dependencies.account)."
         let proof = try await Self.proof(keymaker, currentPIN: currentPIN, conversation: conversation, reason: reason)
+        var estimate: String?
         try await PresenceRelay.$current.withValue(conversation.map { ConversationPresence($0) }) {
-            switch (strategy, remove) {
-            case ("pin", false):
+            switch change {
+            case .addPIN(let tpm):
                 guard let newPIN else { throw AgentFailure(.badRequest, "A new PIN must come in a secret frame.") }
-                try await keymaker.activatePIN(newPIN, authorizedBy: proof)
-            case ("secure-element", false): try await keymaker.activateSecureElement(authorizedBy: proof)
-            case ("pin", true): try await keymaker.deactivate(.pin, authorizedBy: proof)
-            case ("secure-element", true): try await keymaker.deactivate(.secureElement, authorizedBy: proof)
-            case ("none", _): try await keymaker.deactivate(nil, authorizedBy: proof)
-            default: throw AgentFailure(.badRequest, "The strategy must be pin, secure-element or none.")
+                let cost = try await keymaker.activatePIN(newPIN, authorizedBy: proof, element: tpm ? .tpm : .software)
+                if !tpm { estimate = cost.sentence }
+            case .addSecureElement: try await keymaker.activateSecureElement(authorizedBy: proof)
+            case .removePIN: try await keymaker.deactivate(.pin, authorizedBy: proof)
+            case .removeSecureElement: try await keymaker.deactivate(.secureElement, authorizedBy: proof)
+            case .removeAll: try await keymaker.deactivate(nil, authorizedBy: proof)
             }
         }
-        return try await keymaker.strategies().map(\.description).sorted()
+        return .protected(
+            strategies: try await keymaker.strategies().map(\.description).sorted(),
+            descriptions: try await keymaker.protectionDescriptions(),
+            estimate: estimate
+        )
     }
 
     /// Splits a `protect` request's secret frame into the current PIN (when the proof is `pin`) and the new PIN
@@ -164,11 +172,11 @@ public final class SessionHandler: Sendable {
     /// it by lines).
     public static func splitSecret(
         _ secret: SecretBytes?,
-        proof: String?,
+        proof: ProofMethod,
         addingPIN: Bool
     ) throws -> (current: SecretBytes?, new: SecretBytes?) {
         guard let secret else { return (nil, nil) }
-        guard proof == "pin" else { return (nil, addingPIN ? secret : nil) }
+        guard proof == .pin else { return (nil, addingPIN ? secret : nil) }
         guard addingPIN else { return (secret, nil) }
         return try secret.withUnsafeBytes { raw in
             guard let newline = raw.firstIndex(of: 0x0A) else {
@@ -231,33 +239,65 @@ public final class MailHandler: Sendable {
         try await dependencies.mailStore.attachments(of: id)
     }
 
-    /// One attachment's metadata and bytes.
-    public func content(_ id: Int64) async throws -> (info: AttachmentInfo, content: [UInt8]) {
-        try await dependencies.mailStore.attachmentContent(id)
+    /// Sends attachment `id`'s bytes to `conversation` in chunks of at most ``AgentEvent/chunkSize``, then returns
+    /// its metadata.
+    public func stream(_ id: Int64, to conversation: any AgentConversation) async throws -> AttachmentInfo {
+        var (info, content) = try await dependencies.mailStore.attachmentContent(id)
+        defer { for index in content.indices { content[index] = 0 } }
+        var start = content.startIndex
+        while start < content.endIndex {
+            let end = min(start + AgentEvent.chunkSize, content.endIndex)
+            try await conversation.chunk(content[start..<end])
+            start = end
+        }
+        return info
     }
 
-    /// Decrypts attachment `id` into a fresh private folder under the cache's preview folder, named after this
-    /// process so a later start deletes it if the agent is killed.
+    /// Puts a preview of `source` in a fresh private folder under the cache's preview folder, named after this
+    /// process so a later start deletes it if the process is killed: an attachment is decrypted from the encrypted
+    /// cache (filled from the store when its entry is missing, expired or damaged), a message is sanitized into a
+    /// page with its `cid:` images inlined.
     ///
-    /// - Returns: The file, its folder and the attachment.
-    public func preview(_ id: Int64) async throws -> (file: String, folder: String, info: AttachmentInfo) {
+    /// - Returns: The file, its folder (the caller deletes it), and for a page what the sanitizer blocked.
+    public func preview(_ source: PreviewSource) async throws -> (file: String, folder: String, report: [String]) {
         let cache = try dependencies.attachmentCache
-        var (info, content) = try await content(id)
-        defer { for index in content.indices { content[index] = 0 } }
-        let folder = try SecureFile.makeProcessFolder(under: cache.previewFolder)
-        let file = "\(folder)/attachment\(Self.safeExtension(info.filename))"
-        do {
-            try AppError.file { () throws(CofferCryptoError) in try SecureFile.writeNew(content, to: file) }
-        } catch {
-            SecureFile.removeTree(folder)
-            throw error
+        let store = try dependencies.mailStore
+        switch source {
+        case .attachment(let id):
+            let key = "attachment:\(id)"
+            let info = try await store.attachmentInfo(id)
+            // The check deletes a damaged entry; the store fills it again.
+            if try await !cache.containsIntact(key) {
+                var content = try await store.attachmentContent(id).content
+                defer { for index in content.indices { content[index] = 0 } }
+                try await cache.put(content, for: key)
+            }
+            let (file, folder) = try await cache.openPreview(key, suggestedName: info.filename)
+            return (file, folder, [])
+        case .message(let id, let allowRemote):
+            let message = try await store.readMessage(id)
+            var parts: [(contentID: String, mediaType: String, data: [UInt8])] = []
+            for attachment in message.attachments where attachment.contentType.lowercased().hasPrefix("image/") {
+                guard let contentID = attachment.contentID else { continue }
+                parts.append(
+                    (contentID, attachment.contentType, try await store.attachmentContent(attachment.id).content)
+                )
+            }
+            let rendered = MessagePage.render(
+                html: message.htmlBody.map { Array($0.utf8) },
+                text: message.textBody,
+                title: message.summary.subject ?? "",
+                allowRemote: allowRemote,
+                resolver: MessagePage.resolver(parts)
+            )
+            let (file, folder) = try cache.writePreview(Array(rendered.page.utf8), name: "message.html")
+            return (file, folder, MessagePage.report(rendered.sanitized, allowRemote: allowRemote))
         }
-        return (file, folder, info)
     }
 
     /// Writes a cleartext copy of attachment `id` to `path`, which must not exist (mode 0600).
     public func save(_ id: Int64, to path: String) async throws -> AttachmentInfo {
-        var (info, content) = try await content(id)
+        var (info, content) = try await dependencies.mailStore.attachmentContent(id)
         defer { for index in content.indices { content[index] = 0 } }
         try AppError.file { () throws(CofferCryptoError) in try SecureFile.writeNew(content, to: path) }
         return info
@@ -272,14 +312,25 @@ public final class MailHandler: Sendable {
     ) async throws -> ImportProgress {
         try await dependencies.mailStore.importSource(at: path, label: label, batchSize: batchSize, progress: progress)
     }
+}
 
-    static func safeExtension(_ name: String?) -> String {
-        guard let name, let dot = name.lastIndex(of: ".") else { return "" }
-        let suffix = name[name.index(after: dot)...]
-        guard (1...10).contains(suffix.count), suffix.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
-            return ""
-        }
-        return "." + suffix.lowercased()
+/// `create` (`coffer init`): a new account's MainKey.
+public final class CreateHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasKeymakerRegistry & HasPaths
+
+    private let dependencies: any Dependencies
+
+    /// A handler.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// Creates `account`'s MainKey, resting with protection `none`; mail left by a key destroyed earlier (by a
+    /// process that could not delete it) is deleted first, since it is noise now.
+    public func create(_ account: String) async throws {
+        try AccountName.validate(account)
+        let keymaker = try dependencies.keymakerRegistry.user(account).keymaker
+        if try await !keymaker.isSetUp() { SecureFile.removeTree(dependencies.paths.mail(account)) }
+        try await keymaker.createMainKey()
     }
 }
 

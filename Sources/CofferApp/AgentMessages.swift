@@ -2,51 +2,167 @@ import CofferStore
 import CofferSync
 import Foundation
 
-/// What a client asks the agent to do.
+/// The name of a request's operation: what logs, limits and the FORMAT tables speak of.
 public enum AgentOperation: String, Codable, Sendable, CaseIterable {
-    /// The agent's pid, socket and protocol version.
-    case hello
-    /// Every account's protection, lock state and autolock.
-    case status
-    /// Unlock an account (``AgentRequest/method`` says how; a PIN follows as a secret frame).
-    case unlock
-    /// Lock an account.
-    case lock
-    /// Set an account's autolock policy (``AgentRequest/policy``).
-    case autolock
-    /// Add or remove a protection strategy (``AgentRequest/strategy``, ``AgentRequest/remove``).
-    case protect
-    /// Destroy an account's key and its mail.
-    case logout
-    /// "The app went to the background" for every account.
-    case background
-    /// A page of messages.
-    case list
-    /// Messages matching words.
-    case search
-    /// One message.
-    case message
-    /// A message's attachments.
-    case attachments
-    /// One attachment's content.
+    case hello, status, account, create, unlock, lock, autolock, protect, logout, erase, background, list, search
+    case message, attachments
     case attachmentContent = "attachment-content"
-    /// Decrypt an attachment into a private preview folder owned by this connection.
     case preview
-    /// Delete this connection's preview.
     case previewEnd = "preview-end"
-    /// Save a cleartext copy of an attachment to a new file.
     case save
-    /// Import a file or folder into the store.
     case `import`
-    /// Sync the IMAP account ``AgentRequest/id`` (or the only one): ``AgentRequest/folders``, else INBOX and every
-    /// subscribed folder.
     case sync
-    /// Check a login to ``AgentRequest/server`` (its password follows as a secret frame), then store the account.
-    case accountAdd = "account-add"
+    case serverAdd = "server-add"
+    case serverShow = "server-show"
+    case serverRemove = "server-remove"
+}
+
+/// How a person proves they may unlock (or change, or log out) an account.
+public enum ProofMethod: String, Codable, Sendable, CaseIterable {
+    /// Nothing: only while the account's protection is `none`.
+    case none
+    /// The PIN, which follows the request in a secret frame.
+    case pin
+    /// The secure element, with presence confirmed at the client's terminal through events.
+    case secureElement = "secure-element"
+}
+
+/// A change of an account's protection.
+public enum ProtectionChange: Codable, Sendable, Equatable {
+    /// Set or change the PIN (the new PIN follows in the secret frame); `tpm` binds it to this machine's TPM.
+    case addPIN(tpm: Bool)
+    /// Seal the MainKey to the secure element.
+    case addSecureElement
+    /// Remove the PIN.
+    case removePIN
+    /// Remove the secure element.
+    case removeSecureElement
+    /// Remove every strategy (`none`).
+    case removeAll
+
+    /// Whether the secret frame carries a new PIN.
+    public var addsPIN: Bool {
+        if case .addPIN = self { return true }
+        return false
+    }
+}
+
+/// What to decrypt or render into a preview folder the connection owns.
+public enum PreviewSource: Codable, Sendable, Equatable {
+    /// An attachment, through the encrypted attachment cache.
+    case attachment(id: Int64)
+    /// A message's HTML body as a sanitized page (its `cid:` images inlined); `allowRemote` loads remote content.
+    case message(id: Int64, allowRemote: Bool)
+}
+
+/// One request (the JSON of a request frame): an operation with exactly its arguments. Per-account operations
+/// name their account; ``account(_:)`` turns a `--account` option (or none) into that name.
+public enum AgentRequest: Codable, Sendable, Equatable {
+    /// The agent's pid, socket and protocol version; `version` is the client's.
+    case hello(version: Int)
+    /// The status of `account`, or of every account when `nil`.
+    case status(account: String?)
+    /// The account named, or the only one, with its status (an error when there are none or several).
+    case account(String?)
+    /// Create the MainKey of a new account (`coffer init`).
+    case create(account: String)
+    /// Unlock with `method` (a PIN follows in a secret frame).
+    case unlock(account: String, method: ProofMethod)
+    /// Drop the key from memory.
+    case lock(account: String)
+    /// Set the autolock policy (`never`, `background`, or a duration such as `5m`).
+    case autolock(account: String, policy: String)
+    /// Change the protection after a fresh proof by a current strategy, even while unlocked.
+    case protect(account: String, change: ProtectionChange, proof: ProofMethod)
+    /// Destroy the key and the mail after a fresh proof.
+    case logout(account: String, proof: ProofMethod)
+    /// Destroy the key and the mail of an account whose PIN is forgotten; `confirmation` is the name as typed.
+    case erase(account: String, confirmation: String)
+    /// "The app went to the background", for every account.
+    case background
+    /// A page of messages, newest first.
+    case list(account: String, label: String?, limit: Int, offset: Int)
+    /// Messages matching `words`.
+    case search(account: String, words: String, limit: Int, offset: Int)
+    /// One message, opened to be read (marked seen).
+    case message(account: String, id: Int64)
+    /// A message's attachments.
+    case attachments(account: String, message: Int64)
+    /// One attachment's bytes, in `chunk` events, then its metadata in the reply.
+    case attachmentContent(account: String, id: Int64)
+    /// Decrypt or render into a private folder owned by this connection; the reply names the file.
+    case preview(account: String, source: PreviewSource)
+    /// Delete this connection's preview.
+    case previewEnd
+    /// Save a cleartext copy of an attachment to a new file at an absolute path (0600, never overwritten).
+    case save(account: String, id: Int64, path: String)
+    /// Import a file or folder at an absolute path.
+    case `import`(account: String, path: String, label: String, batch: Int)
+    /// Sync the IMAP account `server` (or the only one): `folders`, else INBOX and every subscribed folder.
+    case sync(account: String, server: Int64?, folders: [String], batch: Int?)
+    /// Check a login to `server` (its password follows in a secret frame), then store the IMAP account.
+    case serverAdd(account: String, server: ServerSettings)
     /// The IMAP accounts, without passwords.
-    case accountShow = "account-show"
-    /// Remove the IMAP account ``AgentRequest/id`` and the mail synced only through it.
-    case accountRemove = "account-remove"
+    case serverShow(account: String)
+    /// Remove IMAP account `server` and the mail synced only through it.
+    case serverRemove(account: String, server: Int64)
+
+    /// The operation's name.
+    public var operation: AgentOperation {
+        switch self {
+        case .hello: .hello
+        case .status: .status
+        case .account: .account
+        case .create: .create
+        case .unlock: .unlock
+        case .lock: .lock
+        case .autolock: .autolock
+        case .protect: .protect
+        case .logout: .logout
+        case .erase: .erase
+        case .background: .background
+        case .list: .list
+        case .search: .search
+        case .message: .message
+        case .attachments: .attachments
+        case .attachmentContent: .attachmentContent
+        case .preview: .preview
+        case .previewEnd: .previewEnd
+        case .save: .save
+        case .import: .import
+        case .sync: .sync
+        case .serverAdd: .serverAdd
+        case .serverShow: .serverShow
+        case .serverRemove: .serverRemove
+        }
+    }
+
+    /// The account the request names, if it names one.
+    public var accountName: String? {
+        switch self {
+        case .hello, .background, .previewEnd: nil
+        case .status(let account): account
+        case .account(let account): account
+        case .create(let account), .unlock(let account, _), .lock(let account), .autolock(let account, _),
+            .protect(let account, _, _), .logout(let account, _), .erase(let account, _), .list(let account, _, _, _),
+            .search(let account, _, _, _), .message(let account, _), .attachments(let account, _),
+            .attachmentContent(let account, _), .preview(let account, _), .save(let account, _, _),
+            .import(let account, _, _, _), .sync(let account, _, _, _), .serverAdd(let account, _),
+            .serverShow(let account), .serverRemove(let account, _):
+            account
+        }
+    }
+
+    /// Whether a secret frame follows: the PIN of a `pin` unlock or proof, the new PIN of `addPIN` (after the
+    /// current one and a newline when the proof is also a PIN), or an IMAP password.
+    public var expectsSecret: Bool {
+        switch self {
+        case .unlock(_, let method), .logout(_, let method): method == .pin
+        case .protect(_, let change, let proof): change.addsPIN || proof == .pin
+        case .serverAdd: true
+        default: false
+        }
+    }
 }
 
 /// An IMAP account's settings as they travel over the agent socket: everything but the password (which, for
@@ -93,48 +209,6 @@ public struct ServerSettings: Codable, Sendable, Equatable {
             connectAddress: connectAddress,
             startTLS: startTLS
         )
-    }
-}
-
-/// One request (a JSON object in a request frame). Only the fields the operation uses are set.
-public struct AgentRequest: Codable, Sendable, Equatable {
-    /// The operation.
-    public var op: AgentOperation
-    /// The account, resolved by the client (`nil` for operations on every account).
-    public var account: String?
-    /// `none`, `pin` or `secure-element` for unlock; `pin` means a secret frame follows.
-    public var method: String?
-    /// A label (list) or the label to import under.
-    public var label: String?
-    /// Page size.
-    public var limit: Int?
-    /// Page offset.
-    public var offset: Int?
-    /// Search words.
-    public var words: String?
-    /// A message or attachment id.
-    public var id: Int64?
-    /// An absolute path (import source, save target).
-    public var path: String?
-    /// Messages per import transaction.
-    public var batch: Int?
-    /// An autolock policy such as `5m`.
-    public var policy: String?
-    /// `pin`, `secure-element` or `none` for protect.
-    public var strategy: String?
-    /// Remove the strategy instead of adding it.
-    public var remove: Bool?
-    /// hello: the protocol version the client speaks (absent: the agent answers with its own and checks nothing).
-    public var version: Int?
-    /// sync: the folders (INBOX and every subscribed folder when absent or empty).
-    public var folders: [String]?
-    /// account-add: the server's settings (the password follows as a secret frame).
-    public var server: ServerSettings?
-
-    /// A request for `op`.
-    public init(_ op: AgentOperation, account: String? = nil) {
-        self.op = op
-        self.account = account
     }
 }
 
@@ -209,82 +283,66 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     }
 }
 
-/// The answer that ends a request (a JSON object in a reply frame).
-public struct AgentReply: Codable, Sendable {
-    /// Whether the operation succeeded.
-    public var ok: Bool
-    /// Why it failed.
-    public var error: AgentFailure?
-    /// hello: the agent's process id.
-    public var pid: Int32?
-    /// hello: the socket path.
-    public var socket: String?
-    /// hello: the protocol version.
-    public var version: Int?
-    /// status.
-    public var accounts: [AccountStatus]?
-    /// list, search.
-    public var summaries: [MessageSummary]?
-    /// message.
-    public var message: MessageDetail?
-    /// attachments.
-    public var attachments: [AttachmentInfo]?
-    /// attachment-content, preview, save: the attachment.
-    public var attachment: AttachmentInfo?
-    /// attachment-content: the bytes.
-    public var content: Data?
-    /// preview: the decrypted file.
-    public var path: String?
-    /// import: the counts.
-    public var imported: ImportProgress?
-    /// unlock, protect: the active strategies; lock, unlock: whether it is locked now.
-    public var strategies: [String]?
-    /// unlock: whether the account was already unlocked.
-    public var alreadyUnlocked: Bool?
+/// The answer that ends a request (the JSON of a reply frame): what the operation produced, or why it failed.
+public enum AgentReply: Codable, Sendable {
+    /// hello: the agent's process, socket and protocol version.
+    case hello(pid: Int32, socket: String, version: Int)
+    /// status: the accounts, with the agent's process and socket (`pid` 0 and an empty socket in one-shot mode).
+    case status(pid: Int32, socket: String, accounts: [AccountStatus])
+    /// account: the chosen account.
+    case account(AccountStatus)
+    /// Done, with nothing to say (create, lock, logout, erase, background, preview-end).
+    case done
+    /// unlock: whether the key was already in memory.
+    case unlocked(alreadyUnlocked: Bool)
     /// autolock: the policy now in force.
-    public var policy: String?
-    /// sync: what the sync did.
-    public var synced: SyncSummary?
-    /// account-show: the IMAP accounts, without passwords.
-    public var servers: [ServerSettings]?
-    /// account-add: the new account's number; account-remove: the account removed.
-    public var serverID: Int64?
-    /// account-add: what the pin check found, as a phrase (`pin … matched`, `not pinned`).
-    public var pinCheck: String?
-    /// account-remove: how many messages went with the account.
-    public var removedMessages: Int?
+    case autolock(policy: String)
+    /// protect: the strategies now active, for clients and for people; `estimate` is a sentence on how long a
+    /// new software PIN resists guessing.
+    case protected(strategies: [String], descriptions: [String], estimate: String?)
+    /// list, search.
+    case summaries([MessageSummary])
+    /// message.
+    case message(MessageDetail)
+    /// attachments.
+    case attachments([AttachmentInfo])
+    /// attachment-content (after its chunks), save.
+    case attachment(AttachmentInfo)
+    /// preview: the file in the connection's preview folder, and for a page what the sanitizer blocked.
+    case preview(path: String, report: [String])
+    /// import: the counts.
+    case imported(ImportProgress)
+    /// sync: what it did.
+    case synced(SyncSummary)
+    /// server-add: the IMAP account's number and what the pin check found (`pin … matched`, `not pinned`).
+    case serverAdded(id: Int64, pinCheck: String)
+    /// server-show: the IMAP accounts, without passwords.
+    case servers([ServerSettings])
+    /// server-remove: the account removed and how many messages went with it.
+    case serverRemoved(id: Int64, messages: Int)
+    /// The request failed.
+    case failure(AgentFailure)
 
-    /// A success with no fields yet.
-    public static var success: AgentReply { AgentReply(ok: true) }
-
-    /// A failure.
-    public static func failure(_ failure: AgentFailure) -> AgentReply { AgentReply(ok: false, error: failure) }
-
-    init(ok: Bool, error: AgentFailure? = nil) {
-        self.ok = ok
-        self.error = error
+    /// The failure, if it is one.
+    public var failure: AgentFailure? {
+        if case .failure(let failure) = self { return failure }
+        return nil
     }
 }
 
-/// Something the agent says during a request (a JSON object in an event frame).
-public struct AgentEvent: Codable, Sendable, Equatable {
-    /// `presence` (answer with an ``AgentAnswer``) or `progress`.
-    public var event: String
-    /// presence: the reason to show.
-    public var reason: String?
-    /// progress: the counts so far.
-    public var progress: ImportProgress?
-    /// presence: how many seconds the agent waits for the answer; the client stops asking after that (absent from
-    /// agents before this field: the client then uses its own limit).
-    public var seconds: Int?
+/// Something the agent says while a request runs (the JSON of an event frame).
+public enum AgentEvent: Codable, Sendable, Equatable {
+    /// The secure element needs presence: answer with an ``AgentAnswer`` within `seconds`.
+    case presence(reason: String, seconds: Int)
+    /// How an import is going.
+    case progress(ImportProgress)
+    /// How a sync is going: the folder and its messages fetched of those to fetch.
+    case syncProgress(SyncProgress)
+    /// The next piece of an attachment's bytes (at most ``AgentEvent/chunkSize``).
+    case chunk(Data)
 
-    /// An event.
-    public init(event: String, reason: String? = nil, progress: ImportProgress? = nil, seconds: Int? = nil) {
-        self.event = event
-        self.reason = reason
-        self.progress = progress
-        self.seconds = seconds
-    }
+    /// The largest chunk the agent sends: 64 KiB.
+    public static let chunkSize = 65_536
 }
 
 /// The client's answer to a presence question.

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeymaker
 import CofferStore
+import CofferSync
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
@@ -34,7 +35,7 @@ public struct AgentLimits: Sendable {
 
     func timeout(for op: AgentOperation) -> Int64 {
         switch op {
-        case .unlock, .protect: unlockMilliseconds
+        case .unlock, .protect, .logout: unlockMilliseconds
         case .import, .sync: importMilliseconds
         default: requestMilliseconds
         }
@@ -246,7 +247,7 @@ public final class AgentServer: Service, Sendable {
                 return
             }
             var secret: SecretBytes?
-            if AgentDispatcher.expectsSecret(request) {
+            if request.expectsSecret {
                 var received = await Self.next(&frames, within: limits.frameMilliseconds, channel: conversation.channel)
                 guard case .frame(var next) = received, next.kind == .secret else {
                     let failure =
@@ -267,13 +268,13 @@ public final class AgentServer: Service, Sendable {
                 logger.debug(
                     "request",
                     metadata: [
-                        "op": "\(request.op.rawValue)", "ok": "\(reply.ok)",
+                        "op": "\(request.operation.rawValue)", "ok": "\(reply.failure == nil)",
                         "ms": "\(Self.milliseconds(since: start))",
                     ]
                 )
                 try await outbound.write(AgentFrame(kind: .reply, payload: AgentCoding.encode(reply)))
             case .timedOut:
-                logger.notice("a request timed out", metadata: ["op": "\(request.op.rawValue)"])
+                logger.notice("a request timed out", metadata: ["op": "\(request.operation.rawValue)"])
                 return
             case .cancelled:
                 return
@@ -355,7 +356,7 @@ public final class AgentServer: Service, Sendable {
         outbound: NIOAsyncChannelOutboundWriter<AgentFrame>
     ) async -> Outcome {
         let dispatcher = self.dispatcher
-        let milliseconds = limits.timeout(for: request.op)
+        let milliseconds = limits.timeout(for: request.operation)
         return await withTaskGroup(of: AgentReply?.self) { group in
             group.addTask { await dispatcher.handle(request, secret: secret, conversation: conversation) }
             group.addTask {
@@ -393,8 +394,9 @@ final class ConnectionConversation: AgentConversation {
     /// is cancelled (its time limit).
     func confirmPresence(reason: String) async -> Bool {
         let seconds = Int(max(1, limits.unlockMilliseconds / 1000))
-        guard let question = try? AgentCoding.encode(AgentEvent(event: "presence", reason: reason, seconds: seconds))
-        else { return false }
+        guard let question = try? AgentCoding.encode(AgentEvent.presence(reason: reason, seconds: seconds)) else {
+            return false
+        }
         let eventLoop = channel.eventLoop
         let promise = eventLoop.makePromise(of: AgentFrame?.self)
         let (answers, channel) = (self.answers, self.channel)
@@ -414,12 +416,26 @@ final class ConnectionConversation: AgentConversation {
     }
 
     /// Queues the event on the connection (best effort; the request's reply is written after it).
-    func progress(_ progress: ImportProgress) {
-        guard let bytes = try? AgentCoding.encode(AgentEvent(event: "progress", progress: progress)) else { return }
+    func progress(_ progress: ImportProgress) { queue(.progress(progress)) }
+
+    /// Queues the event on the connection (best effort).
+    func syncProgress(_ progress: SyncProgress) { queue(.syncProgress(progress)) }
+
+    private func queue(_ event: AgentEvent) {
+        guard let bytes = try? AgentCoding.encode(event) else { return }
         let channel = self.channel
         channel.eventLoop.execute {
             channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: bytes)), promise: nil)
         }
+    }
+
+    /// Writes the chunk's event and waits until it is flushed, so a slow client slows the sender instead of
+    /// queueing the whole attachment in memory.
+    func chunk(_ bytes: ArraySlice<UInt8>) async throws {
+        var data = Data(bytes)
+        defer { data.resetBytes(in: 0..<data.count) }
+        let payload = try AgentCoding.encode(AgentEvent.chunk(data))
+        try await channel.writeAndFlush(AgentFrame(kind: .event, payload: payload)).get()
     }
 
     func ownPreview(_ folder: String) {

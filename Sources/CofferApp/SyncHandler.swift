@@ -11,30 +11,43 @@ public struct SyncHandler: Sendable {
     /// A handler over one account's container.
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
 
-    /// Syncs the IMAP account `id` (or the only one) and returns what it did.
+    /// The IMAP account `id`, or the only one.
+    public func serverAccount(_ id: Int64?) async throws -> (id: Int64, server: ServerAccount) {
+        let accounts = try await dependencies.mailStore.serverAccounts()
+        if let id {
+            guard let found = accounts.first(where: { $0.id == id }) else {
+                throw AgentFailure(
+                    .badRequest,
+                    "There is no mail server account \(id); `coffer account show` lists them."
+                )
+            }
+            return found
+        }
+        guard let only = accounts.first else { throw SyncError.noAccount }
+        guard accounts.count == 1 else {
+            throw AgentFailure(.badRequest, "There are several mail server accounts; choose one with --id.")
+        }
+        return only
+    }
+
+    /// Syncs the IMAP account `id` (or the only one), telling `progress` how each folder goes, and returns what it
+    /// did.
     ///
     /// - Throws: `StoreError.locked` when the key is not in memory (the dispatcher's usual locked reply), else the
     ///   ``SyncError``.
-    public func sync(id: Int64?, folders: [String], batch: Int?) async throws -> SyncSummary {
+    public func sync(
+        id: Int64?,
+        folders: [String],
+        batch: Int?,
+        progress: @Sendable (SyncProgress) -> Void = { _ in }
+    ) async throws -> SyncSummary {
         let store = try dependencies.mailStore
         do {
-            let accounts = try await store.serverAccounts()
-            let chosen: Int64
-            if let id {
-                guard accounts.contains(where: { $0.id == id }) else {
-                    throw AgentFailure(.badRequest, "There is no mail server account \(id).")
-                }
-                chosen = id
-            } else {
-                guard let only = accounts.first else { throw SyncError.noAccount }
-                guard accounts.count == 1 else {
-                    throw AgentFailure(.badRequest, "There are several mail server accounts; choose one with --id.")
-                }
-                chosen = only.id
-            }
+            let chosen = try await serverAccount(id).id
             return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
                 accountID: chosen,
-                folders: folders
+                folders: folders,
+                progress: progress
             )
         } catch SyncError.locked {
             throw StoreError.locked

@@ -1,6 +1,7 @@
 import CofferAttachments
 import CofferKeychain
 import CofferKeymaker
+import CofferNotifyClient
 import CofferStore
 import Logging
 
@@ -23,13 +24,21 @@ public final class UserContainer: Sendable {
     /// The account's Keymaker: one per account, so every request sees the same lock state and autolock timer.
     public var keymakerFactory: Factory<Keymaker> {
         Factory(storage, scope: .perUser) { [account, global] in
-            Keymaker(
+            let keychain = try global.keychain
+            var configuration = global.keymakerConfiguration
+            let deleteMail = configuration.onDestroy
+            configuration.onDestroy = { account in
+                deleteMail?(account)
+                // A destroyed key (logout, too many wrong PINs) also ends the push session on this device.
+                try? PushSessionStore(keychain: keychain, account: account).delete()
+            }
+            return Keymaker(
                 account: account,
-                keychain: try global.keychain,
+                keychain: keychain,
                 device: try global.deviceIdentity,
                 secureElement: try global.secureElement,
                 clock: try global.clock,
-                configuration: global.keymakerConfiguration
+                configuration: configuration
             )
         }
     }

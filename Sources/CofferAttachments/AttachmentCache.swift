@@ -189,14 +189,8 @@ public final class AttachmentCache: Sendable {
         -> Int32
     {
         guard let program = viewer.first, !program.isEmpty else { throw .invalidArgument("no viewer given") }
-        let (keys, path) = try await liveEntry(key)
-        let folder: String
-        do { folder = try SecureFile.makeProcessFolder(under: previewFolder) } catch {
-            throw AttachmentError.wrap(error)
-        }
+        let (file, folder) = try await openPreview(key, suggestedName: suggestedName)
         defer { SecureFile.removeTree(folder) }
-        let file = "\(folder)/attachment\(Self.safeExtension(suggestedName))"
-        try decrypt(path, keys: keys, to: file)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = Array(viewer.dropFirst()) + [file]
@@ -216,6 +210,45 @@ public final class AttachmentCache: Sendable {
         }
         await afterViewer(file)
         return status
+    }
+
+    /// Decrypts the entry for `key` into a fresh folder with a random name (mode 0700, under ``previewFolder``,
+    /// named after this process so a later open deletes it if the process is killed) and returns the file and the
+    /// folder. The caller deletes the folder when the viewer is done (``preview(_:suggestedName:viewer:afterViewer:)``
+    /// does, and so does the agent when its connection ends).
+    ///
+    /// - Parameter suggestedName: The attachment's file name; only its extension (1 to 8 ASCII letters and digits)
+    ///   is kept, so a viewer can tell the type without the name reaching the disk.
+    public func openPreview(
+        _ key: String,
+        suggestedName: String?
+    ) async throws(AttachmentError) -> (file: String, folder: String) {
+        let (keys, path) = try await liveEntry(key)
+        let folder: String
+        do { folder = try SecureFile.makeProcessFolder(under: previewFolder) } catch {
+            throw AttachmentError.wrap(error)
+        }
+        let file = "\(folder)/attachment\(Self.safeExtension(suggestedName))"
+        do { try decrypt(path, keys: keys, to: file) } catch {
+            SecureFile.removeTree(folder)
+            throw error
+        }
+        return (file, folder)
+    }
+
+    /// Writes `bytes` (a rendered page) as `name` into a fresh private folder under ``previewFolder``, the same way
+    /// ``openPreview(_:suggestedName:)`` does for an entry, and returns the file and the folder.
+    public func writePreview(_ bytes: [UInt8], name: String) throws(AttachmentError) -> (file: String, folder: String) {
+        let folder: String
+        do { folder = try SecureFile.makeProcessFolder(under: previewFolder) } catch {
+            throw AttachmentError.wrap(error)
+        }
+        let file = "\(folder)/\(name)"
+        do { try SecureFile.writeNew(bytes, to: file) } catch {
+            SecureFile.removeTree(folder)
+            throw AttachmentError.wrap(error)
+        }
+        return (file, folder)
     }
 
     /// Deletes the entry for `key`, if any.

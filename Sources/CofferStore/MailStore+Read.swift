@@ -231,6 +231,21 @@ extension MailStore {
         try await message(messageID).attachments
     }
 
+    /// The metadata of one attachment, without opening its content.
+    ///
+    /// - Throws: ``StoreError/attachmentNotFound(_:)``, or ``StoreError/corruptMessage(_:)`` if its cell fails to open.
+    public func attachmentInfo(_ id: Int64) async throws(StoreError) -> AttachmentInfo {
+        let keys = try await keys()
+        let found = try await read { db in try AttachmentRecord.fetchOne(db, key: id) }
+        guard let record = found else { throw .attachmentNotFound(id) }
+        do {
+            return try Self.attachmentInfo(record, keys: keys)
+        } catch {
+            await markCorrupt([record.messageID])
+            throw .corruptMessage(record.messageID)
+        }
+    }
+
     /// The metadata and decrypted content of one attachment.
     ///
     /// - Throws: ``StoreError/attachmentNotFound(_:)``, or ``StoreError/corruptMessage(_:)`` if its cells fail to

@@ -24,7 +24,7 @@ public struct SyncSummary: Sendable, Equatable, Codable {
 }
 
 /// Where a sync is: folder, and messages fetched of those to fetch in it.
-public struct SyncProgress: Sendable, Equatable {
+public struct SyncProgress: Sendable, Equatable, Codable {
     /// The folder being synced.
     public var folder: String
     /// Messages fetched so far in it.

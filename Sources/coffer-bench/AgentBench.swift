@@ -26,11 +26,10 @@ enum AgentBench {
         let serving = Task { try await group.run() }
         await server.waitUntilListening()
 
-        let status = AgentRequest(.status, account: "bench")
-        var list = AgentRequest(.list, account: "bench")
-        list.limit = 50
-        let statusHandler = StatusHandler(dependencies: global)
-        let mailHandler = MailHandler(dependencies: user)
+        let status = AgentRequest.status(account: "bench")
+        let list = AgentRequest.list(account: "bench", label: nil, limit: 50, offset: 0)
+        // In-process is what one-shot commands run: the same dispatcher, without the socket.
+        let dispatcher = AgentDispatcher(dependencies: global, socketPath: socket)
 
         var table = Table(
             "Agent: \(requests) requests each, 500 messages (µs; agent = new connection per request, as the CLI)",
@@ -38,11 +37,7 @@ enum AgentBench {
         )
         for (name, request) in [("status", status), ("list 50", list)] {
             let local = try await percentiles {
-                if request.op == .status {
-                    _ = try await statusHandler.status(account: "bench")
-                } else {
-                    _ = try await mailHandler.list(label: nil, limit: 50, offset: 0)
-                }
+                _ = try await dispatcher.perform(request, secret: nil, conversation: SilentConversation())
             }
             let remote = try await percentiles {
                 guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }

@@ -5,38 +5,6 @@ import CofferStore
 import CofferSync
 import CofferTransport
 
-/// The store of one Coffer account opened one-shot for the server-account and sync commands when no agent runs (with
-/// an agent they ask it, and nothing is unlocked here; `sync --watch` still runs here).
-struct ServerSession {
-    let mail: MailSession
-    let store: MailStore
-
-    static func open(_ home: HomeOptions, _ pin: PINOptions) async throws -> ServerSession {
-        let session = try AccountSession.open(home)
-        try await session.unlock(pinFromStdin: pin.pinStdin)
-        let store = try MailStore(folder: MailSession.folders(session).store, keymaker: session.keymaker)
-        return ServerSession(mail: MailSession(session: session, store: store), store: store)
-    }
-
-    /// The server account `id`, or the only one.
-    func serverAccount(_ id: Int64?) async throws -> (id: Int64, server: ServerAccount) {
-        let accounts = try await store.serverAccounts()
-        if let id {
-            guard let found = accounts.first(where: { $0.id == id }) else {
-                throw CLIError("There is no mail server account \(id); `coffer account show` lists them.")
-            }
-            return found
-        }
-        guard let only = accounts.first else { throw SyncError.noAccount }
-        guard accounts.count == 1 else {
-            throw CLIError("There are several mail server accounts; choose one with --id (see `coffer account show`).")
-        }
-        return only
-    }
-
-    func close() throws { try store.close() }
-}
-
 /// `coffer account add|show|remove`: the IMAP accounts whose mail `coffer sync` brings into the store.
 struct AccountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -108,31 +76,17 @@ struct AccountCommand: AsyncParsableCommand {
                     )
                 )
                 let url = settings.account(password: "").url
-                if let agent = try AgentLink.connect(home) {
-                    // The agent holds the key: it checks the login and stores the account; no keychain opens here.
-                    defer { agent.close() }
-                    var request = AgentRequest(.accountAdd, account: try AgentLink.account(home))
-                    request.server = settings
+                try await CommandPath.with(home) { path in
+                    // Whoever holds the key (the agent, or this process) checks the login and stores the account.
+                    let account = try await path.mailAccount(home, pinOptions)
                     let secret = try Terminal.readPIN(
                         prompt: "Password for \(user) at \(host): ",
                         fromStdin: passwordStdin
                     )
-                    let reply = try await agent.call(request, secret: secret)
-                    guard let id = reply.serverID else { throw AppError.malformedMessage }
-                    print(
-                        "Added mail server account \(id): \(user) at \(url) (login checked, \(reply.pinCheck ?? ""))."
-                    )
-                    return
+                    let reply = try await path.call(.serverAdd(account: account, server: settings), secret: secret)
+                    guard case .serverAdded(let id, let pinCheck) = reply else { throw AppError.malformedMessage }
+                    print("Added mail server account \(id): \(user) at \(url) (login checked, \(pinCheck)).")
                 }
-                let server = try await ServerSession.open(home, pinOptions)
-                let secret = try Terminal.readPIN(prompt: "Password for \(user) at \(host): ", fromStdin: passwordStdin)
-                let password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-                guard !password.isEmpty else { throw CLIError("No password was given.") }
-                let account = settings.account(password: password)
-                let evaluation = try await Syncer(store: server.store).checkLogin(account)
-                let id = try await server.store.addServerAccount(account)
-                print("Added mail server account \(id): \(user) at \(url) (login checked, \(evaluation)).")
-                try server.close()
             }
         }
     }
@@ -145,15 +99,12 @@ struct AccountCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let accounts: [ServerSettings]
-                if let agent = try AgentLink.connect(home) {
-                    defer { agent.close() }
-                    let request = AgentRequest(.accountShow, account: try AgentLink.account(home))
-                    accounts = try await agent.call(request).servers ?? []
-                } else {
-                    let server = try await ServerSession.open(home, pinOptions)
-                    accounts = try await server.store.serverAccounts().map { ServerSettings($0.server, id: $0.id) }
-                    try server.close()
+                let accounts = try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    guard case .servers(let servers) = try await path.call(.serverShow(account: account)) else {
+                        throw AppError.malformedMessage
+                    }
+                    return servers
                 }
                 if accounts.isEmpty { print("No mail server account; add one with `coffer account add`.") }
                 for account in accounts {
@@ -179,19 +130,16 @@ struct AccountCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                if let agent = try AgentLink.connect(home) {
-                    defer { agent.close() }
-                    var request = AgentRequest(.accountRemove, account: try AgentLink.account(home))
-                    request.id = id
-                    let deleted = try await agent.call(request).removedMessages ?? 0
-                    print("Removed mail server account \(id) and \(deleted) messages synced only through it.")
-                    return
+                let deleted = try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    guard
+                        case .serverRemoved(_, let messages) = try await path.call(
+                            .serverRemove(account: account, server: id)
+                        )
+                    else { throw AppError.malformedMessage }
+                    return messages
                 }
-                let server = try await ServerSession.open(home, pinOptions)
-                let account = try await server.serverAccount(id)
-                let deleted = try await server.store.removeAccount(account.id)
-                print("Removed mail server account \(account.id) and \(deleted) messages synced only through it.")
-                try server.close()
+                print("Removed mail server account \(id) and \(deleted) messages synced only through it.")
             }
         }
     }

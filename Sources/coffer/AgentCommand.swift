@@ -43,13 +43,13 @@ struct AgentCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let resolved = try CofferHome.resolve(home: home)
+            let paths = try HomeOptions.paths(home: home)
             if installUserService {
                 try installUnit()
                 return
             }
             FreedMemory.restartWithoutThreadCache()
-            let socket = resolved.appPaths.agentSocket
+            let socket = paths.agentSocket
             if let running = try AgentClient.connect(socketPath: socket) {
                 running.close()
                 throw CLIError("An agent already runs for this home (socket \(socket)).")
@@ -58,7 +58,7 @@ struct AgentCommand: AsyncParsableCommand {
             var logger = Logger(label: "coffer.agent")
             logger.logLevel = .info
             SecretBytes.logger = logger
-            let global = GlobalContainer(paths: resolved.appPaths, logger: logger)
+            let global = GlobalContainer(paths: paths, logger: logger)
             var limits = AgentLimits()
             if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }
             let server = AgentServer(dependencies: global, socketPath: socket, limits: limits)
@@ -82,7 +82,7 @@ struct AgentCommand: AsyncParsableCommand {
         let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "coffer"
         var start = "\(binary) agent"
         let chosenHome = home ?? environment["COFFER_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-        if let chosenHome { start += " --home \(AgentLink.absolute(chosenHome))" }
+        if let chosenHome { start += " --home \(CommandPath.absolute(chosenHome))" }
         let text = """
             [Unit]
             Description=Coffer agent: holds unlocked mail keys with autolock, serves the coffer CLI
@@ -126,65 +126,13 @@ struct BackgroundCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            guard let agent = try AgentLink.connect(home) else {
-                throw CLIError("No agent runs for this home, so no process holds a key to lock.")
+            try await CommandPath.with(home) { path in
+                guard path.isAgent else {
+                    throw CLIError("No agent runs for this home, so no process holds a key to lock.")
+                }
+                try await path.call(.background)
             }
-            defer { agent.close() }
-            _ = try await agent.call(AgentRequest(.background))
             print("The agent applied every account's background policy.")
         }
-    }
-}
-
-/// The lifecycle commands' bodies when an agent runs.
-enum AgentLifecycle {
-    static func unlock(
-        _ agent: AgentClient,
-        _ home: HomeOptions,
-        pinFromStdin: Bool,
-        preference: UnlockPreference?
-    )
-        async throws
-    {
-        let account = try AgentLink.account(home)
-        let already = try await AgentLink.unlock(
-            agent,
-            account: account,
-            pinFromStdin: pinFromStdin,
-            preference: preference
-        )
-        let (pid, statuses) = try await AgentLink.status(agent, account: account)
-        print(
-            already
-                ? "\(account) was already unlocked in the agent (pid \(pid))."
-                : "Unlocked \(account) in the agent (pid \(pid))."
-        )
-        for line in statuses.flatMap(AgentLink.describe) where line.hasPrefix("  autolock") {
-            print(line.trimmingSpaces)
-        }
-    }
-
-    static func lock(_ agent: AgentClient, _ home: HomeOptions) async throws {
-        let account = try AgentLink.account(home)
-        _ = try await agent.call(AgentRequest(.lock, account: account))
-        print("Locked \(account): the agent dropped the key and zeroed it.")
-    }
-
-    static func status(_ agent: AgentClient, _ home: HomeOptions) async throws {
-        let (pid, statuses) = try await AgentLink.status(agent, account: home.account)
-        print(
-            "mode: agent (pid \(pid), socket \(agent.socketPath)): commands go to the agent, which holds unlocked keys"
-        )
-        if statuses.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
-        for status in statuses { for line in AgentLink.describe(status) { print(line) } }
-    }
-
-    static func autolock(_ agent: AgentClient, _ home: HomeOptions, policy: String, pinFromStdin: Bool) async throws {
-        let account = try AgentLink.account(home)
-        try await AgentLink.unlock(agent, account: account, pinFromStdin: pinFromStdin, preference: nil)
-        var request = AgentRequest(.autolock, account: account)
-        request.policy = policy
-        let reply = try await agent.call(request)
-        print("Autolock for \(account): \(reply.policy ?? policy) (stored sealed; the agent's timer enforces it).")
     }
 }

@@ -1,6 +1,5 @@
 import ArgumentParser
-import CofferAttachments
-import CofferStore
+import CofferApp
 
 struct AttachmentsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,13 +13,20 @@ struct AttachmentsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let mail = try await MailSession.open(home, pinOptions)
-            let attachments = try await mail.store.attachments(of: id)
-            for attachment in attachments {
-                print("\(attachment.id)\t\(attachment.size)\t\(attachment.contentType)\t\(attachment.filename ?? "")")
+            try await CommandPath.with(home) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                guard
+                    case .attachments(let attachments) = try await path.call(
+                        .attachments(account: account, message: id)
+                    )
+                else { throw AppError.malformedMessage }
+                for attachment in attachments {
+                    print(
+                        "\(attachment.id)\t\(attachment.size)\t\(attachment.contentType)\t\(attachment.filename ?? "")"
+                    )
+                }
+                if attachments.isEmpty { print("Message \(id) has no attachments.") }
             }
-            if attachments.isEmpty { print("Message \(id) has no attachments.") }
-            try mail.close()
         }
     }
 }
@@ -31,19 +37,6 @@ struct AttachmentCommand: AsyncParsableCommand {
         abstract: "Open an attachment in a viewer, or save a cleartext copy.",
         subcommands: [Open.self, Save.self]
     )
-
-    /// Puts the attachment into the encrypted cache (if it is not there intact) and returns its cache key and name.
-    static func cached(_ mail: MailSession, id: Int64) async throws -> (AttachmentCache, String, String?) {
-        let cache = try MailSession.cache(mail.session)
-        let key = "attachment:\(id)"
-        // A missing, expired or damaged entry (the check deletes a damaged one) is filled again from the store.
-        if try await !cache.containsIntact(key) {
-            let (_, content) = try await mail.store.attachmentContent(id)
-            try await cache.put(content, for: key)
-        }
-        let info = try await mail.store.attachmentContent(id).info
-        return (cache, key, info.filename)
-    }
 
     struct Open: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -62,19 +55,10 @@ struct AttachmentCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let mail = try await MailSession.open(home, pinOptions)
-                if let agent = mail.agent {
-                    defer { agent.close() }
-                    return try await AgentLink.openAttachment(mail, agent: agent, id: id, viewer: viewer)
+                let status = try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    return try await path.view(.attachment(id: id), account: account, viewer: viewer)
                 }
-                let (cache, key, filename) = try await AttachmentCommand.cached(mail, id: id)
-                PreviewCleanup.protect(parent: cache.previewFolder)
-                let status = try await cache.preview(
-                    key,
-                    suggestedName: filename,
-                    viewer: ["/bin/sh", "-c", Viewer.script(viewer), "coffer-viewer"]
-                ) { [viewer] file in Viewer.waitIfNeeded(viewer, file: file) }
-                try mail.close()
                 // A viewer that fails (cannot open the file, is killed) is the command failing: say so and exit
                 // non-zero. The preview is deleted either way.
                 guard status == 0 else {
@@ -97,15 +81,11 @@ struct AttachmentCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let mail = try await MailSession.open(home, pinOptions)
-                if let agent = mail.agent {
-                    defer { agent.close() }
-                    return try await AgentLink.saveAttachment(mail, agent: agent, id: id, to: to)
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    try await path.call(.save(account: account, id: id, path: CommandPath.absolute(to)))
                 }
-                let (cache, key, _) = try await AttachmentCommand.cached(mail, id: id)
-                try await cache.save(key, to: to)
                 print("Saved attachment \(id) to \(to).")
-                try mail.close()
             }
         }
     }

@@ -43,27 +43,28 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let session = try AccountSession.open(home)
-                let keychain = session.device.keychain
-                let store = PushSessionStore(keychain: keychain, account: session.account)
-                guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
-                // Always a fresh proof, even when an agent holds the key: renewal must ask the user.
-                try await session.unlock(pinFromStdin: pinOptions.pinStdin)
-                let token = try store.token(
-                    of: record,
-                    key: await session.keymaker.subkey(PushSessionStore.tokenSubkey)
-                )
-                let lifetime = FastSyncCommand.seconds(duration) ?? 8 * 3600
-                let fastSync = try await FastSync.enable(
-                    mainKey: await session.keymaker.key(),
-                    keychain: keychain,
-                    account: session.account,
-                    session: record,
-                    token: token,
-                    lifetime: lifetime
-                )
-                let until = Date(timeIntervalSince1970: TimeInterval(fastSync.expires))
-                print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
+                // Always a fresh proof in this process, even when an agent holds the key: renewal must ask the user.
+                try await CommandPath.with(home, inProcess: true) { path in
+                    let account = try await path.account(home).account
+                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                    let keychain = try user.keychain
+                    let store = PushSessionStore(keychain: keychain, account: account)
+                    guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
+                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
+                    let keymaker = try user.keymaker
+                    let token = try store.token(of: record, key: await keymaker.subkey(PushSessionStore.tokenSubkey))
+                    let lifetime = FastSyncCommand.seconds(duration) ?? 8 * 3600
+                    let fastSync = try await FastSync.enable(
+                        mainKey: await keymaker.key(),
+                        keychain: keychain,
+                        account: account,
+                        session: record,
+                        token: token,
+                        lifetime: lifetime
+                    )
+                    let until = Date(timeIntervalSince1970: TimeInterval(fastSync.expires))
+                    print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
+                }
             }
         }
     }
@@ -78,25 +79,28 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let session = try AccountSession.open(home)
-                let keychain = session.device.keychain
-                // The record goes first: without it the escrowed key opens nothing.
-                try FastSync.delete(keychain: keychain, account: session.account)
-                let store = PushSessionStore(keychain: keychain, account: session.account)
-                guard let record = try store.loadSession() else {
-                    print("FastSync is off.")
-                    return
-                }
-                try await session.unlock(pinFromStdin: pinOptions.pinStdin)
-                let token = try store.token(
-                    of: record,
-                    key: await session.keymaker.subkey(PushSessionStore.tokenSubkey)
-                )
-                do throws(NotifyClientError) {
-                    try await NotifyClient(server: record.server).deleteKEK(token: token)
-                    print("FastSync is off: the record is deleted here and the key on the service.")
-                } catch {
-                    print("FastSync is off here; the service could not be told (\(error.description)).")
+                try await CommandPath.with(home, inProcess: true) { path in
+                    let account = try await path.account(home).account
+                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                    let keychain = try user.keychain
+                    // The record goes first: without it the escrowed key opens nothing.
+                    try FastSync.delete(keychain: keychain, account: account)
+                    let store = PushSessionStore(keychain: keychain, account: account)
+                    guard let record = try store.loadSession() else {
+                        print("FastSync is off.")
+                        return
+                    }
+                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
+                    let token = try store.token(
+                        of: record,
+                        key: await user.keymaker.subkey(PushSessionStore.tokenSubkey)
+                    )
+                    do throws(NotifyClientError) {
+                        try await NotifyClient(server: record.server).deleteKEK(token: token)
+                        print("FastSync is off: the record is deleted here and the key on the service.")
+                    } catch {
+                        print("FastSync is off here; the service could not be told (\(error.description)).")
+                    }
                 }
             }
         }
@@ -109,19 +113,21 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let device = try home.resolve().open()
-                let account = try device.chooseAccount(home.account)
-                guard let record = try FastSync.load(keychain: device.keychain, account: account) else {
-                    print("FastSync is off.")
-                    return
-                }
-                let until = Date(timeIntervalSince1970: TimeInterval(record.expires))
-                if until > Date() {
-                    print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
-                } else {
-                    print(
-                        "FastSync expired at \(ISO8601DateFormatter().string(from: until)); `coffer fastsync on` renews it."
-                    )
+                try await CommandPath.with(home, inProcess: true) { path in
+                    let account = try await path.account(home).account
+                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                    guard let record = try FastSync.load(keychain: try user.keychain, account: account) else {
+                        print("FastSync is off.")
+                        return
+                    }
+                    let until = Date(timeIntervalSince1970: TimeInterval(record.expires))
+                    if until > Date() {
+                        print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
+                    } else {
+                        print(
+                            "FastSync expired at \(ISO8601DateFormatter().string(from: until)); `coffer fastsync on` renews it."
+                        )
+                    }
                 }
             }
         }

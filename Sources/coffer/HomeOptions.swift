@@ -1,6 +1,10 @@
 import ArgumentParser
 import CofferApp
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Options every command shares: where the data is and which account.
 struct HomeOptions: ParsableArguments {
     @Option(name: .long, help: "Folder for all of Coffer's data (default: $COFFER_HOME, else the XDG folders).")
@@ -16,8 +20,34 @@ struct HomeOptions: ParsableArguments {
         }
     }
 
-    /// The resolved home.
-    func resolve() throws(CLIError) -> CofferHome { try CofferHome.resolve(home: home) }
+    /// The home's folders.
+    func paths() throws(CLIError) -> AppPaths { try Self.paths(home: home) }
+
+    /// Where Coffer keeps its files. With `--home H` (or `$COFFER_HOME`): `H/data` (store and cache), `H/keychain`,
+    /// `H/state` (device secret, software secure element). Without: `$XDG_DATA_HOME/coffer` (default
+    /// `~/.local/share/coffer`) for data and keychain, and `$XDG_STATE_HOME/coffer` (default `~/.local/state/coffer`)
+    /// for the device secret and the secure element, so a copy of the data folder alone opens nothing.
+    static func paths(home: String?) throws(CLIError) -> AppPaths {
+        let environment = { (name: String) -> String? in
+            guard let value = getenv(name) else { return nil }
+            let text = String(cString: value)
+            return text.isEmpty ? nil : text
+        }
+        if let root = home ?? environment("COFFER_HOME") {
+            let absolute = CommandPath.absolute(root)
+            return AppPaths(data: "\(absolute)/data", keychain: "\(absolute)/keychain", state: "\(absolute)/state")
+        }
+        guard let userHome = environment("HOME") else {
+            throw CLIError("Neither --home, $COFFER_HOME nor $HOME is set, so Coffer does not know where to keep data.")
+        }
+        let dataRoot = environment("XDG_DATA_HOME") ?? "\(userHome)/.local/share"
+        let stateRoot = environment("XDG_STATE_HOME") ?? "\(userHome)/.local/state"
+        return AppPaths(
+            data: "\(dataRoot)/coffer",
+            keychain: "\(dataRoot)/coffer/keychain",
+            state: "\(stateRoot)/coffer"
+        )
+    }
 }
 
 /// How a PIN is entered.
@@ -45,5 +75,5 @@ struct PinnedServerOptions: ParsableArguments {
     }
 
     /// The CA bundle's absolute path (the agent may run in another folder).
-    var absoluteCAFile: String? { caFile.map(AgentLink.absolute) }
+    var absoluteCAFile: String? { caFile.map(CommandPath.absolute) }
 }

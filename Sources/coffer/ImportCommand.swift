@@ -1,47 +1,16 @@
 import ArgumentParser
 import CofferApp
-import CofferAttachments
-import CofferKeymaker
 import CofferStore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The mail store and attachment cache of one account, opened by a one-shot command after it unlocked.
-struct MailSession {
-    let session: AccountSession
-    /// The store itself (one-shot) or the agent's.
-    let store: any MailReading
-    /// The agent serving this session, when one runs.
-    var agent: AgentClient?
-
-    /// The account's store and cache folders (``AppPaths/store(_:)`` and ``AppPaths/cache(_:)``), after moving a
-    /// folder an earlier version named after the raw account name.
-    static func folders(_ session: AccountSession) -> (store: String, cache: String) {
-        let paths = session.device.home.appPaths
-        paths.migrateLegacyMail(session.account)
-        return (paths.store(session.account), paths.cache(session.account))
+extension CommandPath {
+    /// Unlocks the chosen account (unless the agent holds its key) for a mail command, and returns its name.
+    func mailAccount(_ home: HomeOptions, _ pin: PINOptions) async throws -> String {
+        try await unlock(home, pinFromStdin: pin.pinStdin).status.account
     }
-
-    /// Opens the account, unlocks it, opens the store, and purges expired attachments (the cache's unlock duty).
-    static func open(_ home: HomeOptions, _ pin: PINOptions) async throws -> MailSession {
-        let session = try AccountSession.open(home)
-        if let agent = try AgentLink.connect(home) {
-            return MailSession(session: session, store: AgentMail(agent: agent, account: session.account), agent: agent)
-        }
-        try await session.unlock(pinFromStdin: pin.pinStdin)
-        let store = try MailStore(folder: folders(session).store, keymaker: session.keymaker)
-        try cache(session).purgeExpired()
-        return MailSession(session: session, store: store)
-    }
-
-    static func cache(_ session: AccountSession) throws -> AttachmentCache {
-        try AttachmentCache(folder: folders(session).cache, keymaker: session.keymaker)
-    }
-
-    /// Checkpoints the store and drops the keys.
-    func close() throws { try store.close() }
 }
 
 /// One line per message: id, date, flags, sender and subject.
@@ -92,21 +61,30 @@ struct ImportCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let mail = try await MailSession.open(home, pinOptions)
-            let line = ProgressLine(descriptor: 1)
-            let result = try await mail.store.importSource(at: path, label: label, batchSize: batch) { progress in
-                if line.isActive {
-                    line.show("\(progress.total) messages, \(Int(progress.rate.rounded()))/s")
-                } else {
-                    print("progress: \(progress.total) messages")
+            try await CommandPath.with(home) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                let line = ProgressLine(descriptor: 1)
+                let request = AgentRequest.import(
+                    account: account,
+                    path: CommandPath.absolute(self.path),
+                    label: label,
+                    batch: batch
+                )
+                let reply = try await path.call(request) { event in
+                    guard case .progress(let progress) = event else { return }
+                    if line.isActive {
+                        line.show("\(progress.total) messages, \(Int(progress.rate.rounded()))/s")
+                    } else {
+                        print("progress: \(progress.total) messages")
+                    }
                 }
+                line.finish()
+                guard case .imported(let result) = reply else { throw AppError.malformedMessage }
+                print(
+                    "Imported \(result.imported) messages (\(result.duplicates) already stored, \(result.malformed) "
+                        + "unreadable) in \(String(format: "%.1f", result.elapsedSeconds)) s."
+                )
             }
-            line.finish()
-            print(
-                "Imported \(result.imported) messages (\(result.duplicates) already stored, \(result.malformed) "
-                    + "unreadable) in \(String(format: "%.1f", result.elapsedSeconds)) s."
-            )
-            try mail.close()
         }
     }
 }

@@ -1,8 +1,6 @@
 import ArgumentParser
 import CofferApp
-import CofferAttachments
 import CofferCrypto
-import CofferKeychain
 import CofferKeymaker
 
 struct Init: AsyncParsableCommand {
@@ -16,14 +14,8 @@ struct Init: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let device = try home.resolve().openForSetUp()
             let account = home.account ?? ""
-            let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
-            if try await !keymaker.isSetUp() {
-                // Mail left by a key destroyed earlier (by a process that could not delete it) is noise now.
-                SecureFile.removeTree(AppPaths(data: device.home.data, keychain: "", state: "").mail(account))
-            }
-            try await keymaker.createMainKey()
+            try await CommandPath.with(home) { path in try await path.call(.create(account: account)) }
             print("Created a MainKey for \(account).")
             print("It rests in the keychain with no further protection; add some with `coffer protect pin` or")
             print("`coffer protect secure-element`.")
@@ -64,49 +56,45 @@ struct Protect: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             if tpm { try TPMCheck.require() }
-            if let agent = try AgentLink.connect(home) {
-                defer { agent.close() }
-                if tpm {
-                    throw CLIError("`protect pin --tpm` does not go through the agent yet; stop the agent first.")
-                }
-                return try await AgentProof.protect(
-                    agent,
-                    home,
-                    strategy: strategy.rawValue,
-                    remove: remove,
+            try await CommandPath.with(home) { path in
+                let status = try await path.account(home)
+                // A fresh proof by a current strategy, even to lower protection: a wrong PIN counts as an attempt.
+                let (proof, current) = try path.proof(
+                    for: status,
                     pinFromStdin: pinOptions.pinStdin,
                     preference: preference
                 )
-            }
-            let session = try AccountSession.open(home)
-            let keymaker = session.keymaker
-            // A fresh proof by a current strategy, even to lower protection: a wrong PIN here counts as an attempt.
-            let proof = try await session.proof(
-                pinFromStdin: pinOptions.pinStdin,
-                preference: preference,
-                purpose: "Change the protection of"
-            )
-            switch (strategy, remove) {
-            case (.pin, false):
-                let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinOptions.pinStdin)
-                if !pinOptions.pinStdin {
-                    let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
-                    guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
+                let change: ProtectionChange
+                switch (strategy, remove) {
+                case (.pin, false): change = .addPIN(tpm: tpm)
+                case (.secureElement, false): change = .addSecureElement
+                case (.pin, true): change = .removePIN
+                case (.secureElement, true): change = .removeSecureElement
+                case (.none, _): change = .removeAll
                 }
-                let estimate = try await keymaker.activatePIN(pin, authorizedBy: proof, element: tpm ? .tpm : .software)
-                print(tpm ? TPMCheck.sentence : estimate.sentence)
-            case (.secureElement, false):
-                try await keymaker.activateSecureElement(authorizedBy: proof)
-            case (.pin, true):
-                try await keymaker.deactivate(.pin, authorizedBy: proof)
-            case (.secureElement, true):
-                try await keymaker.deactivate(.secureElement, authorizedBy: proof)
-            case (.none, _):
-                try await keymaker.deactivate(nil, authorizedBy: proof)
+                var secret = current
+                if change.addsPIN {
+                    let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinOptions.pinStdin)
+                    if !pinOptions.pinStdin {
+                        let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
+                        guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
+                    }
+                    // One secret: the current PIN (if it is the proof), a newline, the new PIN.
+                    var bytes: [UInt8] = current.map { $0.withUnsafeBytes { Array($0) } + [0x0A] } ?? []
+                    bytes += pin.withUnsafeBytes { Array($0) }
+                    defer { for index in bytes.indices { bytes[index] = 0 } }
+                    secret = SecretBytes(copying: bytes)
+                }
+                let reply = try await path.call(
+                    .protect(account: status.account, change: change, proof: proof),
+                    secret: secret
+                )
+                guard case .protected(_, let descriptions, let estimate) = reply else {
+                    throw AppError.malformedMessage
+                }
+                if tpm { print(TPMCheck.sentence) } else if let estimate { print(estimate) }
+                print("\(status.account) is now protected by: \(descriptions.joined(separator: " + ")).")
             }
-            print(
-                "\(session.account) is now protected by: \(try await keymaker.protectionDescriptions().joined(separator: " + "))."
-            )
         }
     }
 }
@@ -121,18 +109,28 @@ struct Unlock: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if let agent = try AgentLink.connect(home) {
-                defer { agent.close() }
-                return try await AgentLifecycle.unlock(
-                    agent,
+            try await CommandPath.with(home) { path in
+                let (status, already) = try await path.unlock(
                     home,
                     pinFromStdin: pinOptions.pinStdin,
                     preference: preference
                 )
+                guard let agent = try await path.agent else {
+                    print(
+                        "Unlocked \(status.account). No agent holds the key, so it was dropped again as this command ended."
+                    )
+                    return
+                }
+                print(
+                    already
+                        ? "\(status.account) was already unlocked in the agent (pid \(agent.pid))."
+                        : "Unlocked \(status.account) in the agent (pid \(agent.pid))."
+                )
+                let now = try await path.account(home)
+                for line in StatusLines.describe(now, agent: true) where line.hasPrefix("  autolock") {
+                    print(line.trimmingSpaces)
+                }
             }
-            let session = try AccountSession.open(home)
-            try await session.unlock(pinFromStdin: pinOptions.pinStdin, preference: preference)
-            print("Unlocked \(session.account). No agent holds the key, so it was dropped again as this command ended.")
         }
     }
 }
@@ -144,13 +142,15 @@ struct Lock: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if let agent = try AgentLink.connect(home) {
-                defer { agent.close() }
-                return try await AgentLifecycle.lock(agent, home)
+            try await CommandPath.with(home) { path in
+                let status = try await path.account(home)
+                try await path.call(.lock(account: status.account))
+                if path.isAgent {
+                    print("Locked \(status.account): the agent dropped the key and zeroed it.")
+                } else {
+                    print("Locked \(status.account). No agent is running, so no process held the key.")
+                }
             }
-            let session = try AccountSession.open(home)
-            await session.keymaker.lock()
-            print("Locked \(session.account). No agent is running, so no process held the key.")
         }
     }
 }
@@ -162,31 +162,57 @@ struct Status: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if let agent = try AgentLink.connect(home) {
-                defer { agent.close() }
-                return try await AgentLifecycle.status(agent, home)
-            }
-            guard let device = try home.resolve().openIfSetUp() else {
-                if home.account != nil { throw CLIError.noAccount }
-                print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
-                print("accounts: none; run `coffer init --account NAME`")
-                return
-            }
-            let accounts = try home.account.map { [try device.chooseAccount($0)] } ?? device.accounts()
-            print("mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends")
-            if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
-            for account in accounts {
-                let keymaker = device.keymaker(for: account, configuration: .oneShot(device.home))
-                print("account: \(account)")
-                print("  protection: \(try await keymaker.protectionDescriptions().joined(separator: " + "))")
-                if try await keymaker.strategies().contains(.pin) {
-                    let failures = try await keymaker.failedAttempts()
-                    print("  failed PIN attempts: \(failures) of 10")
+            try await CommandPath.with(home) { path in
+                guard
+                    case .status(let pid, let socket, let accounts) = try await path.call(
+                        .status(account: home.account)
+                    )
+                else { throw AppError.malformedMessage }
+                if path.isAgent {
+                    print(
+                        "mode: agent (pid \(pid), socket \(socket)): commands go to the agent, which holds unlocked keys"
+                    )
+                } else {
+                    if accounts.isEmpty, home.account != nil { throw AppError.noAccount }
+                    print(
+                        "mode: one-shot (no agent): every command authenticates by itself and drops the key when it ends"
+                    )
                 }
-                print("  state: locked (the key is in memory only while a command or the agent holds it)")
-                print("  autolock: nothing pending (one-shot: each command drops the key as it ends)")
+                if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
+                for status in accounts {
+                    for line in StatusLines.describe(status, agent: path.isAgent) { print(line) }
+                }
             }
         }
+    }
+}
+
+/// One account's lines of `coffer status`.
+enum StatusLines {
+    static func describe(_ status: AccountStatus, agent: Bool) -> [String] {
+        var lines = [
+            "account: \(status.account)",
+            "  protection: \((status.protectionDescriptions ?? status.protection).joined(separator: " + "))",
+        ]
+        if let failures = status.failedAttempts { lines.append("  failed PIN attempts: \(failures) of 10") }
+        guard agent else {
+            lines.append("  state: locked (the key is in memory only while a command or the agent holds it)")
+            lines.append("  autolock: nothing pending (one-shot: each command drops the key as it ends)")
+            return lines
+        }
+        if status.unlocked {
+            lines.append("  state: unlocked (the agent holds the key)")
+            switch (status.autolock, status.secondsUntilAutolock) {
+            case (let policy?, let seconds?): lines.append("  autolock: in \(seconds) s (policy \(policy))")
+            case ("background"?, nil):
+                lines.append("  autolock: when the app goes to the background (`coffer background`)")
+            case (let policy?, nil): lines.append("  autolock: \(policy)")
+            default: break
+            }
+        } else {
+            lines.append("  state: locked (run `coffer unlock` to give the agent the key)")
+        }
+        return lines
     }
 }
 
@@ -208,15 +234,16 @@ struct AutolockCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if let agent = try AgentLink.connect(home) {
-                defer { agent.close() }
-                return try await AgentLifecycle.autolock(agent, home, policy: policy, pinFromStdin: pinOptions.pinStdin)
+            try await CommandPath.with(home) { path in
+                let (status, _) = try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
+                guard case .autolock(let now) = try await path.call(.autolock(account: status.account, policy: policy))
+                else { throw AppError.malformedMessage }
+                if path.isAgent {
+                    print("Autolock for \(status.account): \(now) (stored sealed; the agent's timer enforces it).")
+                } else {
+                    print("Autolock for \(status.account): \(now) (stored sealed under the MainKey).")
+                }
             }
-            let session = try AccountSession.open(home)
-            try await session.unlock(pinFromStdin: pinOptions.pinStdin)
-            let parsed = AutolockPolicy(parsing: policy) ?? .mostPrivate
-            try await session.keymaker.setAutolock(parsed)
-            print("Autolock for \(session.account): \(parsed) (stored sealed under the MainKey).")
         }
     }
 }
@@ -240,151 +267,43 @@ struct Logout: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let session = try AccountSession.open(home)
-            let account = session.account
-            let keymaker = session.keymaker
-            if forgotPin {
-                if let agent = try AgentLink.connect(home) {
-                    agent.close()
-                    throw CLIError("An agent runs for this home; stop it first, then run `logout --forgot-pin` again.")
-                }
-                Terminal.printError(
-                    "Erasing \(account) without its PIN destroys its key: all its mail, settings and attachments are "
-                        + "lost for good. Type the account name to erase it: "
-                )
-                let typed = Terminal.readLine(fd: 0).map { String(decoding: $0, as: UTF8.self) }
-                guard let typed, typed == account else { throw CLIError("Not confirmed; nothing was erased.") }
-                try await keymaker.eraseForgotten(confirmingAccountName: typed)
-                try removeMail(session)
-                print("Erased \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
-                return
-            }
-            if !yes {
-                guard Terminal.isInteractiveOutput else {
-                    throw CLIError(
-                        "Logging out erases the account's key; pass --yes to confirm when not at a terminal."
+            try await CommandPath.with(home) { path in
+                let status = try await path.account(home)
+                let account = status.account
+                if forgotPin {
+                    Terminal.printError(
+                        "Erasing \(account) without its PIN destroys its key: all its mail, settings and attachments "
+                            + "are lost for good. Type the account name to erase it: "
                     )
+                    let typed = Terminal.readLine(fd: 0).map { String(decoding: $0, as: UTF8.self) }
+                    guard let typed, typed == account else { throw CLIError("Not confirmed; nothing was erased.") }
+                    try await path.call(.erase(account: account, confirmation: typed))
+                    print("Erased \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
+                    return
                 }
-                print(
-                    "Erase the key of \(account)? Everything sealed under it becomes unreadable. Type yes: ",
-                    terminator: ""
-                )
-                guard Terminal.readLine(fd: 0).map({ String(decoding: $0, as: UTF8.self) }) == "yes" else {
-                    throw CLIError("Not confirmed; nothing was erased.")
+                if !yes {
+                    guard Terminal.isInteractiveOutput else {
+                        throw CLIError(
+                            "Logging out erases the account's key; pass --yes to confirm when not at a terminal."
+                        )
+                    }
+                    print(
+                        "Erase the key of \(account)? Everything sealed under it becomes unreadable. Type yes: ",
+                        terminator: ""
+                    )
+                    guard Terminal.readLine(fd: 0).map({ String(decoding: $0, as: UTF8.self) }) == "yes" else {
+                        throw CLIError("Not confirmed; nothing was erased.")
+                    }
                 }
-            }
-            if let agent = try AgentLink.connect(home) {
-                defer { agent.close() }
-                return try await AgentProof.logout(
-                    agent,
-                    account: account,
+                // The proof is checked (a wrong PIN counted) before anything is deleted.
+                let (proof, pin) = try path.proof(
+                    for: status,
                     pinFromStdin: pinOptions.pinStdin,
                     preference: preference
                 )
+                try await path.call(.logout(account: account, proof: proof), secret: pin)
+                print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
             }
-            let proof = try await session.proof(
-                pinFromStdin: pinOptions.pinStdin,
-                preference: preference,
-                purpose: "Log out of"
-            )
-            // The proof is checked (a wrong PIN counted) before anything is deleted.
-            try await keymaker.logout(authorizedBy: proof)
-            try removeMail(session)
-            print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
         }
-    }
-
-    /// Without the key the sealed store and cache are noise; they are deleted all the same (the Keymaker's
-    /// `onDestroy` did it already; this also empties a cache folder that could not be removed whole).
-    private func removeMail(_ session: AccountSession) throws {
-        let paths = AppPaths(data: session.device.home.data, keychain: "", state: "")
-        paths.migrateLegacyMail(session.account)
-        if SecureFile.exists(paths.cache(session.account)) {
-            _ = try? AttachmentCache(folder: paths.cache(session.account), keymaker: session.keymaker).purgeAll()
-        }
-        SecureFile.removeTree(paths.mail(session.account))
-    }
-}
-
-/// `protect` and `logout` when an agent runs: the agent holds the key, yet they need a fresh proof by a current
-/// strategy, sent with the request (`method`; a PIN in the secret frame, presence answered at this terminal).
-enum AgentProof {
-    /// The proof `account` needs: `none` when unprotected, else presence or a PIN (read here).
-    static func proof(
-        _ agent: AgentClient,
-        account: String,
-        pinFromStdin: Bool,
-        preference: UnlockPreference?
-    ) async throws -> (method: String, pin: SecretBytes?) {
-        guard let current = try await AgentLink.status(agent, account: account).1.first else {
-            throw AppError.noAccount
-        }
-        let strategies = Set(current.protection)
-        if strategies.contains("none") { return ("none", nil) }
-        let useElement: Bool
-        switch preference {
-        case .pin?: useElement = false
-        case .secureElement?: useElement = true
-        case nil: useElement = strategies.contains("secure-element") && !(strategies.contains("pin") && pinFromStdin)
-        }
-        if useElement { return ("secure-element", nil) }
-        return ("pin", try Terminal.readPIN(prompt: "PIN for \(account): ", fromStdin: pinFromStdin))
-    }
-
-    static func protect(
-        _ agent: AgentClient,
-        _ home: HomeOptions,
-        strategy: String,
-        remove: Bool,
-        pinFromStdin: Bool,
-        preference: UnlockPreference?
-    ) async throws {
-        let account = try AgentLink.account(home)
-        let (method, current) = try await proof(
-            agent,
-            account: account,
-            pinFromStdin: pinFromStdin,
-            preference: preference
-        )
-        var request = AgentRequest(.protect, account: account)
-        request.strategy = strategy
-        request.remove = remove
-        request.method = method
-        var secret = current
-        if strategy == "pin" && !remove {
-            let pin = try Terminal.readPIN(prompt: "New PIN: ", fromStdin: pinFromStdin)
-            if !pinFromStdin {
-                let again = try Terminal.readPIN(prompt: "New PIN again: ", fromStdin: false)
-                guard pin == again else { throw CLIError("The two PINs differ; nothing was changed.") }
-            }
-            // One secret frame: the current PIN (if it is the proof), a newline, the new PIN.
-            var bytes: [UInt8] = current.map { $0.withUnsafeBytes { Array($0) } + [0x0A] } ?? []
-            bytes += pin.withUnsafeBytes { Array($0) }
-            defer { for index in bytes.indices { bytes[index] = 0 } }
-            secret = SecretBytes(copying: bytes)
-        }
-        let reply = try await agent.call(request, secret: secret) { event in
-            guard event.event == "presence" else { return nil }
-            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Change protection.")
-            return AgentAnswer(confirmed: confirmed)
-        }
-        print("\(account) is now protected by: \((reply.strategies ?? []).joined(separator: " + ")).")
-    }
-
-    static func logout(
-        _ agent: AgentClient,
-        account: String,
-        pinFromStdin: Bool,
-        preference: UnlockPreference?
-    ) async throws {
-        let (method, pin) = try await proof(agent, account: account, pinFromStdin: pinFromStdin, preference: preference)
-        var request = AgentRequest(.logout, account: account)
-        request.method = method
-        _ = try await agent.call(request, secret: pin) { event in
-            guard event.event == "presence" else { return nil }
-            let confirmed = await TerminalPresence().confirmPresence(reason: event.reason ?? "Log out.")
-            return AgentAnswer(confirmed: confirmed)
-        }
-        print("Logged out \(account): its MainKey, wraps, records, mail store and attachment cache are gone.")
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferStore
 
 struct ListCommand: AsyncParsableCommand {
@@ -15,11 +16,14 @@ struct ListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let mail = try await MailSession.open(home, pinOptions)
-            for summary in try await mail.store.list(label: label, limit: limit, offset: offset) {
-                print(MessageLine.format(summary))
+            try await CommandPath.with(home) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                let request = AgentRequest.list(account: account, label: label, limit: limit, offset: offset)
+                guard case .summaries(let summaries) = try await path.call(request) else {
+                    throw AppError.malformedMessage
+                }
+                for summary in summaries { print(MessageLine.format(summary)) }
             }
-            try mail.close()
         }
     }
 }

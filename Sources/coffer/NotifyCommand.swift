@@ -51,43 +51,45 @@ struct NotifyCommand: AsyncParsableCommand {
                     caFile: trust.absoluteCAFile,
                     connectAddress: trust.connect
                 )
-                let session = try await ServerSession.open(home, pinOptions)
-                defer { try? session.close() }
-                let account = session.mail.session.account
-                let store = PushSessionStore(keychain: session.mail.session.device.keychain, account: account)
-                if try store.loadSession() != nil { throw NotifyClientError.alreadyRegistered }
-                let imap = try await session.serverAccount(id).server
-                let name =
-                    deviceName
-                    ?? (ProcessInfo.processInfo.hostName.isEmpty ? "coffer" : ProcessInfo.processInfo.hostName)
-                let keys = WebPush.UserAgentKeys()
-                let client = NotifyClient(server: target)
-                let token = try await client.register(
-                    user: imap.username,
-                    password: imap.password,
-                    deviceName: String(name.prefix(100)),
-                    keys: keys
-                )
-                do {
-                    let tokenKey = try await session.mail.session.keymaker.subkey(PushSessionStore.tokenSubkey)
-                    try store.saveKeys(keys)
-                    try store.saveSession(
-                        server: target,
-                        sessionID: token.sessionID,
-                        expires: token.expires,
+                // Registration needs the IMAP password, which only an unlocked store gives: it runs in this process.
+                try await CommandPath.with(home, inProcess: true) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                    let store = PushSessionStore(keychain: try user.keychain, account: account)
+                    if try store.loadSession() != nil { throw NotifyClientError.alreadyRegistered }
+                    let imap = try await SyncHandler(dependencies: user).serverAccount(id).server
+                    let name =
+                        deviceName
+                        ?? (ProcessInfo.processInfo.hostName.isEmpty ? "coffer" : ProcessInfo.processInfo.hostName)
+                    let keys = WebPush.UserAgentKeys()
+                    let client = NotifyClient(server: target)
+                    let token = try await client.register(
+                        user: imap.username,
+                        password: imap.password,
                         deviceName: String(name.prefix(100)),
-                        token: token.token,
-                        key: tokenKey
+                        keys: keys
                     )
-                } catch {
-                    // Nothing half-registered stays: the service forgets the session, the device its keys.
-                    try? await client.revoke(sessionID: token.sessionID, token: token.token)
-                    try? store.delete()
-                    throw error
+                    do {
+                        let tokenKey = try await user.keymaker.subkey(PushSessionStore.tokenSubkey)
+                        try store.saveKeys(keys)
+                        try store.saveSession(
+                            server: target,
+                            sessionID: token.sessionID,
+                            expires: token.expires,
+                            deviceName: String(name.prefix(100)),
+                            token: token.token,
+                            key: tokenKey
+                        )
+                    } catch {
+                        // Nothing half-registered stays: the service forgets the session, the device its keys.
+                        try? await client.revoke(sessionID: token.sessionID, token: token.token)
+                        try? store.delete()
+                        throw error
+                    }
+                    print(
+                        "Registered push session \(token.sessionID) with \(target.url) for \(imap.username) (expires \(ISO8601DateFormatter().string(from: token.expires)))."
+                    )
                 }
-                print(
-                    "Registered push session \(token.sessionID) with \(target.url) for \(imap.username) (expires \(ISO8601DateFormatter().string(from: token.expires)))."
-                )
             }
         }
     }
@@ -101,24 +103,26 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let device = try home.resolve().open()
-                let account = try device.chooseAccount(home.account)
-                let store = PushSessionStore(keychain: device.keychain, account: account)
-                guard let record = try store.loadSession() else {
-                    if let reason = store.endedReason() {
-                        print("No push session: \(reason)")
-                    } else {
-                        print("No push session; register one with `coffer notify register --server https://HOST`.")
+                try await CommandPath.with(home, inProcess: true) { path in
+                    let account = try await path.account(home).account
+                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                    let store = PushSessionStore(keychain: try user.keychain, account: account)
+                    guard let record = try store.loadSession() else {
+                        if let reason = store.endedReason() {
+                            print("No push session: \(reason)")
+                        } else {
+                            print("No push session; register one with `coffer notify register --server https://HOST`.")
+                        }
+                        return
                     }
-                    return
+                    let hasKey = (try? store.loadKeys()) != nil
+                    print("Push session \(record.sessionID) with \(record.server.url) as \"\(record.deviceName)\"")
+                    print("\texpires: \(ISO8601DateFormatter().string(from: record.expires))")
+                    print(
+                        "\tpins: \(record.server.pins.isEmpty ? "none (chain and host name only)" : record.server.pins.joined(separator: " "))"
+                    )
+                    print("\tpush key: \(hasKey ? "in the keychain (afterFirstUnlockThisDeviceOnly)" : "missing")")
                 }
-                let hasKey = (try? store.loadKeys()) != nil
-                print("Push session \(record.sessionID) with \(record.server.url) as \"\(record.deviceName)\"")
-                print("\texpires: \(ISO8601DateFormatter().string(from: record.expires))")
-                print(
-                    "\tpins: \(record.server.pins.isEmpty ? "none (chain and host name only)" : record.server.pins.joined(separator: " "))"
-                )
-                print("\tpush key: \(hasKey ? "in the keychain (afterFirstUnlockThisDeviceOnly)" : "missing")")
             }
         }
     }
@@ -138,25 +142,28 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                let session = try AccountSession.open(home)
-                let store = PushSessionStore(keychain: session.device.keychain, account: session.account)
-                guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
-                try await session.unlock(pinFromStdin: pinOptions.pinStdin)
-                let token = try store.token(
-                    of: record,
-                    key: await session.keymaker.subkey(PushSessionStore.tokenSubkey)
-                )
-                let outcome: String
-                do throws(NotifyClientError) {
-                    try await NotifyClient(server: record.server).revoke(sessionID: record.sessionID, token: token)
-                    outcome = "revoked on the service"
-                } catch .sessionRevoked {
-                    outcome = "the service had already ended it"
-                } catch {
-                    outcome = "the service could not be told (\(error.description)) and ends it at its expiry"
+                try await CommandPath.with(home, inProcess: true) { path in
+                    let account = try await path.account(home).account
+                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                    let store = PushSessionStore(keychain: try user.keychain, account: account)
+                    guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
+                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
+                    let token = try store.token(
+                        of: record,
+                        key: await user.keymaker.subkey(PushSessionStore.tokenSubkey)
+                    )
+                    let outcome: String
+                    do throws(NotifyClientError) {
+                        try await NotifyClient(server: record.server).revoke(sessionID: record.sessionID, token: token)
+                        outcome = "revoked on the service"
+                    } catch .sessionRevoked {
+                        outcome = "the service had already ended it"
+                    } catch {
+                        outcome = "the service could not be told (\(error.description)) and ends it at its expiry"
+                    }
+                    try store.delete()
+                    print("Unregistered push session \(record.sessionID): \(outcome); its keys are deleted here.")
                 }
-                try store.delete()
-                print("Unregistered push session \(record.sessionID): \(outcome); its keys are deleted here.")
             }
         }
     }

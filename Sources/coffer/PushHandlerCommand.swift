@@ -31,25 +31,31 @@ struct PushHandlerCommand: AsyncParsableCommand {
         try await runReportingErrors {
             let input = FileHandle.standardInput.readDataToEndOfFile()
             guard input.count <= 64 * 1024 else { throw CLIError("The push on standard input is larger than 64 KiB.") }
-            let device = try home.resolve().open()
-            let account = try device.chooseAccount(home.account)
-            let sessions = PushSessionStore(keychain: device.keychain, account: account)
-            let push = try PushHandler.open(PushHandler.body(fromInput: Array(input)), keys: try sessions.loadKeys())
-            if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
-            guard !noSync, push.fastSync != nil,
-                let session = try sessions.loadSession(),
-                let summary = try await BackgroundSync.run(
-                    push: push,
-                    keychain: device.keychain,
-                    account: account,
-                    sessionID: session.sessionID,
-                    device: device.identity,
-                    storeFolder: device.home.appPaths.store(account)
+            try await CommandPath.with(home, inProcess: true) { path in
+                let account = try await path.account(home).account
+                guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                let keychain = try user.keychain
+                let sessions = PushSessionStore(keychain: keychain, account: account)
+                let push = try PushHandler.open(
+                    PushHandler.body(fromInput: Array(input)),
+                    keys: try sessions.loadKeys()
                 )
-            else { return }
-            print(
-                "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
-            )
+                if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
+                guard !noSync, push.fastSync != nil,
+                    let session = try sessions.loadSession(),
+                    let summary = try await BackgroundSync.run(
+                        push: push,
+                        keychain: keychain,
+                        account: account,
+                        sessionID: session.sessionID,
+                        device: try user.global.deviceIdentity,
+                        storeFolder: path.paths.store(account)
+                    )
+                else { return }
+                print(
+                    "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
+                )
+            }
         }
     }
 }

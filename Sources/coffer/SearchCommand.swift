@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferStore
 
 struct SearchCommand: AsyncParsableCommand {
@@ -16,11 +17,18 @@ struct SearchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let mail = try await MailSession.open(home, pinOptions)
-            let found = try await mail.store.search(words.joined(separator: " "), limit: limit, offset: offset)
-            for summary in found { print(MessageLine.format(summary)) }
-            if found.isEmpty { print("No messages match.") }
-            try mail.close()
+            try await CommandPath.with(home) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                let request = AgentRequest.search(
+                    account: account,
+                    words: words.joined(separator: " "),
+                    limit: limit,
+                    offset: offset
+                )
+                guard case .summaries(let found) = try await path.call(request) else { throw AppError.malformedMessage }
+                for summary in found { print(MessageLine.format(summary)) }
+                if found.isEmpty { print("No messages match.") }
+            }
         }
     }
 }

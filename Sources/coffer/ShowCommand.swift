@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferMIME
 import CofferStore
 
@@ -21,55 +22,50 @@ struct ShowCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let mail = try await MailSession.open(home, pinOptions)
-            let message = try await mail.store.readMessage(id)
-            if html {
-                try await showPage(mail, message)
-                try mail.close()
-                return
-            }
-            func addresses(_ list: [MailAddress]) -> String { list.map(\.description).joined(separator: ", ") }
-            if headers {
-                for field in message.headers { print("\(field.name): \(field.value)") }
-            } else {
-                print("From: \(addresses(message.summary.from))")
-                print("To: \(addresses(message.to))")
-                if !message.cc.isEmpty { print("Cc: \(addresses(message.cc))") }
-                print("Date: \(MessageLine.date(message.summary)) UTC")
-                print("Subject: \(message.summary.subject ?? "")")
-            }
-            print("")
-            print(message.textBody ?? (message.htmlBody == nil ? "(no text)" : "(HTML only; no plain text part)"))
-            if !message.attachments.isEmpty {
-                print("")
-                for attachment in message.attachments {
-                    print(
-                        "[attachment \(attachment.id)] \(attachment.filename ?? "(unnamed)") "
-                            + "\(attachment.contentType), \(attachment.size) bytes"
+            try await CommandPath.with(home) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                if html {
+                    let status = try await path.view(
+                        .message(id: id, allowRemote: allowRemote),
+                        account: account,
+                        viewer: viewer
                     )
+                    print("The viewer exited with status \(status); the page was deleted.")
+                    return
                 }
+                guard case .message(let message) = try await path.call(.message(account: account, id: id)) else {
+                    throw AppError.malformedMessage
+                }
+                print(Self.text(message, headers: headers))
             }
-            try mail.close()
         }
     }
 
-    /// Sanitizes the body into a page in the attachment preview folder, with the message's `cid:` parts inlined.
-    private func showPage(_ mail: MailSession, _ message: MessageDetail) async throws {
-        var parts: [(contentID: String, mediaType: String, data: [UInt8])] = []
-        for attachment in message.attachments where attachment.contentType.lowercased().hasPrefix("image/") {
-            guard let contentID = attachment.contentID else { continue }
-            let content = try await mail.store.attachmentContent(attachment.id).content
-            parts.append((contentID, attachment.contentType, content))
+    /// The message as `show` prints it: the main headers (or all with `headers`), a blank line, the text, and the
+    /// attachments.
+    static func text(_ message: MessageDetail, headers: Bool) -> String {
+        func addresses(_ list: [MailAddress]) -> String { list.map(\.description).joined(separator: ", ") }
+        var lines: [String] = []
+        if headers {
+            for field in message.headers { lines.append("\(field.name): \(field.value)") }
+        } else {
+            lines.append("From: \(addresses(message.summary.from))")
+            lines.append("To: \(addresses(message.to))")
+            if !message.cc.isEmpty { lines.append("Cc: \(addresses(message.cc))") }
+            lines.append("Date: \(MessageLine.date(message.summary)) UTC")
+            lines.append("Subject: \(message.summary.subject ?? "")")
         }
-        let rendered = MessagePage.render(
-            html: message.htmlBody.map { Array($0.utf8) },
-            text: message.textBody,
-            title: message.summary.subject ?? "",
-            allowRemote: allowRemote,
-            resolver: MessagePage.resolver(parts)
-        )
-        MessagePage.printReport(rendered.sanitized, allowRemote: allowRemote)
-        let previews = try MailSession.cache(mail.session).previewFolder
-        try await MessagePage.show(rendered.page, viewer: viewer, under: previews)
+        lines.append("")
+        lines.append(message.textBody ?? (message.htmlBody == nil ? "(no text)" : "(HTML only; no plain text part)"))
+        if !message.attachments.isEmpty {
+            lines.append("")
+            for attachment in message.attachments {
+                lines.append(
+                    "[attachment \(attachment.id)] \(attachment.filename ?? "(unnamed)") "
+                        + "\(attachment.contentType), \(attachment.size) bytes"
+                )
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 }

@@ -37,37 +37,44 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if !watch, let agent = try AgentLink.connect(home) {
-                // The agent holds the key and syncs with its own store; a locked agent answers with the usual
-                // locked error.
-                defer { agent.close() }
-                var request = AgentRequest(.sync, account: try AgentLink.account(home))
-                (request.id, request.folders, request.batch) = (id, folder, batch)
-                guard let summary = try await agent.call(request).synced else { throw AppError.malformedMessage }
-                print(Self.line(summary))
+            if !watch {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    let line = ProgressLine()
+                    let request = AgentRequest.sync(account: account, server: id, folders: folder, batch: batch)
+                    let reply = try await path.call(request) { event in
+                        guard case .syncProgress(let progress) = event, progress.total > 0 else { return }
+                        line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
+                    }
+                    line.finish()
+                    guard case .synced(let summary) = reply else { throw AppError.malformedMessage }
+                    print(Self.line(summary))
+                }
                 return
             }
-            let server = try await ServerSession.open(home, pinOptions)
-            let account = try await server.serverAccount(id)
-            let line = ProgressLine()
-            let syncer = Syncer(store: server.store, batchSize: batch)
-            while true {
-                let summary = try await syncer.sync(accountID: account.id, folders: folder) { progress in
-                    guard progress.total > 0 else { return }
-                    line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
+            // Watching keeps an IDLE connection of this process's own, so it runs here even when an agent runs.
+            try await CommandPath.with(home, inProcess: true) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                guard let user = try path.user(account) else { throw AppError.malformedMessage }
+                let server = try await SyncHandler(dependencies: user).serverAccount(id)
+                let line = ProgressLine()
+                let syncer = Syncer(store: try user.mailStore, batchSize: batch)
+                while true {
+                    let summary = try await syncer.sync(accountID: server.id, folders: folder) { progress in
+                        guard progress.total > 0 else { return }
+                        line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
+                    }
+                    line.finish()
+                    print(Self.line(summary))
+                    fflush(nil)
+                    // A sync is crash-safe, so ending the watch with Ctrl-C (or a kill) at any point loses nothing.
+                    _ = try await syncer.waitForChange(
+                        accountID: server.id,
+                        folder: folder.first ?? "INBOX",
+                        timeout: .seconds(25 * 60)
+                    )
                 }
-                line.finish()
-                print(Self.line(summary))
-                fflush(nil)
-                guard watch else { break }
-                // A sync is crash-safe, so ending the watch with Ctrl-C (or a kill) at any point loses nothing.
-                _ = try await syncer.waitForChange(
-                    accountID: account.id,
-                    folder: folder.first ?? "INBOX",
-                    timeout: .seconds(25 * 60)
-                )
             }
-            try server.close()
         }
     }
 

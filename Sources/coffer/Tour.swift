@@ -6,6 +6,7 @@ import CofferKeymaker
 import CofferMIME
 import CofferSampleMail
 import CofferStore
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -25,7 +26,8 @@ struct Tour: AsyncParsableCommand {
             }
             let root = String(cString: made)
             defer { SecureFile.removeTree(root) }
-            try await tour(root: root)
+            // The secure element asks the tour for presence, which it confirms itself.
+            try await PresenceRelay.$current.withValue(TourPresence()) { try await tour(root: root) }
         }
     }
 
@@ -37,10 +39,10 @@ struct Tour: AsyncParsableCommand {
 
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
-        let home = try CofferHome.resolve(home: root)
-        let device = try home.openForSetUp(presence: TourPresence())
+        let home = try HomeOptions.paths(home: root)
+        let global = GlobalContainer(paths: home, logger: Logger(label: "coffer.tour"))
         let account = "tour@example.com"
-        let keymaker = device.keymaker(for: account)
+        let keymaker = try global.keymakerRegistry.user(account).keymaker
 
         step("init --account \(account)")
         try await keymaker.createMainKey()
@@ -154,7 +156,7 @@ struct Tour: AsyncParsableCommand {
         try await command(["import", sample] + home, note: "240 generated messages, some with attachments")
         try await command(["list", "--limit", "5"] + home)
 
-        let paths = try CofferHome.resolve(home: root).appPaths
+        let paths = try HomeOptions.paths(home: root)
         let store = try MailStore(folder: paths.store(account), keymaker: keymaker)
         let newest = try await store.list(limit: 50)
         guard let first = newest.first else { throw CLIError("The tour's sample import stored no messages.") }

@@ -144,15 +144,14 @@ struct RunningAgent {
     /// Whether a fresh client is still served (`status` answers).
     func serves() async throws -> Bool {
         let client = try await RawAgentClient.connect(socket)
-        return try await client.exchange(try requestFrame(AgentRequest(.status))) { received, _, _ in
-            received.replies.first?.ok == true
+        return try await client.exchange(try requestFrame(.status(account: nil))) { received, _, _ in
+            received.replies.first.map { $0.failure == nil } == true
         }
     }
 }
 
 func secureElementUnlock(_ account: String) throws -> [UInt8] {
-    var request = AgentRequest(.unlock, account: account)
-    request.method = "secure-element"
+    let request = AgentRequest.unlock(account: account, method: .secureElement)
     return try requestFrame(request)
 }
 
@@ -167,7 +166,7 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
             question,
             outbound,
             iterator in
-            #expect(question.events.map(\.event) == ["presence"])
+            #expect(question.events.map(\.name) == ["presence"])
             // ...while a second client is served.
             #expect(try await agent.serves())
             #expect(try await user.keymaker.isLocked)
@@ -178,7 +177,7 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
             try await outbound.write(ByteBuffer(bytes: answer.encoded))
             return try await RawAgentClient.read(&iterator).replies.first
         }
-        #expect(reply?.ok == confirmed)
+        #expect(reply.map { $0.failure == nil } == confirmed)
         #expect(try await user.keymaker.isLocked == !confirmed)
         try await agent.stop()
     }
@@ -193,7 +192,7 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let asked = try await client.exchange(try secureElementUnlock("dan"), until: .event) {
             received,
             _,
-            _ in received.events.map(\.event)
+            _ in received.events.map(\.name)
         }
         #expect(asked == ["presence"])
         // The client is gone with the question open: the agent serves the next one and the account stays locked,
@@ -212,13 +211,13 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let client = try await RawAgentClient.connect(agent.socket)
         let received = try await client.exchange(header, until: .close) { received, _, _ in received }
         #expect(received.closed, "the connection is closed after the refusal")
-        let failure = try #require(received.replies.first?.error)
+        let failure = try #require(received.replies.first?.failure)
         #expect(failure.code == .badFrame)
         #expect(failure.message == FrameError.tooLarge(announced: limit + 1, maximum: limit).description)
         // A frame of exactly the limit is read (and refused only as an unreadable request).
         let full = AgentFrame(kind: .request, payload: [UInt8](repeating: 0x20, count: limit)).encoded
         let second = try await RawAgentClient.connect(agent.socket)
-        let answer = try await second.exchange(full) { received, _, _ in received.replies.first?.error?.code }
+        let answer = try await second.exchange(full) { received, _, _ in received.replies.first?.failure?.code }
         #expect(answer == .badRequest)
         #expect(try await agent.serves())
         try await agent.stop()
@@ -229,12 +228,12 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         limits.frameMilliseconds = 200
         let agent = try await RunningAgent(limits: limits)
         let client = try await RawAgentClient.connect(agent.socket)
-        let frame = try requestFrame(AgentRequest(.status))
+        let frame = try requestFrame(.status(account: nil))
         let received = try await client.exchange(Array(frame.prefix(10)), until: .close) { received, _, _ in
             received
         }
         #expect(received.closed)
-        #expect(received.replies.first?.error == AgentFailure(.badFrame, FrameError.incomplete.description))
+        #expect(received.replies.first?.failure == AgentFailure(.badFrame, FrameError.incomplete.description))
         try await agent.stop()
     }
 
@@ -242,33 +241,44 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let agent = try await RunningAgent()
         let client = try await RawAgentClient.connect(agent.socket)
         // Another version in the hello request...
-        let reply = try await client.exchange(requestFrame(json: #"{"op":"hello","version":2}"#)) { received, _, _ in
+        let reply = try await client.exchange(requestFrame(json: #"{"hello":{"version":3}}"#)) { received, _, _ in
             received.replies.first
         }
-        #expect(reply?.ok == false)
-        #expect(reply?.version == 1)
-        #expect(reply?.error?.code == .unsupportedVersion)
-        #expect(reply?.error?.message.contains("The agent speaks version 1, this client speaks 2") == true)
+        #expect(reply?.failure?.code == .unsupportedVersion)
+        #expect(reply?.failure?.message.contains("The agent speaks version 2, this client speaks 3") == true)
         // ...or in the frame header: the same sentence, and the connection is closed.
-        var bytes = requestFrame(json: #"{"op":"hello","version":7}"#)
+        var bytes = requestFrame(json: #"{"hello":{"version":7}}"#)
         bytes[2] = 7
         let other = try await RawAgentClient.connect(agent.socket)
         let refused = try await other.exchange(bytes, until: .close) { received, _, _ in received }
         #expect(refused.closed)
-        #expect(refused.replies.first?.error?.code == .unsupportedVersion)
+        #expect(refused.replies.first?.failure?.code == .unsupportedVersion)
         #expect(
-            refused.replies.first?.error?.message.contains("The agent speaks version 1, this client speaks 7") == true
+            refused.replies.first?.failure?.message.contains("The agent speaks version 2, this client speaks 7") == true
+        )
+        // A version 1 client's frame (its JSON was a bag of optionals) gets the sentence too.
+        var old = requestFrame(json: #"{"op":"hello","version":1}"#)
+        old[2] = 1
+        let older = try await RawAgentClient.connect(agent.socket)
+        let oldRefused = try await older.exchange(old, until: .close) { received, _, _ in received }
+        #expect(
+            oldRefused.replies.first?.failure?.message.contains("The agent speaks version 2, this client speaks 1")
+                == true
         )
         // The same version passes.
         let same = try await RawAgentClient.connect(agent.socket)
-        let hello = try await same.exchange(requestFrame(json: #"{"op":"hello","version":1}"#)) { received, _, _ in
+        let hello = try await same.exchange(requestFrame(json: #"{"hello":{"version":2}}"#)) { received, _, _ in
             received.replies.first
         }
-        #expect(hello?.ok == true && hello?.version == 1)
+        guard case .hello(_, _, let version)? = hello else {
+            Issue.record("no hello reply: \(String(describing: hello))")
+            return
+        }
+        #expect(version == 2)
         try await agent.stop()
     }
 
-    /// An agent of version 2, faked: it answers whatever arrives with `bytes`.
+    /// An agent of version 3, faked: it answers whatever arrives with `bytes`.
     final class FakeAgent: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         typealias OutboundOut = ByteBuffer
@@ -283,8 +293,9 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
     func theClientTurnsAnotherVersionIntoItsTypedError(inTheFrame: Bool) async throws {
         let folder = TemporaryDirectory(prefix: "coffer-fake-agent")
         let socket = "\(folder.path)/agent.sock"
-        var answer = AgentFrame(kind: .reply, payload: Array(#"{"ok":true,"version":2}"#.utf8)).encoded
-        if inTheFrame { answer[2] = 2 }
+        var answer = AgentFrame(kind: .reply, payload: Array(#"{"hello":{"pid":1,"socket":"s","version":3}}"#.utf8))
+            .encoded
+        if inTheFrame { answer[2] = 3 }
         let reply = answer
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -295,12 +306,12 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
             .bind(unixDomainSocketPath: socket).get()
         // The client's calls block; the fake agent runs on NIO's event loop, not on the task pool.
         let client = try #require(try AgentClient.connect(socketPath: socket))
-        await #expect(throws: AppError.versionMismatch(agent: 2, client: 1)) { try await client.hello() }
+        await #expect(throws: AppError.versionMismatch(agent: 3, client: 2)) { try await client.hello() }
         client.close()
         try await server.close()
         #expect(
-            AppError.versionMismatch(agent: 2, client: 1).description
-                .hasPrefix("The agent speaks version 2, this client speaks 1")
+            AppError.versionMismatch(agent: 3, client: 2).description
+                .hasPrefix("The agent speaks version 3, this client speaks 2")
         )
     }
 
@@ -315,5 +326,17 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         #expect(!FileManager.default.fileExists(atPath: agent.socket))
         let leftover = try await idle.exchange([]) { received, _, _ in received }
         #expect(leftover.closed && leftover.frames.isEmpty)
+    }
+}
+
+extension AgentEvent {
+    /// The event's kind, for comparing sequences.
+    var name: String {
+        switch self {
+        case .presence: "presence"
+        case .progress: "progress"
+        case .syncProgress: "sync-progress"
+        case .chunk: "chunk"
+        }
     }
 }

@@ -1,6 +1,7 @@
 import CofferApp
 import CofferKeymaker
 import CofferStore
+import CofferSync
 import CofferTesting
 import Synchronization
 import Testing
@@ -63,7 +64,7 @@ import Testing
         try await user.keymaker.activateSecureElement(authorizedBy: .pin(Fixtures.pin("246813")))
         try await user.keymaker.lock()
         let already = try await SessionHandler(dependencies: user)
-            .unlock(method: "pin", pin: Fixtures.pin("246813"), conversation: UnimplementedConversation())
+            .unlock(method: .pin, pin: Fixtures.pin("246813"), conversation: UnimplementedConversation())
         #expect(!already)
         #expect(try await !user.keymaker.isLocked)
         #expect(app.presence.askCount == 0)
@@ -85,10 +86,10 @@ import Testing
         let conversation = AnsweringConversation(answer: confirmed)
         let handler = SessionHandler(dependencies: user)
         if confirmed {
-            _ = try await handler.unlock(method: "secure-element", pin: nil, conversation: conversation)
+            _ = try await handler.unlock(method: .secureElement, pin: nil, conversation: conversation)
         } else {
             await #expect(throws: KeymakerError.presenceNotConfirmed) {
-                try await handler.unlock(method: "secure-element", pin: nil, conversation: conversation)
+                try await handler.unlock(method: .secureElement, pin: nil, conversation: conversation)
             }
         }
         #expect(try await user.keymaker.isLocked == !confirmed)
@@ -111,9 +112,8 @@ import Testing
         let app = TestApp()
         _ = try await app.account("erin")
         let dispatcher = AgentDispatcher(dependencies: app.global, socketPath: "/nowhere")
-        let reply = await dispatcher.handle(AgentRequest(.list, account: "erin"))
-        #expect(!reply.ok)
-        #expect(reply.error?.code == .locked)
+        let reply = await dispatcher.handle(.list(account: "erin", label: nil, limit: 50, offset: 0))
+        #expect(reply.failure?.code == .locked)
     }
 
     @Test func backgroundLocksOnlyUnderTheBackgroundPolicy() async throws {
@@ -123,7 +123,7 @@ import Testing
         for user in [kept, dropped] { try await user.keymaker.unlock(.none) }
         try await dropped.keymaker.setAutolock(.onBackground)
         let dispatcher = AgentDispatcher(dependencies: app.global, socketPath: "/nowhere")
-        #expect(await dispatcher.handle(AgentRequest(.background)).ok)
+        #expect(await dispatcher.handle(.background).failure == nil)
         #expect(try await !kept.keymaker.isLocked)
         #expect(try await dropped.keymaker.isLocked)
     }
@@ -158,6 +158,8 @@ private struct UnimplementedConversation: AgentConversation {
         return false
     }
     func progress(_ progress: ImportProgress) { Issue.record("the handler reported progress unexpectedly") }
+    func syncProgress(_ progress: SyncProgress) { Issue.record("the handler reported progress unexpectedly") }
+    func chunk(_ bytes: ArraySlice<UInt8>) async throws { Issue.record("the handler sent a chunk unexpectedly") }
     func ownPreview(_ folder: String) { Issue.record("the handler made a preview unexpectedly") }
     func endPreview() {}
 }
@@ -171,6 +173,8 @@ private final class AnsweringConversation: AgentConversation {
         return answer
     }
     func progress(_ progress: ImportProgress) {}
+    func syncProgress(_ progress: SyncProgress) {}
+    func chunk(_ bytes: ArraySlice<UInt8>) async throws {}
     func ownPreview(_ folder: String) {}
     func endPreview() {}
 }

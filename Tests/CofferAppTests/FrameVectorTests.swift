@@ -29,17 +29,7 @@ import Testing
             var json: String
             var op: String
             var account: String?
-            var method: String?
-            var strategy: String?
-            var remove: Bool?
-            var id: Int64?
-            var path: String?
-            var label: String?
-            var batch: Int?
-            var words: String?
-            var limit: Int?
-            var offset: Int?
-            var policy: String?
+            var secret: Bool?
         }
         struct Failure: Decodable {
             var json: String
@@ -167,30 +157,33 @@ import Testing
         }
     }
 
-    @Test func requestPayloadsDecodeToTheDocumentedFields() throws {
+    @Test func requestPayloadsDecodeToTheDocumentedOperationsAndSurviveARoundTrip() throws {
         for vector in Self.vectors.requests {
             let request = try JSONDecoder().decode(AgentRequest.self, from: Data(vector.json.utf8))
-            #expect(request.op.rawValue == vector.op, "\(vector.json)")
-            #expect(request.account == vector.account)
-            #expect(request.method == vector.method)
-            #expect(request.strategy == vector.strategy)
-            #expect(request.remove == vector.remove)
-            #expect(request.id == vector.id)
-            #expect(request.path == vector.path)
-            #expect(request.label == vector.label)
-            #expect(request.batch == vector.batch)
-            #expect(request.words == vector.words)
-            #expect(request.limit == vector.limit)
-            #expect(request.offset == vector.offset)
-            #expect(request.policy == vector.policy)
+            #expect(request.operation.rawValue == vector.op, "\(vector.json)")
+            #expect(request.accountName == vector.account, "\(vector.json)")
+            #expect(request.expectsSecret == (vector.secret ?? false), "\(vector.json)")
+            let again = try JSONDecoder().decode(AgentRequest.self, from: JSONEncoder().encode(request))
+            #expect(again == request)
+        }
+    }
+
+    @Test func requestsWithAnUnknownOperationOrAMissingArgumentAreRefused() {
+        for json in [
+            #"{"op":"hello"}"#, #"{"fly":{}}"#, #"{"unlock":{"account":"alice"}}"#,
+            #"{"unlock":{"account":"alice","method":"fingerprint"}}"#, #"{"list":{"account":"a","limit":"5"}}"#,
+            #"{"hello":{"version":2},"status":{}}"#,
+        ] {
+            #expect(throws: (any Error).self, "\(json)") {
+                try JSONDecoder().decode(AgentRequest.self, from: Data(json.utf8))
+            }
         }
     }
 
     @Test func failureRepliesDecodeToTheirCodes() throws {
         for vector in Self.vectors.failures {
             let reply = try JSONDecoder().decode(AgentReply.self, from: Data(vector.json.utf8))
-            #expect(reply.ok == false)
-            #expect(reply.error?.code.rawValue == vector.code, "\(vector.json)")
+            #expect(reply.failure?.code.rawValue == vector.code, "\(vector.json)")
         }
     }
 
@@ -200,7 +193,13 @@ import Testing
             switch vector.kind {
             case "request": _ = try JSONDecoder().decode(AgentRequest.self, from: data)
             case "reply": _ = try JSONDecoder().decode(AgentReply.self, from: data)
-            case "event": #expect(try JSONDecoder().decode(AgentEvent.self, from: data).event == "presence")
+            case "event" where vector.name == "presence event":
+                #expect(
+                    try JSONDecoder().decode(AgentEvent.self, from: data)
+                        == .presence(reason: "Unlock Coffer account alice.", seconds: 120)
+                )
+            case "event":
+                #expect(try JSONDecoder().decode(AgentEvent.self, from: data) == .chunk(Data([0, 1, 2, 3])))
             case "answer" where vector.name == "presence answer":
                 #expect(try JSONDecoder().decode(AgentAnswer.self, from: data).confirmed == true)
             default: continue

@@ -96,16 +96,26 @@ import Glibc
         #expect(try cli.run(["unlock", "--account", "alice"]).status == 0)
         #expect(try cli.run(["unlock", "--account", "bob"]).status == 0)
         let before = Self.snapshot([cli.home.path, outside.path])
-        let operations: [AgentOperation] = [
-            .status, .unlock, .lock, .autolock, .protect, .logout, .list, .search, .message, .attachments,
-            .attachmentContent, .preview, .previewEnd, .save, .import,
+        let operations: [(String) -> AgentRequest] = [
+            { .status(account: $0) }, { .account($0) }, { .create(account: $0) },
+            { .unlock(account: $0, method: .none) }, { .lock(account: $0) }, { .autolock(account: $0, policy: "5m") },
+            { .protect(account: $0, change: .removeAll, proof: .none) }, { .logout(account: $0, proof: .none) },
+            { .erase(account: $0, confirmation: $0) }, { .list(account: $0, label: nil, limit: 5, offset: 0) },
+            { .search(account: $0, words: "word", limit: 5, offset: 0) }, { .message(account: $0, id: 1) },
+            { .attachments(account: $0, message: 1) }, { .attachmentContent(account: $0, id: 1) },
+            { .preview(account: $0, source: .attachment(id: 1)) },
+            { .save(account: $0, id: 1, path: "/tmp/coffer-never") },
+            { .import(account: $0, path: "/tmp/coffer-never", label: "Inbox", batch: 1) },
+            { .sync(account: $0, server: nil, folders: [], batch: nil) }, { .serverShow(account: $0) },
+            { .serverRemove(account: $0, server: 1) },
         ]
         let client = try #require(try AgentClient.connect(socketPath: agent.socketPath))
         defer { client.close() }
         for name in Self.hostile + ["a\u{0}b", "\u{0}"] {
             for operation in operations {
-                let outcome = await Self.refusal(client, operation, account: name)
-                #expect(outcome == .badRequest, "\(operation) for \(name.debugDescription)")
+                let request = operation(name)
+                let outcome = await Self.refusal(client, request)
+                #expect(outcome == .badRequest, "\(request.operation) for \(name.debugDescription)")
             }
         }
         #expect(Self.snapshot([cli.home.path, outside.path]) == before, "a refused request changed a file")
@@ -113,16 +123,8 @@ import Glibc
         #expect(agent.stop() == 0)
     }
 
-    /// The code the agent answers `operation` for `account` with (`nil` when it was served).
-    static func refusal(_ client: AgentClient, _ operation: AgentOperation, account: String) async -> AgentFailure.Code?
-    {
-        var request = AgentRequest(operation, account: account)
-        request.method = "none"
-        request.policy = "5m"
-        request.strategy = "none"
-        request.id = 1
-        request.words = "word"
-        request.path = "/tmp/coffer-never"
+    /// The code the agent answers `request` with (`nil` when it was served).
+    static func refusal(_ client: AgentClient, _ request: AgentRequest) async -> AgentFailure.Code? {
         do {
             _ = try await client.call(request)
             return nil

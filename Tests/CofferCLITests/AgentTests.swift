@@ -182,7 +182,7 @@ func messageWithAttachment(canary: String) -> String {
         let outcome = try connectAsNobody(socket)
         #expect(outcome.hasPrefix("reply"), "\(outcome)")
         #expect(outcome.contains("forbidden") || outcome == "reply ", "\(outcome)")
-        #expect(!outcome.contains(#""ok":true"#))
+        #expect(!outcome.contains(#""accounts""#), "another user must see no account")
         #expect(agent.logText.contains("refused a connection from another user"))
         #expect(try cli.run(["status"]).stdout.contains("mode: agent"), "the agent still serves its own user")
     }
@@ -267,7 +267,7 @@ func messageWithAttachment(canary: String) -> String {
         let agent = try AgentProcess(cli, runtime: runtime)
         let socket = agent.socketPath
         var random = SplitMix(seed: 0xA6E4_7F00)
-        let valid = AgentFrame(kind: .request, payload: Array(#"{"op":"status"}"#.utf8)).encoded
+        let valid = AgentFrame(kind: .request, payload: Array(#"{"status":{}}"#.utf8)).encoded
         var served = 0
         for round in 0..<300 {
             var bytes: [UInt8]
@@ -284,16 +284,16 @@ func messageWithAttachment(canary: String) -> String {
             default:
                 // An oversized announcement, or a frame cut short and closed.
                 bytes =
-                    Bool.random(using: &random) ? [0x43, 0x46, 1, 1, 0x7f, 0xff, 0xff, 0xff] : Array(valid.prefix(10))
+                    Bool.random(using: &random)
+                    ? [0x43, 0x46, AgentFrame.version, 1, 0x7f, 0xff, 0xff, 0xff] : Array(valid.prefix(10))
             }
             let outcome = try exchange(socket, bytes)
-            if outcome.contains(#""ok":true"#) { served += 1 }
+            if outcome.contains(#""accounts""#) { served += 1 }
         }
         // A few mutations hit only the JSON and still parse; most are refused. Either way the agent lives on.
         #expect(served < 300)
         let client = try #require(try AgentClient.connect(socketPath: socket))
-        let hello = try await client.call(AgentRequest(.hello))
-        #expect(hello.pid == agent.process.processIdentifier)
+        #expect(try await client.hello().pid == agent.process.processIdentifier)
         client.close()
 
         // A half-sent frame held open gets an error when its time is up, while others are served meanwhile.
@@ -374,7 +374,7 @@ func messageWithAttachment(canary: String) -> String {
         let socket = agent.socketPath
 
         // Clients that send a request (or half of one) and vanish without reading the reply.
-        let request = try JSONEncoder().encode(AgentRequest(.list, account: "alice"))
+        let request = try JSONEncoder().encode(AgentRequest.list(account: "alice", label: nil, limit: 50, offset: 0))
         let frame = AgentFrame(kind: .request, payload: Array(request)).encoded
         for cut in [frame.count, frame.count - 3, 5] {
             for _ in 0..<5 {
@@ -391,8 +391,9 @@ func messageWithAttachment(canary: String) -> String {
                     defer { client.close() }
                     var found = 0
                     for _ in 0..<5 {
-                        found += try await client.call(AgentRequest(.list, account: "alice")).summaries?.count ?? 0
-                        _ = try await client.call(AgentRequest(.status))
+                        let reply = try await client.call(.list(account: "alice", label: nil, limit: 50, offset: 0))
+                        if case .summaries(let summaries) = reply { found += summaries.count }
+                        _ = try await client.call(.status(account: nil))
                     }
                     return found
                 }

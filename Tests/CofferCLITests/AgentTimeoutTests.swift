@@ -15,14 +15,16 @@ import Glibc
         _ = try cli.run(["init", "--account", "carol"])
         #expect(try cli.run(["protect", "secure-element"]).status == 0)
         let agent = try AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
-        var request = AgentRequest(.unlock, account: "carol")
-        request.method = "secure-element"
+        let request = AgentRequest.unlock(account: "carol", method: .secureElement)
         // A client that shows the question to nobody and never answers.
         let (events, reply) = try await Self.exchange(agent.socketPath, request)
-        #expect(events.map(\.event) == ["presence"])
-        #expect(events.first?.seconds == 2, "the question says how long the agent waits")
-        #expect(reply?.ok == false)
-        #expect(reply?.error?.code == .timeout, "\(String(describing: reply?.error))")
+        #expect(events.count == 1)
+        guard case .presence(_, let seconds)? = events.first else {
+            Issue.record("the agent asked no presence question: \(events)")
+            return
+        }
+        #expect(seconds == 2, "the question says how long the agent waits")
+        #expect(reply?.failure?.code == .timeout, "\(String(describing: reply))")
         let status = try cli.run(["status"])
         #expect(status.stdout.contains("mode: agent"), "the agent serves on: \(status.stderr)")
         #expect(status.stdout.contains("state: locked"))

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-"""Known-answer vectors for the agent protocol v1 frames and messages, written from docs/FORMAT.md ("Agent protocol
-v1") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
+"""Known-answer vectors for the agent protocol v2 frames and messages, written from docs/FORMAT.md ("Agent protocol
+v2") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
 frame_vectors.json; FrameVectorTests checks that AgentFrame encodes exactly these bytes, that FrameDecoder reads them
 back (whatever the chunking) and refuses the bad ones with the documented reason, and that the JSON payloads decode
 to the documented requests, events, answers and replies."""
 import json, pathlib, struct
 
+VERSION = 2
 KINDS = {"request": 1, "reply": 2, "event": 3, "answer": 4, "secret": 5}
 REQUEST_LIMIT = 64 * 1024          # anything a client sends
 REPLY_LIMIT = 48 * 1024 * 1024     # what the agent sends
 
 def frame(kind, payload):
-    """Header: magic "CF", version 1, kind, payload length as big-endian UInt32; then the payload."""
-    return b"CF" + bytes([1, KINDS[kind]]) + struct.pack(">I", len(payload)) + payload
+    """Header: magic "CF", version 2, kind, payload length as big-endian UInt32; then the payload."""
+    return b"CF" + bytes([VERSION, KINDS[kind]]) + struct.pack(">I", len(payload)) + payload
 
 def js(obj):
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -34,15 +35,16 @@ def add(name, kind, payload, as_pattern=False):
         entry["frame"] = encoded.hex()
     frames.append(entry)
 
-add("hello request", "request", js({"op": "hello"}))
-add("pin unlock request", "request", js({"op": "unlock", "account": "alice@example.com", "method": "pin"}))
+add("hello request", "request", js({"hello": {"version": 2}}))
+add("pin unlock request", "request", js({"unlock": {"account": "alice@example.com", "method": "pin"}}))
 add("the PIN after it", "secret", b"246810")
 add("an empty secret", "secret", b"")
-add("presence event", "event", js({"event": "presence", "reason": "Unlock Coffer account alice in the agent."}))
+add("presence event", "event", js({"presence": {"reason": "Unlock Coffer account alice.", "seconds": 120}}))
 add("presence answer", "answer", js({"confirmed": True}))
-add("success reply", "reply", js({"ok": True, "alreadyUnlocked": False}))
-add("failure reply", "reply", js({"ok": False, "error": {"code": "locked", "message": "Coffer is locked."}}))
-add("non-ASCII account", "request", js({"op": "list", "account": "jürgen@example.de", "limit": 5, "offset": 10}))
+add("success reply", "reply", js({"unlocked": {"alreadyUnlocked": False}}))
+add("failure reply", "reply", js({"failure": {"_0": {"code": "locked", "message": "Coffer is locked."}}}))
+add("non-ASCII account", "request", js({"list": {"account": "jürgen@example.de", "limit": 5, "offset": 10}}))
+add("attachment chunk", "event", js({"chunk": {"_0": "AAECAw=="}}))
 add("binary payload of 300 bytes", "answer", pattern(300))
 add("request at the 64 KiB limit", "request", pattern(REQUEST_LIMIT), as_pattern=True)
 
@@ -54,44 +56,53 @@ refused = [
     {"name": "HTTP instead of a frame", "bytes": b"GET / HTTP/1.1\r\n".hex(), "maximum": REQUEST_LIMIT,
      "error": "badMagic"},
     {"name": "wrong second magic byte", "bytes": b"CX".hex(), "maximum": REQUEST_LIMIT, "error": "badMagic"},
-    {"name": "version 2", "bytes": (b"CF" + bytes([2])).hex(), "maximum": REQUEST_LIMIT,
-     "error": "unsupportedVersion", "value": 2},
+    {"name": "version 1", "bytes": (b"CF" + bytes([1])).hex(), "maximum": REQUEST_LIMIT,
+     "error": "unsupportedVersion", "value": 1},
     {"name": "version 0", "bytes": (b"CF" + bytes([0, 1]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unsupportedVersion", "value": 0},
-    {"name": "kind 0", "bytes": (b"CF" + bytes([1, 0]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
+    {"name": "kind 0", "bytes": (b"CF" + bytes([VERSION, 0]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unknownKind", "value": 0},
-    {"name": "kind 6", "bytes": (b"CF" + bytes([1, 6]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
+    {"name": "kind 6", "bytes": (b"CF" + bytes([VERSION, 6]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unknownKind", "value": 6},
     {"name": "one byte over the request limit", "maximum": REQUEST_LIMIT, "error": "tooLarge",
-     "bytes": (b"CF" + bytes([1, 1]) + struct.pack(">I", REQUEST_LIMIT + 1)).hex(), "value": REQUEST_LIMIT + 1},
+     "bytes": (b"CF" + bytes([VERSION, 1]) + struct.pack(">I", REQUEST_LIMIT + 1)).hex(), "value": REQUEST_LIMIT + 1},
     {"name": "one byte over the reply limit", "maximum": REPLY_LIMIT, "error": "tooLarge",
-     "bytes": (b"CF" + bytes([1, 2]) + struct.pack(">I", REPLY_LIMIT + 1)).hex(), "value": REPLY_LIMIT + 1},
+     "bytes": (b"CF" + bytes([VERSION, 2]) + struct.pack(">I", REPLY_LIMIT + 1)).hex(), "value": REPLY_LIMIT + 1},
     {"name": "the largest length", "maximum": REPLY_LIMIT, "error": "tooLarge",
-     "bytes": (b"CF" + bytes([1, 2]) + b"\xff\xff\xff\xff").hex(), "value": 0xFFFFFFFF},
+     "bytes": (b"CF" + bytes([VERSION, 2]) + b"\xff\xff\xff\xff").hex(), "value": 0xFFFFFFFF},
 ]
 
 # Bytes that are the start of a valid frame: no frame yet, and no error.
-hello = frame("request", js({"op": "hello"}))
+hello = frame("request", js({"hello": {"version": 2}}))
 incomplete = [hello[:n].hex() for n in (1, 2, 3, 7, 8, len(hello) - 1)]
 
 # JSON payloads as a client or the agent writes them, with the fields they carry.
 requests = [
-    {"json": js({"op": "status"}).decode(), "op": "status"},
-    {"json": js({"op": "unlock", "account": "alice", "method": "secure-element"}).decode(), "op": "unlock",
-     "account": "alice", "method": "secure-element"},
-    {"json": js({"op": "protect", "account": "alice", "strategy": "pin", "remove": False}).decode(),
-     "op": "protect", "account": "alice", "strategy": "pin", "remove": False},
-    {"json": js({"op": "attachment-content", "account": "bob", "id": 42}).decode(), "op": "attachment-content",
-     "account": "bob", "id": 42},
-    {"json": js({"op": "preview-end"}).decode(), "op": "preview-end"},
-    {"json": js({"op": "import", "account": "bob", "path": "/tmp/in.mbox", "label": "Inbox", "batch": 500}).decode(),
-     "op": "import", "account": "bob", "path": "/tmp/in.mbox", "label": "Inbox", "batch": 500},
-    {"json": js({"op": "search", "words": "quarterly numbers", "limit": 3, "offset": 0}).decode(), "op": "search",
-     "words": "quarterly numbers", "limit": 3, "offset": 0},
-    {"json": js({"op": "autolock", "policy": "5m"}).decode(), "op": "autolock", "policy": "5m"},
+    {"json": js({"status": {}}).decode(), "op": "status"},
+    {"json": js({"account": {"_0": "alice"}}).decode(), "op": "account", "account": "alice"},
+    {"json": js({"unlock": {"account": "alice", "method": "secure-element"}}).decode(), "op": "unlock",
+     "account": "alice"},
+    {"json": js({"protect": {"account": "alice", "change": {"addPIN": {"tpm": False}}, "proof": "pin"}}).decode(),
+     "op": "protect", "account": "alice", "secret": True},
+    {"json": js({"protect": {"account": "alice", "change": {"removeAll": {}}, "proof": "secure-element"}}).decode(),
+     "op": "protect", "account": "alice"},
+    {"json": js({"attachmentContent": {"account": "bob", "id": 42}}).decode(), "op": "attachment-content",
+     "account": "bob"},
+    {"json": js({"preview": {"account": "bob", "source": {"message": {"id": 7, "allowRemote": False}}}}).decode(),
+     "op": "preview", "account": "bob"},
+    {"json": js({"previewEnd": {}}).decode(), "op": "preview-end"},
+    {"json": js({"import": {"account": "bob", "path": "/tmp/in.mbox", "label": "Inbox", "batch": 500}}).decode(),
+     "op": "import", "account": "bob"},
+    {"json": js({"search": {"account": "bob", "words": "quarterly numbers", "limit": 3, "offset": 0}}).decode(),
+     "op": "search", "account": "bob"},
+    {"json": js({"autolock": {"account": "carol", "policy": "5m"}}).decode(), "op": "autolock", "account": "carol"},
+    {"json": js({"serverAdd": {"account": "carol", "server": {"host": "mail.example.org", "port": 993,
+     "startTLS": False, "username": "carol", "pins": []}}}).decode(), "op": "server-add", "account": "carol",
+     "secret": True},
 ]
-failures = [{"json": js({"ok": False, "error": {"code": code, "message": "A sentence."}}).decode(), "code": code}
-            for code in ["locked", "bad-frame", "bad-request", "timeout", "busy", "forbidden", "failed"]]
+failures = [{"json": js({"failure": {"_0": {"code": code, "message": "A sentence."}}}).decode(), "code": code}
+            for code in ["locked", "bad-frame", "bad-request", "timeout", "busy", "forbidden", "unsupported-version",
+                         "failed"]]
 
 vectors = {"frames": frames, "stream": {"names": stream_names, "bytes": stream.hex()}, "refused": refused,
            "incomplete": incomplete, "requests": requests, "failures": failures}
