@@ -1,4 +1,4 @@
-/// One frame of the agent protocol v1 (see docs/FORMAT.md, "Agent protocol v1").
+/// One frame of the agent protocol v2 (see docs/FORMAT.md, "Agent protocol v2").
 ///
 /// Layout: `"CF"` (0x43 0x46), the version byte (2), the kind byte, the payload length as a big-endian `UInt32`,
 /// then the payload.
@@ -13,7 +13,7 @@ public struct AgentFrame: Sendable, Equatable {
         case event = 3
         /// Client → agent: the JSON ``AgentAnswer`` to a presence question.
         case answer = 4
-        /// Client → agent: raw secret bytes (a PIN) right after the request that announced them; never JSON.
+        /// Client → agent: raw secret bytes (a PIN, or an IMAP password) right after the request that announced them; never JSON.
         case secret = 5
     }
 

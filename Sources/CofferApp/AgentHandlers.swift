@@ -264,14 +264,7 @@ public final class MailHandler: Sendable {
         let store = try dependencies.mailStore
         switch source {
         case .attachment(let id):
-            let key = "attachment:\(id)"
-            let info = try await store.attachmentInfo(id)
-            // The check deletes a damaged entry; the store fills it again.
-            if try await !cache.containsIntact(key) {
-                var content = try await store.attachmentContent(id).content
-                defer { for index in content.indices { content[index] = 0 } }
-                try await cache.put(content, for: key)
-            }
+            let (key, info) = try await cached(id)
             let (file, folder) = try await cache.openPreview(key, suggestedName: info.filename)
             return (file, folder, [])
         case .message(let id, let allowRemote):
@@ -295,12 +288,27 @@ public final class MailHandler: Sendable {
         }
     }
 
-    /// Writes a cleartext copy of attachment `id` to `path`, which must not exist (mode 0600).
+    /// Writes a cleartext copy of attachment `id` to `path`, which must not exist (mode 0600), from the encrypted
+    /// cache as a preview is.
     public func save(_ id: Int64, to path: String) async throws -> AttachmentInfo {
-        var (info, content) = try await dependencies.mailStore.attachmentContent(id)
-        defer { for index in content.indices { content[index] = 0 } }
-        try AppError.file { () throws(CofferCryptoError) in try SecureFile.writeNew(content, to: path) }
+        let (key, info) = try await cached(id)
+        try await dependencies.attachmentCache.save(key, to: path)
         return info
+    }
+
+    /// Attachment `id`'s cache key and metadata, its entry put in the encrypted cache from the store when it is
+    /// missing, expired or damaged (the check deletes a damaged entry).
+    private func cached(_ id: Int64) async throws -> (key: String, info: AttachmentInfo) {
+        let cache = try dependencies.attachmentCache
+        let store = try dependencies.mailStore
+        let key = "attachment:\(id)"
+        let info = try await store.attachmentInfo(id)
+        if try await !cache.containsIntact(key) {
+            var content = try await store.attachmentContent(id).content
+            defer { for index in content.indices { content[index] = 0 } }
+            try await cache.put(content, for: key)
+        }
+        return (key, info)
     }
 
     /// Imports a file or folder.

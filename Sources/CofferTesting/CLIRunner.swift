@@ -73,8 +73,11 @@ public struct CLIRunner: Sendable {
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stderr
+        // A command that exits before reading its input (a refused option) closes the pipe: the write must fail
+        // with EPIPE, not kill the test process with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try? stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
         try stdin.fileHandleForWriting.close()
         return (process, stdout, stderr)
     }

@@ -7,9 +7,12 @@ import Glibc
 #endif
 
 extension CommandPath {
-    /// Unlocks the chosen account (unless the agent holds its key) for a mail command, and returns its name.
+    /// The chosen account for a command that needs its key, and returns its name: one-shot, it is unlocked here
+    /// first; an agent is asked as it is, and answers `locked` while it does not hold the key (`coffer unlock`
+    /// gives it the key; a mail command never unlocks the agent on the side).
     func mailAccount(_ home: HomeOptions, _ pin: PINOptions) async throws -> String {
-        try await unlock(home, pinFromStdin: pin.pinStdin).status.account
+        if isAgent { return try await account(home).account }
+        return try await unlock(home, pinFromStdin: pin.pinStdin).status.account
     }
 }
 
