@@ -69,6 +69,7 @@ public final class StatusHandler: Sendable {
                     protection: strategies.map(\.description).sorted(),
                     protectionDescriptions: try await keymaker.protectionDescriptions(),
                     failedAttempts: strategies.contains(.pin) ? try await keymaker.failedAttempts() : nil,
+                    failedAttemptLimit: strategies.contains(.pin) ? keymaker.failedAttemptLimit : nil,
                     unlocked: unlocked,
                     autolock: unlocked ? await keymaker.autolockPolicy.description : nil,
                     secondsUntilAutolock: unlocked ? await keymaker.secondsUntilAutolock() : nil

@@ -256,6 +256,8 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     public var protectionDescriptions: [String]?
     /// Failed PIN attempts, when a PIN is active.
     public var failedAttempts: Int?
+    /// How many wrong PINs in a row destroy the key, when a PIN is active.
+    public var failedAttemptLimit: Int?
     /// Whether the key is in the agent's memory.
     public var unlocked: Bool
     /// The autolock policy in force (known once unlocked).
@@ -269,6 +271,7 @@ public struct AccountStatus: Codable, Sendable, Equatable {
         protection: [String],
         protectionDescriptions: [String]? = nil,
         failedAttempts: Int? = nil,
+        failedAttemptLimit: Int? = nil,
         unlocked: Bool,
         autolock: String? = nil,
         secondsUntilAutolock: Int? = nil
@@ -277,6 +280,7 @@ public struct AccountStatus: Codable, Sendable, Equatable {
         self.protection = protection
         self.protectionDescriptions = protectionDescriptions
         self.failedAttempts = failedAttempts
+        self.failedAttemptLimit = failedAttemptLimit
         self.unlocked = unlocked
         self.autolock = autolock
         self.secondsUntilAutolock = secondsUntilAutolock

@@ -82,6 +82,9 @@ public actor Keymaker {
     private let counterPepper: SecretBytes
     private let clock: any KeymakerClock
     private let configuration: Configuration
+
+    /// How many wrong PINs in a row destroy the MainKey.
+    public nonisolated var failedAttemptLimit: Int { configuration.maxFailedAttempts }
     private let eventSink: AsyncStream<KeymakerEvent>.Continuation
     private var mainKey: MainKey?
     private var autolock: Autolock

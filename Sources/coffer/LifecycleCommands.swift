@@ -194,7 +194,9 @@ enum StatusLines {
             "account: \(status.account)",
             "  protection: \((status.protectionDescriptions ?? status.protection).joined(separator: " + "))",
         ]
-        if let failures = status.failedAttempts { lines.append("  failed PIN attempts: \(failures) of 10") }
+        if let failures = status.failedAttempts, let limit = status.failedAttemptLimit {
+            lines.append("  failed PIN attempts: \(failures) of \(limit)")
+        }
         guard agent else {
             lines.append("  state: locked (the key is in memory only while a command or the agent holds it)")
             lines.append("  autolock: nothing pending (one-shot: each command drops the key as it ends)")

@@ -207,7 +207,8 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let agent = try await RunningAgent()
         let limit = AgentFrame.maximumRequestPayload
         // The header announces one byte over the limit; no payload needs to follow for the refusal.
-        let header: [UInt8] = [0x43, 0x46, AgentFrame.version, 1] + withUnsafeBytes(of: UInt32(limit + 1).bigEndian, Array.init)
+        let length = withUnsafeBytes(of: UInt32(limit + 1).bigEndian, Array.init)
+        let header: [UInt8] = [0x43, 0x46, AgentFrame.version, 1] + length
         let client = try await RawAgentClient.connect(agent.socket)
         let received = try await client.exchange(header, until: .close) { received, _, _ in received }
         #expect(received.closed, "the connection is closed after the refusal")
