@@ -56,8 +56,8 @@ final class CommandPath: Sendable {
     static func inProcess(_ home: HomeOptions) throws -> CommandPath { try inProcess(home.paths()) }
 
     private static func inProcess(_ paths: AppPaths) throws -> CommandPath {
-        var logger = Logger(label: "coffer")
-        logger.logLevel = .critical
+        // One-shot commands speak to the terminal in sentences; the dispatcher's log lines are for the agent's log.
+        let logger = Logger(label: "coffer") { _ in SwiftLogNoOpLogHandler() }
         let global = GlobalContainer(paths: paths, logger: logger)
         let isSetUp = try FileKeychain.hasItems(in: paths.keychain)
         return CommandPath(

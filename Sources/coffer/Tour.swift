@@ -40,7 +40,8 @@ struct Tour: AsyncParsableCommand {
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
         let home = try HomeOptions.paths(home: root)
-        let global = GlobalContainer(paths: home, logger: Logger(label: "coffer.tour"))
+        let logger = Logger(label: "coffer.tour") { _ in SwiftLogNoOpLogHandler() }
+        let global = GlobalContainer(paths: home, logger: logger)
         let account = "tour@example.com"
         let keymaker = try global.keymakerRegistry.user(account).keymaker
 
