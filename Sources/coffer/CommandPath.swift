@@ -3,6 +3,7 @@ import CofferApp
 import CofferAttachments
 import CofferCrypto
 import CofferKeychain
+import CofferNotifyClient
 import CofferStore
 import CofferSync
 import Foundation
@@ -50,10 +51,6 @@ final class CommandPath: Sendable {
         }
         return try inProcess(paths)
     }
-
-    /// This process, even when an agent runs: for the commands that must ask the person here (FastSync renewal) or
-    /// that work only here (push registration, the push handler, `sync --watch`).
-    static func inProcess(_ home: HomeOptions) throws -> CommandPath { try inProcess(home.paths()) }
 
     private static func inProcess(_ paths: AppPaths) throws -> CommandPath {
         // One-shot commands speak to the terminal in sentences; the dispatcher's log lines are for the agent's log.
@@ -196,10 +193,15 @@ final class CommandPath: Sendable {
         return status
     }
 
-    /// The in-process container of `account` (one-shot commands that work only here); `nil` over an agent.
-    func user(_ account: String) throws -> UserContainer? {
-        guard case .inProcess(let global, _, _) = route else { return nil }
-        return try global.keymakerRegistry.user(account)
+    /// Runs `body` in this process, even when an agent runs, with the chosen account's container: for the commands
+    /// that must ask the person here (FastSync renewal) or that work only here (push registration, the push handler,
+    /// `sync --watch`).
+    static func local<T>(_ home: HomeOptions, _ body: (LocalAccount) async throws -> T) async throws -> T {
+        try await with(home, inProcess: true) { path in
+            guard case .inProcess(let global, _, _) = path.route else { throw AppError.malformedMessage }
+            let name = try await path.account(home).account
+            return try await body(LocalAccount(path: path, name: name, user: try global.keymakerRegistry.user(name)))
+        }
     }
 
     /// Ends the connection, or drops this process's keys and closes its stores.
@@ -212,13 +214,14 @@ final class CommandPath: Sendable {
         }
     }
 
-    /// Runs `body` with a path for `home` and closes it after, whatever happens.
+    /// Runs `body` with a path for `home` (this process's own with `inProcess`) and closes it after, whatever
+    /// happens.
     static func with<T>(
         _ home: HomeOptions,
         inProcess: Bool = false,
         _ body: (CommandPath) async throws -> T
     ) async throws -> T {
-        let path = inProcess ? try Self.inProcess(home) : try open(home)
+        let path = inProcess ? try Self.inProcess(home.paths()) : try open(home)
         do {
             let result = try await body(path)
             await path.close()
@@ -260,5 +263,30 @@ final class TerminalConversation: AgentConversation {
             return state.preview
         }
         if let folder { SecureFile.removeTree(folder) }
+    }
+}
+
+/// One account opened in this process by ``CommandPath/local(_:_:)``.
+struct LocalAccount {
+    let path: CommandPath
+    /// The account's name.
+    let name: String
+    /// Its container: Keymaker, store, keychain.
+    let user: UserContainer
+
+    /// Unlocks the account here: a fresh proof, even when an agent holds the key.
+    func unlock(_ home: HomeOptions, _ pin: PINOptions) async throws {
+        try await path.unlock(home, pinFromStdin: pin.pinStdin)
+    }
+
+    /// The push session's token, sealed under the MainKey: unlocks here first.
+    func pushToken(
+        of record: PushSessionStore.Record,
+        in store: PushSessionStore,
+        _ home: HomeOptions,
+        _ pin: PINOptions
+    ) async throws -> String {
+        try await unlock(home, pin)
+        return try store.token(of: record, key: await user.keymaker.subkey(PushSessionStore.tokenSubkey))
     }
 }

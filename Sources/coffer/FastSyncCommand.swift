@@ -44,20 +44,17 @@ struct FastSyncCommand: AsyncParsableCommand {
         func run() async throws {
             try await runReportingErrors {
                 // Always a fresh proof in this process, even when an agent holds the key: renewal must ask the user.
-                try await CommandPath.with(home, inProcess: true) { path in
-                    let account = try await path.account(home).account
-                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                    let keychain = try user.keychain
-                    let store = PushSessionStore(keychain: keychain, account: account)
+                try await CommandPath.local(home) { local in
+                    let keychain = try local.user.keychain
+                    let store = PushSessionStore(keychain: keychain, account: local.name)
                     guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
-                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
-                    let keymaker = try user.keymaker
-                    let token = try store.token(of: record, key: await keymaker.subkey(PushSessionStore.tokenSubkey))
+                    let token = try await local.pushToken(of: record, in: store, home, pinOptions)
+                    let keymaker = try local.user.keymaker
                     let lifetime = FastSyncCommand.seconds(duration) ?? 8 * 3600
                     let fastSync = try await FastSync.enable(
                         mainKey: await keymaker.key(),
                         keychain: keychain,
-                        account: account,
+                        account: local.name,
                         session: record,
                         token: token,
                         lifetime: lifetime
@@ -79,22 +76,16 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.with(home, inProcess: true) { path in
-                    let account = try await path.account(home).account
-                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                    let keychain = try user.keychain
+                try await CommandPath.local(home) { local in
+                    let keychain = try local.user.keychain
                     // The record goes first: without it the escrowed key opens nothing.
-                    try FastSync.delete(keychain: keychain, account: account)
-                    let store = PushSessionStore(keychain: keychain, account: account)
+                    try FastSync.delete(keychain: keychain, account: local.name)
+                    let store = PushSessionStore(keychain: keychain, account: local.name)
                     guard let record = try store.loadSession() else {
                         print("FastSync is off.")
                         return
                     }
-                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
-                    let token = try store.token(
-                        of: record,
-                        key: await user.keymaker.subkey(PushSessionStore.tokenSubkey)
-                    )
+                    let token = try await local.pushToken(of: record, in: store, home, pinOptions)
                     do throws(NotifyClientError) {
                         try await NotifyClient(server: record.server).deleteKEK(token: token)
                         print("FastSync is off: the record is deleted here and the key on the service.")
@@ -113,10 +104,8 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.with(home, inProcess: true) { path in
-                    let account = try await path.account(home).account
-                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                    guard let record = try FastSync.load(keychain: try user.keychain, account: account) else {
+                try await CommandPath.local(home) { local in
+                    guard let record = try FastSync.load(keychain: try local.user.keychain, account: local.name) else {
                         print("FastSync is off.")
                         return
                     }

@@ -52,10 +52,10 @@ struct NotifyCommand: AsyncParsableCommand {
                     connectAddress: trust.connect
                 )
                 // Registration needs the IMAP password, which only an unlocked store gives: it runs in this process.
-                try await CommandPath.with(home, inProcess: true) { path in
-                    let account = try await path.mailAccount(home, pinOptions)
-                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                    let store = PushSessionStore(keychain: try user.keychain, account: account)
+                try await CommandPath.local(home) { local in
+                    try await local.unlock(home, pinOptions)
+                    let user = local.user
+                    let store = PushSessionStore(keychain: try user.keychain, account: local.name)
                     if try store.loadSession() != nil { throw NotifyClientError.alreadyRegistered }
                     let imap = try await SyncHandler(dependencies: user).serverAccount(id).server
                     let name =
@@ -103,10 +103,8 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.with(home, inProcess: true) { path in
-                    let account = try await path.account(home).account
-                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                    let store = PushSessionStore(keychain: try user.keychain, account: account)
+                try await CommandPath.local(home) { local in
+                    let store = PushSessionStore(keychain: try local.user.keychain, account: local.name)
                     guard let record = try store.loadSession() else {
                         if let reason = store.endedReason() {
                             print("No push session: \(reason)")
@@ -142,16 +140,10 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.with(home, inProcess: true) { path in
-                    let account = try await path.account(home).account
-                    guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                    let store = PushSessionStore(keychain: try user.keychain, account: account)
+                try await CommandPath.local(home) { local in
+                    let store = PushSessionStore(keychain: try local.user.keychain, account: local.name)
                     guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
-                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
-                    let token = try store.token(
-                        of: record,
-                        key: await user.keymaker.subkey(PushSessionStore.tokenSubkey)
-                    )
+                    let token = try await local.pushToken(of: record, in: store, home, pinOptions)
                     let outcome: String
                     do throws(NotifyClientError) {
                         try await NotifyClient(server: record.server).revoke(sessionID: record.sessionID, token: token)

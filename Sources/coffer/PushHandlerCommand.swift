@@ -31,10 +31,9 @@ struct PushHandlerCommand: AsyncParsableCommand {
         try await runReportingErrors {
             let input = FileHandle.standardInput.readDataToEndOfFile()
             guard input.count <= 64 * 1024 else { throw CLIError("The push on standard input is larger than 64 KiB.") }
-            try await CommandPath.with(home, inProcess: true) { path in
-                let account = try await path.account(home).account
-                guard let user = try path.user(account) else { throw AppError.malformedMessage }
-                let keychain = try user.keychain
+            try await CommandPath.local(home) { local in
+                let account = local.name
+                let keychain = try local.user.keychain
                 let sessions = PushSessionStore(keychain: keychain, account: account)
                 let push = try PushHandler.open(
                     PushHandler.body(fromInput: Array(input)),
@@ -48,8 +47,8 @@ struct PushHandlerCommand: AsyncParsableCommand {
                         keychain: keychain,
                         account: account,
                         sessionID: session.sessionID,
-                        device: try user.global.deviceIdentity,
-                        storeFolder: path.paths.store(account)
+                        device: try local.user.global.deviceIdentity,
+                        storeFolder: local.path.paths.store(account)
                     )
                 else { return }
                 print(

@@ -53,9 +53,9 @@ struct SyncCommand: AsyncParsableCommand {
                 return
             }
             // Watching keeps an IDLE connection of this process's own, so it runs here even when an agent runs.
-            try await CommandPath.with(home, inProcess: true) { path in
-                let account = try await path.mailAccount(home, pinOptions)
-                guard let user = try path.user(account) else { throw AppError.malformedMessage }
+            try await CommandPath.local(home) { local in
+                try await local.unlock(home, pinOptions)
+                let user = local.user
                 let server = try await SyncHandler(dependencies: user).serverAccount(id)
                 let line = ProgressLine()
                 let syncer = Syncer(store: try user.mailStore, batchSize: batch)
