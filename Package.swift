@@ -278,7 +278,8 @@ let package = Package(
             name: "CofferNotifyClientTests",
             dependencies: [
                 "CofferNotifyClient", "CofferNotify", "CofferPush", "CofferKeychain", "CofferCrypto", "CofferTesting",
-                "CofferIMAP", "CofferTransport", "CofferKeymaker", .product(name: "Crypto", package: "swift-crypto"),
+                "CofferIMAP", "CofferTransport", "CofferKeymaker", "CofferApp",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

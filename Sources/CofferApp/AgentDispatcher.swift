@@ -12,7 +12,7 @@ import Glibc
 /// Turns one request into a reply by calling the right handler with the right container.
 public final class AgentDispatcher: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasKeymakerRegistry & HasLogger & HasPaths
+    public typealias Dependencies = HasKeymakerRegistry & HasKeychain & HasLogger & HasPaths
 
     private let dependencies: any Dependencies
     private let socketPath: String
@@ -79,8 +79,10 @@ public final class AgentDispatcher: Sendable {
             }
             return .hello(pid: getpid(), socket: socketPath, version: agent)
         case .status(let account):
-            let accounts = try await StatusHandler(dependencies: dependencies).status(account: account)
-            return .status(pid: getpid(), socket: socketPath, accounts: accounts)
+            let handler = StatusHandler(dependencies: dependencies)
+            let accounts = try await handler.status(account: account)
+            let loggedOut = account == nil ? try handler.remoteLogouts() : []
+            return .status(pid: getpid(), socket: socketPath, accounts: accounts, loggedOut: loggedOut)
         case .account(let requested):
             let name = try dependencies.keymakerRegistry.chooseAccount(requested)
             let status = try await StatusHandler(dependencies: dependencies).status(account: name)

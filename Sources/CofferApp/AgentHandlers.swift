@@ -1,6 +1,7 @@
 import CofferAttachments
 import CofferCrypto
 import CofferKeymaker
+import CofferNotifyClient
 import CofferStore
 import CofferSync
 import Foundation
@@ -47,12 +48,20 @@ public struct SilentConversation: AgentConversation {
 /// `status`: every account's protection, lock state and autolock deadline.
 public final class StatusHandler: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasKeymakerRegistry
+    public typealias Dependencies = HasKeymakerRegistry & HasKeychain
 
     private let dependencies: any Dependencies
 
     /// A handler.
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// The accounts a remote logout ended (and not logged in again since).
+    public func remoteLogouts() throws -> [RemoteLogout] {
+        let current = Set(try dependencies.keymakerRegistry.accounts())
+        return try PushSessionStore.endedSessions(in: dependencies.keychain)
+            .filter { !current.contains($0.account) }
+            .map { RemoteLogout(account: $0.account, reason: $0.reason) }
+    }
 
     /// The status of `account`, or of every account when `nil`.
     public func status(account: String?) async throws -> [AccountStatus] {
@@ -337,9 +346,12 @@ public final class CreateHandler: Sendable {
     /// process that could not delete it) is deleted first, since it is noise now.
     public func create(_ account: String) async throws {
         try AccountName.validate(account)
-        let keymaker = try dependencies.keymakerRegistry.user(account).keymaker
+        let user = try dependencies.keymakerRegistry.user(account)
+        let keymaker = try user.keymaker
         if try await !keymaker.isSetUp() { SecureFile.removeTree(dependencies.paths.mail(account)) }
         try await keymaker.createMainKey()
+        // A remote logout's note belongs to the account that was; the new one starts afresh.
+        try PushSessionStore(keychain: user.keychain, account: account).forgetEnded()
     }
 }
 

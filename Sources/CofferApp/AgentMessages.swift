@@ -212,6 +212,21 @@ public struct ServerSettings: Codable, Sendable, Equatable {
     }
 }
 
+/// An account that a remote logout ended (its push session revoked or expired on the service): its key, push keys
+/// and mail are gone; `coffer status` says why until the name is logged in again.
+public struct RemoteLogout: Codable, Sendable, Equatable {
+    /// The account.
+    public var account: String
+    /// Why, as a sentence without secrets.
+    public var reason: String
+
+    /// A remote logout.
+    public init(account: String, reason: String) {
+        self.account = account
+        self.reason = reason
+    }
+}
+
 /// An error reply's code and sentence.
 public struct AgentFailure: Codable, Sendable, Equatable, Error {
     /// Machine-readable reasons.
@@ -291,8 +306,9 @@ public struct AccountStatus: Codable, Sendable, Equatable {
 public enum AgentReply: Codable, Sendable {
     /// hello: the agent's process, socket and protocol version.
     case hello(pid: Int32, socket: String, version: Int)
-    /// status: the accounts, with the agent's process and socket (`pid` 0 and an empty socket in one-shot mode).
-    case status(pid: Int32, socket: String, accounts: [AccountStatus])
+    /// status: the accounts, with the agent's process and socket (`pid` 0 and an empty socket in one-shot mode), and
+    /// the accounts the service logged out.
+    case status(pid: Int32, socket: String, accounts: [AccountStatus], loggedOut: [RemoteLogout])
     /// account: the chosen account.
     case account(AccountStatus)
     /// Done, with nothing to say (create, lock, logout, erase, background, preview-end).

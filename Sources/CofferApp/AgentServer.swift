@@ -51,7 +51,7 @@ public struct AgentLimits: Sendable {
 /// limits are races between a request and a sleep (the loser is cancelled); the agent starts no thread of its own.
 public final class AgentServer: Service, Sendable {
     /// What it uses.
-    public typealias Dependencies = HasKeymakerRegistry & HasLogger & HasPaths
+    public typealias Dependencies = AgentDispatcher.Dependencies
 
     /// The socket path.
     public let socketPath: String

@@ -15,8 +15,9 @@ import Synchronization
 /// - Unlocked: the push syncs its folder with the agent's own store.
 /// - Locked: the push-handler path (a desktop notification when there is one; the log never names sender or
 ///   subject), and FastSync when the push carries a key and the device's record is unexpired.
-/// - A 401 on the stream: the service revoked the session (web page, admin), so the account's push keys, session
-///   record and FastSync record are deleted here and `coffer notify status` says why (remote logout).
+/// - A 401 on the stream: the service revoked the session (web page, admin) or it expired, so the account is logged
+///   out here (remote logout): its MainKey and every wrap, its push keys, session and FastSync records and its mail
+///   are destroyed, and `coffer status` says why.
 ///
 /// The token is sealed under the MainKey: the holder opens it the first time the account is unlocked and keeps it in
 /// memory (not the MainKey) so that the stream stays open while the account is locked.
@@ -75,7 +76,7 @@ public final class PushStreamHolder: Service, Sendable {
                 try await client.ack(token: token, ids: handled)
                 backoff = 1
             } catch NotifyClientError.sessionRevoked {
-                remoteLogout(account)
+                await remoteLogout(account)
             } catch is CancellationError {
                 return
             } catch {
@@ -149,17 +150,21 @@ public final class PushStreamHolder: Service, Sendable {
         }
     }
 
-    /// The service no longer accepts the session: delete its keys and records here, and say why in status.
-    func remoteLogout(_ account: String) {
+    /// The service no longer accepts the session: log the account out here (push keys and records first, with the
+    /// note `coffer status` shows, then the MainKey, whose destruction deletes the mail), as the trust model asks of a
+    /// revoked token.
+    func remoteLogout(_ account: String) async {
         tokens.withLock { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
         do {
             let store = PushSessionStore(keychain: try global.keychain, account: account)
             try store.delete(
-                reason: "the service ended the session (revoked or expired), so its push keys were deleted here"
+                reason: "the service ended its push session (revoked or expired), so it was logged out here: its key, "
+                    + "push keys and mail were deleted"
             )
-            logger.notice("push session ended by the service; push keys deleted", metadata: ["account": "\(account)"])
+            try await global.keymakerRegistry.user(account).keymaker.destroy(reason: .logout)
+            logger.notice("push session ended by the service; account logged out", metadata: ["account": "\(account)"])
         } catch {
-            logger.error("push keys could not be deleted: \(error)", metadata: ["account": "\(account)"])
+            logger.error("remote logout failed: \(error)", metadata: ["account": "\(account)"])
         }
     }
 }

@@ -198,6 +198,26 @@ public struct PushSessionStore: Sendable {
         }
     }
 
+    /// Forgets why an earlier session ended (a new login of the account name starts afresh).
+    public func forgetEnded() throws(NotifyClientError) {
+        do { try keychain.delete(address(Self.endedService)) } catch { throw .keychain(error) }
+    }
+
+    /// The accounts of `keychain` that a remote logout ended, with the reason each was given.
+    public static func endedSessions(
+        in keychain: any Keychain
+    ) throws(NotifyClientError) -> [(
+        account: String, reason: String
+    )] {
+        let addresses: [KeychainAddress]
+        do { addresses = try keychain.addresses(accessGroup: "coffer", service: endedService) } catch {
+            throw .keychain(error)
+        }
+        return addresses.compactMap { address in
+            PushSessionStore(keychain: keychain, account: address.account).endedReason().map { (address.account, $0) }
+        }
+    }
+
     /// Why the last session ended, when a remote logout ended it.
     public func endedReason() -> String? {
         guard let item = try? keychain.readIfPresent(address(Self.endedService)) else { return nil }

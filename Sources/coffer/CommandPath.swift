@@ -66,11 +66,11 @@ final class CommandPath: Sendable {
     /// The agent's pid and socket, or `nil` in one-shot mode.
     var agent: (pid: Int32, socket: String)? {
         get async throws {
-            guard case .agent(let client) = route else { return nil }
-            guard case .status(let pid, let socket, _) = try await call(.status(account: nil)) else {
+            guard isAgent else { return nil }
+            guard case .status(let pid, let socket, _, _) = try await call(.status(account: nil)) else {
                 throw AppError.malformedMessage
             }
-            return (pid, client.socketPath.isEmpty ? socket : client.socketPath)
+            return (pid, socket)
         }
     }
 
@@ -107,7 +107,7 @@ final class CommandPath: Sendable {
                 // Nothing was set up here: only `create` may make the device secret and the keychain.
                 switch request {
                 case .create: break
-                case .status: return .status(pid: 0, socket: "", accounts: [])
+                case .status: return .status(pid: 0, socket: "", accounts: [], loggedOut: [])
                 default: throw AppError.noAccount
                 }
             }

@@ -163,11 +163,10 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             try await CommandPath.with(home) { path in
-                guard
-                    case .status(let pid, let socket, let accounts) = try await path.call(
-                        .status(account: home.account)
-                    )
-                else { throw AppError.malformedMessage }
+                let reply = try await path.call(.status(account: home.account))
+                guard case .status(let pid, let socket, let accounts, let loggedOut) = reply else {
+                    throw AppError.malformedMessage
+                }
                 if path.isAgent {
                     print(
                         "mode: agent (pid \(pid), socket \(socket)): commands go to the agent, which holds unlocked keys"
@@ -181,6 +180,10 @@ struct Status: AsyncParsableCommand {
                 if accounts.isEmpty { print("accounts: none; run `coffer init --account NAME`") }
                 for status in accounts {
                     for line in StatusLines.describe(status, agent: path.isAgent) { print(line) }
+                }
+                for logout in loggedOut {
+                    print("account: \(logout.account) (logged out by the service)")
+                    print("  why: \(logout.reason)")
                 }
             }
         }

@@ -1,3 +1,4 @@
+import CofferApp
 import CofferNotify
 import CofferNotifyClient
 import CofferTesting
@@ -102,10 +103,14 @@ final class LogCollector: @unchecked Sendable {
             #expect(revoked.code == 0, "\(revoked.output)")
             // The agent's current long poll ends within 25 s; its next request gets 401.
             #expect(await log.wait(for: "push session ended by the service", seconds: 60), "\(log.contents)")
-            let notifyStatus = try await cli.runOffPool(["notify", "status"])
-            #expect(notifyStatus.stdout.contains("the service ended the session"), "\(notifyStatus.stdout)")
-            let fastSync = try await cli.runOffPool(["fastsync", "status"])
-            #expect(fastSync.stdout.contains("FastSync is off."))
+            // A full logout: `coffer status` says why, and nothing of the account is left to read.
+            let loggedOut = try await cli.runOffPool(["status"])
+            #expect(loggedOut.stdout.contains("alice (logged out by the service)"), "\(loggedOut.stdout)")
+            #expect(loggedOut.stdout.contains("the service ended its push session"), "\(loggedOut.stdout)")
+            let gone = try await cli.runOffPool(["list"])
+            #expect(gone.status == 1 && gone.stderr.contains("no account"), "\(gone.stderr)")
+            let mail = AppPaths(data: "\(cli.home.path)/data", keychain: "", state: "").mail("alice")
+            #expect(!FileManager.default.fileExists(atPath: mail), "the mail folder outlived the remote logout")
         }
     }
 
