@@ -92,7 +92,7 @@ public final class StatusHandler: Sendable {
 /// `unlock`, `lock`, `autolock` and `protect` for one account.
 public final class SessionHandler: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasLogger
+    public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasKeychain & HasLogger
 
     private let dependencies: any Dependencies
 
@@ -147,7 +147,11 @@ public final class SessionHandler: Sendable {
     /// current PIN (a wrong one counts as a failed attempt), else presence asked of `conversation`, else nothing when
     /// the protection is `none`. `newPIN` is the new PIN when adding one.
     ///
-    /// - Returns: The `protected` reply: the strategies now active and, for a new software PIN, how long it resists.
+    /// A change ends FastSync: its record is deleted, so a key the service still holds opens nothing (the user
+    /// chose new terms; `coffer fastsync on` renews it after a fresh proof).
+    ///
+    /// - Returns: The `protected` reply: the strategies now active, for a new software PIN how long it resists, and
+    ///   whether FastSync was turned off.
     public func protect(
         _ change: ProtectionChange,
         newPIN: SecretBytes?,
@@ -170,10 +174,15 @@ public final class SessionHandler: Sendable {
             case .removeAll: try await keymaker.deactivate(nil, authorizedBy: proof)
             }
         }
+        let keychain = try dependencies.keychain
+        let account = dependencies.account
+        let hadFastSync = try FastSync.load(keychain: keychain, account: account) != nil
+        if hadFastSync { try FastSync.delete(keychain: keychain, account: account) }
         return .protected(
             strategies: try await keymaker.strategies().map(\.description).sorted(),
             descriptions: try await keymaker.protectionDescriptions(),
-            estimate: estimate
+            estimate: estimate,
+            fastSyncEnded: hadFastSync
         )
     }
 

@@ -89,11 +89,14 @@ struct Protect: AsyncParsableCommand {
                     .protect(account: status.account, change: change, proof: proof),
                     secret: secret
                 )
-                guard case .protected(_, let descriptions, let estimate) = reply else {
+                guard case .protected(_, let descriptions, let estimate, let fastSyncEnded) = reply else {
                     throw AppError.malformedMessage
                 }
                 if tpm { print(TPMCheck.sentence) } else if let estimate { print(estimate) }
                 print("\(status.account) is now protected by: \(descriptions.joined(separator: " + ")).")
+                if fastSyncEnded {
+                    print("FastSync is off: a change of protection ends it; `coffer fastsync on` renews it.")
+                }
             }
         }
     }

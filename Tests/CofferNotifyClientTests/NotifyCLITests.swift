@@ -331,6 +331,28 @@ extension TestServers.PinnedDovecot {
         }
     }
 
+    @Test func aChangeOfPINTurnsFastSyncOffAndAKeyFromTheServiceThenOpensNothing() async throws {
+        try await withStack { stack in
+            let cli = stack.cli
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(on.status == 0, "\(on.stderr)")
+            let changed = try await cli.runOffPool(
+                ["protect", "pin", "--pin-stdin"],
+                input: "\(Self.pin)\n864209\n"
+            )
+            #expect(changed.status == 0, "\(changed.stderr)")
+            #expect(changed.stdout.contains("FastSync is off: a change of protection ends it"), "\(changed.stdout)")
+            #expect(try await cli.runOffPool(["fastsync", "status"]).stdout.contains("FastSync is off."))
+            // The service still holds the key until it expires; the push brings it, and it opens nothing here.
+            let body = try await deliver(stack, subject: "After a PIN change 5e7f")
+            let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            #expect(handled.status == 0, "\(handled.stderr)")
+            #expect(!handled.stdout.contains("FastSync:"), "\(handled.stdout)")
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "864209\n")
+            #expect(!listed.stdout.contains("After a PIN change 5e7f"), "no sync happened while locked")
+        }
+    }
+
     @Test func anExpiredRecordIsRefusedEvenWhenTheServiceSendsTheKey() async throws {
         try await withStack { stack in
             let cli = stack.cli
