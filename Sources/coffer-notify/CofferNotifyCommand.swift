@@ -5,8 +5,11 @@ import CofferPush
 import CofferTransport
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import HummingbirdWebSocket
 import Logging
+import NIOSSL
 import ServiceLifecycle
 
 /// `coffer-notify`: the notification service and its admin commands.
@@ -44,7 +47,12 @@ struct NoMailServer: MailAuthenticator {
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the service (SQLite in the data folder, loopback, a fresh master key and event secret)."
+        abstract: "Run the service (SQLite in the data folder, loopback, a fresh master key and event secret).",
+        discussion: """
+            With --tls-cert and --tls-key it serves HTTPS (TLS 1.2 or later) and may listen on any address; without \
+            them it speaks plain HTTP and listens only on a loopback address, for a TLS terminator in front of it \
+            (devices refuse plain HTTP to anything but loopback).
+            """
     )
 
     @OptionGroup var home: HomeOptions
@@ -62,6 +70,44 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Serve Prometheus metrics (GET /metrics) on this port of --metrics-host (default: off; 0: any).")
     var metricsPort: Int?
     @Option(help: "The address of the metrics listener.") var metricsHost = "127.0.0.1"
+    @Option(help: "A PEM certificate chain (leaf first): serve HTTPS with it and --tls-key.") var tlsCert: String?
+    @Option(help: "The PEM private key of --tls-cert.") var tlsKey: String?
+
+    func validate() throws {
+        guard (tlsCert == nil) == (tlsKey == nil) else {
+            throw ValidationError("--tls-cert and --tls-key go together.")
+        }
+        if tlsCert == nil, !Self.isLoopback(host) {
+            throw ValidationError(
+                "Without --tls-cert and --tls-key coffer-notify speaks plain HTTP, so it listens only on a loopback "
+                    + "address (127.0.0.1, ::1, localhost), behind a TLS terminator; give both to listen on \(host)."
+            )
+        }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    /// The server's TLS settings from --tls-cert and --tls-key, or nil for plain HTTP.
+    func tlsConfiguration() throws -> TLSConfiguration? {
+        guard let tlsCert, let tlsKey else { return nil }
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(tlsCert)
+            key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
+        } catch {
+            throw ValidationError("--tls-cert or --tls-key could not be read as PEM (\(type(of: error))).")
+        }
+        guard !chain.isEmpty else { throw ValidationError("\(tlsCert) holds no certificate.") }
+        var configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain.map { .certificate($0) },
+            privateKey: .privateKey(key)
+        )
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    }
 
     func run() async throws {
         var logger = Logger(label: "coffer-notify")
@@ -82,17 +128,16 @@ struct Serve: AsyncParsableCommand {
             webPush: webPush
         )
         service.escrow = try FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: masterKey)
+        // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
+        // `/v1/stream/ws` upgrades to a WebSocket (frames ≤ 64 KiB, pinged every 30 s).
+        let http = HTTPServerBuilder.http1WebSocketUpgrade(
+            webSocketRouter: NotifyAPI.webSocketRouter(service: service),
+            configuration: .init(http1: .init(idleTimeout: .seconds(60)), ws: .init(maxFrameSize: 64 * 1024))
+        )
+        let tls = try tlsConfiguration()
         let application = Application(
             router: NotifyAPI.router(service: service),
-            // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
-            // `/v1/stream/ws` upgrades to a WebSocket (frames ≤ 64 KiB, pinged every 30 s).
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: NotifyAPI.webSocketRouter(service: service),
-                configuration: .init(
-                    http1: .init(idleTimeout: .seconds(60)),
-                    ws: .init(maxFrameSize: 64 * 1024)
-                )
-            ),
+            server: try tls.map { try HTTPServerBuilder.tls(http, tlsConfiguration: $0) } ?? http,
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger)
                 + (postgres.map { [PostgresWakeService(storage: $0, service: service)] } ?? []),
@@ -105,7 +150,7 @@ struct Serve: AsyncParsableCommand {
         )
         logger.info(
             "event secret for Dovecot's ox driver url: \(home.path)/event-secret",
-            metadata: ["imap": "\(imap ?? "none")"]
+            metadata: ["imap": "\(imap ?? "none")", "tls": "\(tls != nil)"]
         )
         try await application.runService()
     }
