@@ -97,14 +97,16 @@ public final class KeymakerRegistry: Sendable {
         }
     }
 
-    /// Locks every Keymaker (their keys are zeroed), drops derived store and cache keys, and closes the stores.
+    /// Closes the stores (checkpointing their write-ahead logs), drops derived store and cache keys, and locks every
+    /// Keymaker (their keys are zeroed). The stores close first: a lock's event drops the store's instance, and a
+    /// store dropped before it was closed would leave its log behind.
     public func shutdown() async {
         for user in openUsers {
-            if let keymaker = try? user.keymaker { await keymaker.lock(reason: .shutdown) }
             if user.hasOpenedMailStore, let store = try? user.mailStore { try? store.close() }
             if user.storage.contains("attachmentCacheFactory"), let cache = try? user.attachmentCache {
                 cache.forgetKeys()
             }
+            if let keymaker = try? user.keymaker { await keymaker.lock(reason: .shutdown) }
         }
         users.withLock { $0.removeAll() }
     }
