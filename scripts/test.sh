@@ -27,6 +27,8 @@ COFFER_BIN="$(swift build --show-bin-path)/coffer" COFFER_NOTIFY_BIN="$(swift bu
   swift test --skip-build --filter "$notify" "$@"
 bash scripts/postgres.sh stop "$COFFER_TEST_POSTGRES_DIR"
 trap - EXIT
+# The server tour on the binaries just built: Dovecot, coffer-notify and the agent, push to remote logout.
+COFFER_TOUR_BIN="$(swift build --show-bin-path)" bash scripts/tour-server.sh
 # libFuzzer on parse + sanitize for a minute: no crash, no hang, idempotent, nothing unsafe in the output.
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.

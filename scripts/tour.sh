@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The README's run command: builds coffer and runs its tour on a throwaway home folder.
+# The README's run command: builds coffer and runs its tour on a throwaway home folder. With --server, the server
+# tour instead (scripts/tour-server.sh): Dovecot, coffer-notify and the agent, push and FastSync end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+if [ "${1:-}" = "--server" ]; then exec bash scripts/tour-server.sh; fi
 swift build -c release --product coffer
 exec .build/release/coffer "$@"

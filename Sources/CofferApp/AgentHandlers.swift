@@ -92,7 +92,8 @@ public final class StatusHandler: Sendable {
 /// `unlock`, `lock`, `autolock` and `protect` for one account.
 public final class SessionHandler: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasKeychain & HasLogger
+    public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasKeychain & HasPushTokens
+        & HasLogger
 
     private let dependencies: any Dependencies
 
@@ -100,7 +101,7 @@ public final class SessionHandler: Sendable {
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
 
     /// Unlocks with `method` (`pin` with `pin`, or `secure-element` with presence asked of `conversation`), then
-    /// purges expired attachments (the cache's unlock duty).
+    /// purges expired attachments (the cache's unlock duty) and opens the push session's token (``PushTokens``).
     ///
     /// - Returns: Whether the key was already in memory (nothing was asked).
     public func unlock(method: ProofMethod, pin: SecretBytes?, conversation: any AgentConversation) async throws -> Bool
@@ -122,6 +123,12 @@ public final class SessionHandler: Sendable {
             }
         }
         try? dependencies.attachmentCache.purgeExpired()
+        // The push stream's token is sealed under the MainKey: open it now, so the stream runs on while locked.
+        _ = try? await dependencies.pushTokens.open(
+            account: dependencies.account,
+            keychain: dependencies.keychain,
+            keymaker: keymaker
+        )
         try dependencies.logger.info(
             "unlocked",
             metadata: ["account": "\(dependencies.account)", "method": "\(method.rawValue)"]

@@ -61,6 +61,9 @@ public final class GlobalContainer: Sendable {
         Factory(storage, scope: .shared) { SystemDeviceState() }
     }
 
+    /// The push tokens, one set for the process.
+    public var pushTokensFactory: Factory<PushTokens> { Factory(storage, scope: .shared) { PushTokens() } }
+
     /// The logger.
     public var loggerFactory: Factory<Logger> { Factory(storage, scope: .shared) { [baseLogger] in baseLogger } }
 
@@ -104,6 +107,11 @@ extension GlobalContainer: HasDeviceState {
 extension GlobalContainer: HasLogger {
     /// See ``loggerFactory``.
     public var logger: Logger { get throws { try loggerFactory() } }
+}
+
+extension GlobalContainer: HasPushTokens {
+    /// See ``pushTokensFactory``.
+    public var pushTokens: PushTokens { get throws { try pushTokensFactory() } }
 }
 
 extension GlobalContainer: HasKeymakerRegistry {

@@ -30,5 +30,7 @@ public protocol HasAccount: Sendable { var account: String { get } }
 public protocol HasKeymaker: Sendable { var keymaker: Keymaker { get throws } }
 /// One account's mail store.
 public protocol HasMailStore: Sendable { var mailStore: MailStore { get throws } }
+/// The push sessions' tokens opened so far.
+public protocol HasPushTokens: Sendable { var pushTokens: PushTokens { get throws } }
 /// One account's attachment cache.
 public protocol HasAttachmentCache: Sendable { var attachmentCache: AttachmentCache { get throws } }

@@ -19,8 +19,8 @@ import Synchronization
 ///   out here (remote logout): its MainKey and every wrap, its push keys, session and FastSync records and its mail
 ///   are destroyed, and `coffer status` says why.
 ///
-/// The token is sealed under the MainKey: the holder opens it the first time the account is unlocked and keeps it in
-/// memory (not the MainKey) so that the stream stays open while the account is locked.
+/// The token is sealed under the MainKey: every unlock opens it into ``PushTokens``, which keeps it in memory (not the
+/// MainKey) so that the stream stays open while the account is locked.
 public final class PushStreamHolder: Service, Sendable {
     /// Seconds a long poll waits on the service.
     public static let pollWait = 25
@@ -28,7 +28,6 @@ public final class PushStreamHolder: Service, Sendable {
     public static let maximumBackoff: Double = 60
 
     private let global: GlobalContainer
-    private let tokens = Mutex<[String: String]>([:])
     private let showNotifications: Bool
 
     /// A holder for the agent's accounts; `showNotifications` runs `notify-send` for pushes while locked.
@@ -93,17 +92,18 @@ public final class PushStreamHolder: Service, Sendable {
     /// The session record and the token, opening the token when the account is unlocked; nil when there is no
     /// session or the token cannot be had yet (locked since the agent started).
     private func sessionAndToken(_ account: String) async throws -> (PushSessionStore.Record, String)? {
-        let store = PushSessionStore(keychain: try global.keychain, account: account)
-        guard let record = try store.loadSession() else {
-            _ = tokens.withLock { $0.removeValue(forKey: account) }
+        let keychain = try global.keychain
+        let tokens = try global.pushTokens
+        guard let record = try PushSessionStore(keychain: keychain, account: account).loadSession() else {
+            tokens.forget(account)
             return nil
         }
-        let key = "\(account)\u{0}\(record.sessionID)"
-        if let token = tokens.withLock({ $0[key] }) { return (record, token) }
+        if let token = tokens.token(account: account, sessionID: record.sessionID) { return (record, token) }
         let keymaker = try global.keymakerRegistry.user(account).keymaker
         guard !(await keymaker.isLocked) else { return nil }
-        let token = try store.token(of: record, key: try await keymaker.subkey(PushSessionStore.tokenSubkey))
-        tokens.withLock { $0[key] = token }
+        guard let token = try await tokens.open(account: account, keychain: keychain, keymaker: keymaker) else {
+            return nil
+        }
         return (record, token)
     }
 
@@ -154,7 +154,7 @@ public final class PushStreamHolder: Service, Sendable {
     /// note `coffer status` shows, then the MainKey, whose destruction deletes the mail), as the trust model asks of a
     /// revoked token.
     func remoteLogout(_ account: String) async {
-        tokens.withLock { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
+        (try? global.pushTokens)?.forget(account)
         do {
             let store = PushSessionStore(keychain: try global.keychain, account: account)
             try store.delete(

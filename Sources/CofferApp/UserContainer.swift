@@ -108,6 +108,11 @@ extension UserContainer: HasKeychain {
     public var keychain: any Keychain { get throws { try global.keychain } }
 }
 
+extension UserContainer: HasPushTokens {
+    /// The global push tokens.
+    public var pushTokens: PushTokens { get throws { try global.pushTokens } }
+}
+
 extension UserContainer: HasKeymakerRegistry {
     /// The global registry.
     public var keymakerRegistry: KeymakerRegistry { get throws { try global.keymakerRegistry } }
