@@ -1,5 +1,6 @@
 import CofferAttachments
 import CofferCrypto
+import CofferKeychain
 import CofferKeymaker
 import CofferNotifyClient
 import CofferStore
@@ -388,7 +389,7 @@ public final class BackgroundHandler: Sendable {
 /// `logout`: destroys an account's key, purges its cache and deletes its store.
 public final class LogoutHandler: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasKeymakerRegistry & HasPaths
+    public typealias Dependencies = HasKeymakerRegistry & HasKeychain & HasPaths
 
     private let dependencies: any Dependencies
 
@@ -427,15 +428,32 @@ public final class LogoutHandler: Sendable {
                 conversation: conversation,
                 reason: reason
             )
-            // The proof is checked first: a wrong PIN leaves the cache and the store as they were.
+            // The proof is checked first: a wrong PIN leaves the cache and the store as they were. The key's last use
+            // ends the push session on the service (best effort: an unreachable service does not stop the logout,
+            // and the session then ends at its expiry).
+            let keychain = try dependencies.keychain
             try await PresenceRelay.$current.withValue(conversation.map { ConversationPresence($0) }) {
-                try await keymaker.logout(authorizedBy: proof)
+                try await keymaker.logout(authorizedBy: proof) { key in
+                    await Self.endPushSession(account, keychain: keychain, key: key)
+                }
             }
             if SecureFile.exists(dependencies.paths.cache(account)) { try? user.attachmentCache.purgeAll() }
             if user.hasOpenedMailStore { try? user.mailStore.close() }
         }
         registry.remove(account)
         SecureFile.removeTree(dependencies.paths.mail(account))
+    }
+}
+
+extension LogoutHandler {
+    /// Revokes `account`'s push session on the service with its token, opened with `key`; silent on failure.
+    static func endPushSession(_ account: String, keychain: any Keychain, key: MainKey) async {
+        let store = PushSessionStore(keychain: keychain, account: account)
+        guard let record = try? store.loadSession(),
+            let tokenKey = try? key.subkey(PushSessionStore.tokenSubkey),
+            let token = try? store.token(of: record, key: tokenKey)
+        else { return }
+        try? await NotifyClient(server: record.server).revoke(sessionID: record.sessionID, token: token)
     }
 }
 

@@ -215,8 +215,14 @@ public actor Keymaker {
 
     /// Logs out: after a fresh proof by a current strategy (a wrong PIN counts as a failed attempt), destroys the
     /// MainKey and every wrap and record of the account. Every byte sealed under the key becomes unreadable.
-    public func logout(authorizedBy proof: UnlockMethod) async throws(KeymakerError) {
+    /// `lastUse`, when given, gets the key once between the proof and the destruction.
+    public func logout(
+        authorizedBy proof: UnlockMethod,
+        beforeDestroying lastUse: (@Sendable (MainKey) async -> Void)? = nil
+    ) async throws(KeymakerError) {
         let key = try await authenticate(proof)
+        // A last use of the key, such as opening a token to end a session elsewhere; it cannot stop the logout.
+        await lastUse?(key)
         key.wipe()
         try destroy(reason: .logout)
     }

@@ -199,6 +199,9 @@ extension TestServers.PinnedDovecot {
             let withSession = TemporaryDirectory.files(below: keychainFolder).filter { !$0.contains("/.lock") }.count
             let out = try await cli.runOffPool(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(out.status == 0, "\(out.stderr)")
+            // ...and the logout ended the session on the service too.
+            let ended = try await storage.allSessions()
+            #expect(ended.count == 2 && ended.allSatisfy(\.revoked), "\(ended.map(\.revoked))")
             let left = TemporaryDirectory.files(below: keychainFolder).filter { !$0.contains("/.lock") }
             #expect(left.isEmpty, "\(withSession) items before logout, left: \(left)")
         }
