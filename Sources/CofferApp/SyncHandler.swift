@@ -18,7 +18,7 @@ public struct SyncHandler: Sendable {
             guard let found = accounts.first(where: { $0.id == id }) else {
                 throw AgentFailure(
                     .badRequest,
-                    "There is no mail server account \(id); `coffer account show` lists them."
+                    "There is no mail server account \(id)."
                 )
             }
             return found
