@@ -123,7 +123,7 @@ public final class SessionHandler: Sendable {
                 try await keymaker.unlock(.secureElement(reason: reason))
             }
         }
-        try? dependencies.attachmentCache.purgeExpired()
+        _ = try? dependencies.attachmentCache.purgeExpired()
         // The push stream's token is sealed under the MainKey: open it now, so the stream runs on while locked.
         _ = try? await dependencies.pushTokens.open(
             account: dependencies.account,
@@ -417,7 +417,7 @@ public final class LogoutHandler: Sendable {
         let keymaker = try user.keymaker
         if let forgottenConfirmation {
             guard forgottenConfirmation == account else { throw KeymakerError.confirmationMismatch }
-            if SecureFile.exists(dependencies.paths.cache(account)) { try? user.attachmentCache.purgeAll() }
+            if SecureFile.exists(dependencies.paths.cache(account)) { _ = try? user.attachmentCache.purgeAll() }
             if user.hasOpenedMailStore { try? user.mailStore.close() }
             try await keymaker.eraseForgotten(confirmingAccountName: forgottenConfirmation)
         } else {
@@ -437,7 +437,7 @@ public final class LogoutHandler: Sendable {
                     await Self.endPushSession(account, keychain: keychain, key: key)
                 }
             }
-            if SecureFile.exists(dependencies.paths.cache(account)) { try? user.attachmentCache.purgeAll() }
+            if SecureFile.exists(dependencies.paths.cache(account)) { _ = try? user.attachmentCache.purgeAll() }
             if user.hasOpenedMailStore { try? user.mailStore.close() }
         }
         registry.remove(account)

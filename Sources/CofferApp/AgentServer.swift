@@ -402,7 +402,7 @@ final class ConnectionConversation: AgentConversation {
         let (answers, channel) = (self.answers, self.channel)
         eventLoop.execute {
             answers.value.expect(promise)
-            channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: question)), promise: nil)
+            channel.writeAndFlush(AgentFrame(kind: .event, payload: question), promise: nil)
         }
         let frame = await withTaskCancellationHandler {
             try? await promise.futureResult.get()
@@ -425,7 +425,7 @@ final class ConnectionConversation: AgentConversation {
         guard let bytes = try? AgentCoding.encode(event) else { return }
         let channel = self.channel
         channel.eventLoop.execute {
-            channel.writeAndFlush(NIOAny(AgentFrame(kind: .event, payload: bytes)), promise: nil)
+            channel.writeAndFlush(AgentFrame(kind: .event, payload: bytes), promise: nil)
         }
     }
 

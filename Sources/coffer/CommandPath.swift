@@ -186,7 +186,7 @@ final class CommandPath: Sendable {
             status = process.terminationStatus
             Viewer.waitIfNeeded(viewer, file: file)
         } catch {
-            try? await call(.previewEnd)
+            _ = try? await call(.previewEnd)
             throw CLIError("The viewer could not be started.")
         }
         try await call(.previewEnd)
@@ -216,6 +216,7 @@ final class CommandPath: Sendable {
 
     /// Runs `body` with a path for `home` (this process's own with `inProcess`) and closes it after, whatever
     /// happens.
+    @discardableResult
     static func with<T>(
         _ home: HomeOptions,
         inProcess: Bool = false,
