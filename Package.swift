@@ -1,6 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The lock every target uses: a pthread mutex, which ThreadSanitizer sees (see docs/ARCHITECTURE.md, "Locks").
+let locks: Target.Dependency = .product(name: "NIOConcurrencyHelpers", package: "swift-nio")
+
 let package = Package(
     name: "Coffer",
     platforms: [.macOS(.v15)],
@@ -48,18 +51,19 @@ let package = Package(
         .target(
             name: "CofferCrypto",
             dependencies: [
+                locks,
                 "CCofferSystem", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "CofferKeychain", dependencies: ["CofferCrypto"]),
-        .target(name: "CofferKeymaker", dependencies: ["CofferCrypto", "CofferKeychain", "CofferTPM"]),
-        .target(name: "CofferTesting", dependencies: ["CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
+        .target(name: "CofferKeychain", dependencies: [locks, "CofferCrypto"]),
+        .target(name: "CofferKeymaker", dependencies: [locks, "CofferCrypto", "CofferKeychain", "CofferTPM"]),
+        .target(name: "CofferTesting", dependencies: [locks, "CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
         // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
         .target(name: "CofferHTML"),
-        // Pure Swift, Foundation only: RFC 5322 / MIME parsing, mbox and Maildir readers.
-        .target(name: "CofferMIME"),
+        // Pure Swift, Foundation and the lock only: RFC 5322 / MIME parsing, mbox and Maildir readers.
+        .target(name: "CofferMIME", dependencies: [locks]),
         // Sanitizer, CSS filter, Content Security Policy and remote-content policy over CofferHTML's tree.
         .target(name: "CofferContent", dependencies: ["CofferHTML"]),
         // The GRDB mail store with sealed columns and a blind search index.
@@ -78,18 +82,19 @@ let package = Package(
         .target(
             name: "CofferApp",
             dependencies: [
+                locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
                 "CofferNotifyClient", "CofferContent", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ]
         ),
         // Pinned TLS client channels (NIO + NIOSSL): chain and hostname validation, then the SPKI pin check.
         .target(
             name: "CofferTransport",
             dependencies: [
+                locks,
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -104,6 +109,7 @@ let package = Package(
         .target(
             name: "CofferIMAP",
             dependencies: [
+                locks,
                 "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -124,7 +130,7 @@ let package = Package(
         // dictionary-attack lockout, and NV counters.
         .target(
             name: "CofferTPM",
-            dependencies: ["CTSS2", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [locks, "CTSS2", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // coffer-notify's service: sessions on GRDB, the Hummingbird HTTP API, Dovecot events in, encrypted pushes out.
         .target(
@@ -173,6 +179,7 @@ let package = Package(
         .executableTarget(
             name: "coffer",
             dependencies: [
+                locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -192,13 +199,13 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCryptoTests",
-            dependencies: ["CofferCrypto", "CofferTesting"],
+            dependencies: [locks, "CofferCrypto", "CofferTesting"],
             exclude: ["Fixtures"]
         ),
-        .testTarget(name: "CofferKeychainTests", dependencies: ["CofferKeychain", "CofferTesting"]),
+        .testTarget(name: "CofferKeychainTests", dependencies: [locks, "CofferKeychain", "CofferTesting"]),
         .testTarget(
             name: "CofferKeymakerTests",
-            dependencies: ["CofferKeymaker", "CofferTesting"],
+            dependencies: [locks, "CofferKeymaker", "CofferTesting"],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -219,12 +226,13 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["CofferTesting", "CofferApp", "CofferSampleMail"],
+            dependencies: [locks, "CofferTesting", "CofferApp", "CofferSampleMail"],
             exclude: ["pty_driver.py"]
         ),
         .testTarget(
             name: "CofferTransportTests",
             dependencies: [
+                locks,
                 "CofferTransport", "CofferTesting",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -234,6 +242,7 @@ let package = Package(
         .testTarget(
             name: "CofferIMAPTests",
             dependencies: [
+                locks,
                 "CofferIMAP", "CofferTransport", "CofferTesting", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -242,6 +251,7 @@ let package = Package(
         .testTarget(
             name: "CofferAppTests",
             dependencies: [
+                locks,
                 "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore", "CofferSampleMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -253,11 +263,12 @@ let package = Package(
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
         .testTarget(
             name: "CofferTPMTests",
-            dependencies: ["CofferTPM", "CofferKeymaker", "CofferKeychain", "CofferTesting"]
+            dependencies: [locks, "CofferTPM", "CofferKeymaker", "CofferKeychain", "CofferTesting"]
         ),
         .testTarget(
             name: "CofferSyncTests",
             dependencies: [
+                locks,
                 "CofferSync", "CofferIMAP", "CofferStore", "CofferTransport", "CofferTesting", "CofferKeymaker",
                 "CofferKeychain", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),

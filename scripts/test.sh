@@ -3,6 +3,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# One lock type, the one ThreadSanitizer sees (docs/ARCHITECTURE.md, "Locks"): no Synchronization.Mutex.
+if grep -rnE '\bMutex *(<|\()' Sources Tests Fuzz; then
+  echo "test: use NIOLockedValueBox or NIOLock, not Synchronization.Mutex (ThreadSanitizer cannot see its waits)" >&2
+  exit 1
+fi
 swift build --build-tests
 # The network suites, the TPM suites and coffer-notify's: each in a run of its own, below.
 network='CofferIMAPTests|CofferTransportTests|CofferSyncTests'

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// How long a ``Factory`` keeps what it made.
 public enum FactoryScope: Sendable, Equatable {
@@ -22,17 +22,17 @@ public final class FactoryStorage: Sendable {
 
     /// The owner's kind.
     public let level: Level
-    private let instances = Mutex<[String: any Sendable]>([:])
-    private let overrides = Mutex<[String: @Sendable () throws -> any Sendable]>([:])
+    private let instances = NIOLockedValueBox<[String: any Sendable]>([:])
+    private let overrides = NIOLockedValueBox<[String: @Sendable () throws -> any Sendable]>([:])
 
     /// Empty storage for a container of `level`.
     public init(level: Level) { self.level = level }
 
     func instance<T: Sendable>(_ key: String, make: () throws -> T) rethrows -> T {
-        if let boxed = instances.withLock({ $0[key] }), let existing = boxed as? T { return existing }
+        if let boxed = instances.withLockedValue({ $0[key] }), let existing = boxed as? T { return existing }
         // Made outside the lock: a factory may resolve other factories of the same container.
         let made = try make()
-        return instances.withLock { stored in
+        return instances.withLockedValue { stored in
             if let boxed = stored[key], let existing = boxed as? T { return existing }
             stored[key] = made
             return made
@@ -40,21 +40,21 @@ public final class FactoryStorage: Sendable {
     }
 
     /// Whether a scoped factory named `key` has made its instance.
-    public func contains(_ key: String) -> Bool { instances.withLock { $0[key] != nil } }
+    public func contains(_ key: String) -> Bool { instances.withLockedValue { $0[key] != nil } }
 
-    func override(_ key: String) -> (@Sendable () throws -> any Sendable)? { overrides.withLock { $0[key] } }
+    func override(_ key: String) -> (@Sendable () throws -> any Sendable)? { overrides.withLockedValue { $0[key] } }
 
     func register(_ key: String, _ make: @escaping @Sendable () throws -> any Sendable) {
-        overrides.withLock { $0[key] = make }
-        instances.withLock { $0[key] = nil }
+        overrides.withLockedValue { $0[key] = make }
+        instances.withLockedValue { $0[key] = nil }
     }
 
     /// Drops the kept instance of `key` (an override stays registered); the next resolution makes a new one.
-    func dropInstance(_ key: String) { _ = instances.withLock { $0.removeValue(forKey: key) } }
+    func dropInstance(_ key: String) { _ = instances.withLockedValue { $0.removeValue(forKey: key) } }
 
     func reset(_ key: String) {
-        overrides.withLock { $0[key] = nil }
-        instances.withLock { $0[key] = nil }
+        overrides.withLockedValue { $0[key] = nil }
+        instances.withLockedValue { $0[key] = nil }
     }
 }
 

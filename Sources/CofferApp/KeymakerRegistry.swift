@@ -3,7 +3,7 @@ import CofferKeychain
 import CofferKeymaker
 import CofferStore
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The accounts a process has opened, each with its ``UserContainer`` (and so its one Keymaker).
 public final class KeymakerRegistry: Sendable {
@@ -12,7 +12,7 @@ public final class KeymakerRegistry: Sendable {
 
     private let dependencies: any Dependencies
     private let makeUser: @Sendable (String) -> UserContainer
-    private let users = Mutex<[String: UserContainer]>([:])
+    private let users = NIOLockedValueBox<[String: UserContainer]>([:])
 
     /// A registry that makes user containers with `makeUser`.
     public init(dependencies: any Dependencies, makeUser: @escaping @Sendable (String) -> UserContainer) {
@@ -46,9 +46,9 @@ public final class KeymakerRegistry: Sendable {
 
     /// The container of `account`, made on first use.
     public func user(_ account: String) -> UserContainer {
-        if let existing = users.withLock({ $0[account] }) { return existing }
+        if let existing = users.withLockedValue({ $0[account] }) { return existing }
         let made = makeUser(account)
-        let (user, isNew) = users.withLock { users in
+        let (user, isNew) = users.withLockedValue { users in
             if let existing = users[account] { return (existing, false) }
             users[account] = made
             return (made, true)
@@ -83,10 +83,10 @@ public final class KeymakerRegistry: Sendable {
     }
 
     /// The containers made so far.
-    public var openUsers: [UserContainer] { users.withLock { Array($0.values) } }
+    public var openUsers: [UserContainer] { users.withLockedValue { Array($0.values) } }
 
     /// Forgets `account`'s container (after logout).
-    public func remove(_ account: String) { _ = users.withLock { $0.removeValue(forKey: account) } }
+    public func remove(_ account: String) { _ = users.withLockedValue { $0.removeValue(forKey: account) } }
 
     /// "The app went to the background": every Keymaker applies its autolock policy (``AutolockPolicy/onBackground``
     /// locks at once).
@@ -108,6 +108,6 @@ public final class KeymakerRegistry: Sendable {
             }
             if let keymaker = try? user.keymaker { await keymaker.lock(reason: .shutdown) }
         }
-        users.withLock { $0.removeAll() }
+        users.withLockedValue { $0.removeAll() }
     }
 }

@@ -1,13 +1,13 @@
 import CofferKeychain
 import CofferKeymaker
 import CofferNotifyClient
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The push sessions' tokens the process has opened, by account and session: a token is sealed under the MainKey,
 /// so it is opened while the account is unlocked (at every unlock) and kept in memory — never the MainKey — so that
 /// the agent's push stream stays open while the account is locked.
 public final class PushTokens: Sendable {
-    private let tokens = Mutex<[String: String]>([:])
+    private let tokens = NIOLockedValueBox<[String: String]>([:])
 
     /// An empty set.
     public init() {}
@@ -16,7 +16,7 @@ public final class PushTokens: Sendable {
 
     /// The token of `account`'s session `sessionID`, when it was opened.
     public func token(account: String, sessionID: String) -> String? {
-        tokens.withLock { $0[Self.key(account, sessionID)] }
+        tokens.withLockedValue { $0[Self.key(account, sessionID)] }
     }
 
     /// Opens `account`'s session token with `keymaker` (which must be unlocked) and keeps it; `nil` when the account
@@ -29,12 +29,12 @@ public final class PushTokens: Sendable {
             return nil
         }
         let token = try store.token(of: record, key: try await keymaker.subkey(PushSessionStore.tokenSubkey))
-        tokens.withLock { $0[Self.key(account, record.sessionID)] = token }
+        tokens.withLockedValue { $0[Self.key(account, record.sessionID)] = token }
         return token
     }
 
     /// Forgets every token of `account` (its session ended).
     public func forget(_ account: String) {
-        tokens.withLock { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
+        tokens.withLockedValue { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
     }
 }

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import Synchronization
 
 #if canImport(Glibc)
@@ -109,7 +110,7 @@ public final class SecretBytes: @unchecked Sendable {
     }()
 
     private static let memoryLockWarned = Atomic<Bool>(false)
-    private static let installedLogger = Mutex(
+    private static let installedLogger = NIOLockedValueBox(
         Logger(label: "coffer.crypto", factory: { _ in SwiftLogNoOpLogHandler() })
     )
 
@@ -117,8 +118,8 @@ public final class SecretBytes: @unchecked Sendable {
     /// not be locked against swapping. A no-op logger until the program gives one; the library never writes to
     /// standard error itself.
     public static var logger: Logger {
-        get { installedLogger.withLock { $0 } }
-        set { installedLogger.withLock { $0 = newValue } }
+        get { installedLogger.withLockedValue { $0 } }
+        set { installedLogger.withLockedValue { $0 = newValue } }
     }
 
     /// Reports once per process, through ``logger``, that key memory could not be locked (for example when

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// What the channel handler hands to the client: parser events, the timer of IDLE, or the end of the stream.
 enum IMAPInbound: Sendable {
@@ -20,10 +20,10 @@ final class IMAPEventQueue: Sendable {
         var idling = false
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     func push(_ item: IMAPInbound) {
-        let waiter: CheckedContinuation<IMAPInbound, Never>? = state.withLock { state in
+        let waiter: CheckedContinuation<IMAPInbound, Never>? = state.withLockedValue { state in
             state.pushed &+= 1
             if case .failed(let error) = item {
                 if state.terminal != nil { return nil }
@@ -40,22 +40,22 @@ final class IMAPEventQueue: Sendable {
     }
 
     /// Marks the time in which the server may stay silent (IDLE).
-    func setIdling(_ idling: Bool) { state.withLock { $0.idling = idling } }
+    func setIdling(_ idling: Bool) { state.withLockedValue { $0.idling = idling } }
 
     /// What the watchdog looks at: items pushed so far, whether the client waits for one with none queued outside
     /// IDLE, and whether the stream has ended.
     var watch: (pushed: UInt64, starving: Bool, ended: Bool) {
-        state.withLock { ($0.pushed, $0.waiter != nil && !$0.idling, $0.terminal != nil) }
+        state.withLockedValue { ($0.pushed, $0.waiter != nil && !$0.idling, $0.terminal != nil) }
     }
 
     /// The failure that ended the stream, if one did (without consuming anything).
-    var failure: IMAPError? { state.withLock { $0.terminal } }
+    var failure: IMAPError? { state.withLockedValue { $0.terminal } }
 
     /// The next item; on task cancellation `.failed(.cancelled)`.
     func next() async -> IMAPInbound {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<IMAPInbound, Never>) in
-                let ready: IMAPInbound? = state.withLock { state in
+                let ready: IMAPInbound? = state.withLockedValue { state in
                     if state.head < state.items.count {
                         let item = state.items[state.head]
                         state.head += 1
@@ -73,7 +73,7 @@ final class IMAPEventQueue: Sendable {
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
-            let waiter = state.withLock { state in
+            let waiter = state.withLockedValue { state in
                 defer { state.waiter = nil }
                 return state.waiter
             }

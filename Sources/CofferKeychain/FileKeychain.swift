@@ -1,6 +1,6 @@
 import CofferCrypto
 import Crypto
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +22,7 @@ public final class FileKeychain: Keychain {
     private let deviceOnlyKey: EnvelopeKey
     private let state: any DeviceState
     private let crashPoint: SecureFile.CrashPoint?
-    private let lock = Mutex<Void>(())
+    private let lock = NIOLock()
 
     /// Opens (creating if needed) the keychain in `folder`.
     ///
@@ -273,14 +273,14 @@ public final class FileKeychain: Keychain {
 
     /// Runs `body` holding both the in-process mutex and an exclusive `flock` on the folder's lock file.
     private func exclusively<R>(_ body: () throws(KeychainError) -> R) throws(KeychainError) -> R {
-        try lock.withLock { _ throws(KeychainError) -> R in
-            let fd = Glibc.open("\(folder)/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-            guard fd >= 0 else { throw .storage(.io(operation: "open the keychain lock", errno: errno)) }
-            defer { close(fd) }
-            while flock(fd, LOCK_EX) != 0 {
-                guard errno == EINTR else { throw .storage(.io(operation: "lock the keychain", errno: errno)) }
-            }
-            return try body()
+        lock.lock()
+        defer { lock.unlock() }
+        let fd = Glibc.open("\(folder)/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .storage(.io(operation: "open the keychain lock", errno: errno)) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw .storage(.io(operation: "lock the keychain", errno: errno)) }
         }
+        return try body()
     }
 }

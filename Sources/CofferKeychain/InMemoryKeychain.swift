@@ -1,5 +1,5 @@
 import CofferCrypto
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A keychain that keeps items in process memory, with the same accessibility gating as ``FileKeychain``.
 ///
@@ -10,7 +10,7 @@ public final class InMemoryKeychain: Keychain {
         var accessibility: KeychainAccessibility
     }
 
-    private let items = Mutex<[KeychainAddress: Item]>([:])
+    private let items = NIOLockedValueBox<[KeychainAddress: Item]>([:])
     private let state: any DeviceState
 
     /// An empty keychain gated by `state`.
@@ -25,47 +25,53 @@ public final class InMemoryKeychain: Keychain {
         throws(KeychainError)
     {
         try accessibility.check(state)
-        try items.withLock { (items) throws(KeychainError) in
-            guard items[address] == nil else { throw .duplicateItem }
-            items[address] = Item(
-                value: SecretBytes(copying: value.withUnsafeBytes { Array($0) }),
-                accessibility: accessibility
-            )
-        }
+        try items.withLockedValue { items in
+            Result { () throws(KeychainError) in
+                guard items[address] == nil else { throw .duplicateItem }
+                items[address] = Item(
+                    value: SecretBytes(copying: value.withUnsafeBytes { Array($0) }),
+                    accessibility: accessibility
+                )
+            }
+        }.get()
     }
 
     /// See ``Keychain/update(_:at:)``.
     public func update(_ value: SecretBytes, at address: KeychainAddress) throws(KeychainError) {
         let state = self.state
-        try items.withLock { (items) throws(KeychainError) in
-            guard let item = items[address] else { throw .itemNotFound }
-            try item.accessibility.check(state)
-            items[address]?.value = value.withUnsafeBytes { SecretBytes(copying: $0) }
-        }
+        try items.withLockedValue { items in
+            Result { () throws(KeychainError) in
+                guard let item = items[address] else { throw .itemNotFound }
+                try item.accessibility.check(state)
+                items[address]?.value = value.withUnsafeBytes { SecretBytes(copying: $0) }
+            }
+        }.get()
     }
 
     /// See ``Keychain/read(_:)``.
     public func read(_ address: KeychainAddress) throws(KeychainError) -> SecretBytes {
         let state = self.state
-        return try items.withLock { (items) throws(KeychainError) -> SecretBytes in
-            guard let item = items[address] else { throw .itemNotFound }
-            if item.accessibility == .whenPasscodeSetThisDeviceOnly && !state.isPasscodeSet {
-                items[address] = nil
-                throw .itemNotFound
+        return try items.withLockedValue { items in
+            Result { () throws(KeychainError) in
+                guard let item = items[address] else { throw .itemNotFound }
+                if item.accessibility == .whenPasscodeSetThisDeviceOnly && !state.isPasscodeSet {
+                    items[address] = nil
+                    throw .itemNotFound
+                }
+                try item.accessibility.check(state)
+                return item.value.withUnsafeBytes { SecretBytes(copying: $0) }
             }
-            try item.accessibility.check(state)
-            return item.value.withUnsafeBytes { SecretBytes(copying: $0) }
-        }
+        }.get()
     }
 
     /// See ``Keychain/delete(_:)``.
     public func delete(_ address: KeychainAddress) {
-        _ = items.withLock { $0.removeValue(forKey: address) }
+        _ = items.withLockedValue { $0.removeValue(forKey: address) }
     }
 
     /// See ``Keychain/addresses(accessGroup:service:)``.
     public func addresses(accessGroup: String, service: String) -> [KeychainAddress] {
-        items.withLock { items in
+        items.withLockedValue { items in
             items.keys.filter { $0.accessGroup == accessGroup && $0.service == service }
                 .sorted { $0.account < $1.account }
         }
@@ -73,7 +79,7 @@ public final class InMemoryKeychain: Keychain {
 
     /// See ``Keychain/passcodeRemoved()``.
     public func passcodeRemoved() {
-        items.withLock { items in
+        items.withLockedValue { items in
             items = items.filter { $0.value.accessibility != .whenPasscodeSetThisDeviceOnly }
         }
     }

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Values derived from an account's MainKey that are worth deriving once per unlock (column subkeys, prepared
 /// hashers), shared by the store and the attachment cache.
@@ -8,7 +8,7 @@ import Synchronization
 /// zeroed, so keeping it holds nothing secret) so that a new key at a reused address is never mistaken for the old
 /// one.
 public final class DerivedKeyCache<Value: Sendable>: Sendable {
-    private let entry = Mutex<(key: MainKey, value: Value)?>(nil)
+    private let entry = NIOLockedValueBox<(key: MainKey, value: Value)?>(nil)
 
     /// An empty cache.
     public init() {}
@@ -32,12 +32,12 @@ public final class DerivedKeyCache<Value: Sendable>: Sendable {
             forget()
             throw mapError(error)
         }
-        if let cached = entry.withLock({ $0 }), cached.key === mainKey, !mainKey.isWiped { return cached.value }
+        if let cached = entry.withLockedValue({ $0 }), cached.key === mainKey, !mainKey.isWiped { return cached.value }
         let value = try derive(mainKey)
-        entry.withLock { $0 = (mainKey, value) }
+        entry.withLockedValue { $0 = (mainKey, value) }
         return value
     }
 
     /// Drops the cached value now.
-    public func forget() { entry.withLock { $0 = nil } }
+    public func forget() { entry.withLockedValue { $0 = nil } }
 }

@@ -1,7 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import Crypto
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The Keymaker's keychain records for one account: wraps, the protection record, the attempt record and the sealed
 /// autolock setting. Synchronous and `Sendable`, so the slow part of a PIN attempt (waiting for the attempt lock and
@@ -15,7 +15,7 @@ struct ProtectionVault: Sendable {
     }
 
     /// Serialises attempts in this process when the keychain cannot lock across processes (the in-memory one).
-    private static let processLock = Mutex<Void>(())
+    private static let processLock = NIOLock()
 
     let keychain: any Keychain
     let account: String
@@ -38,7 +38,7 @@ struct ProtectionVault: Sendable {
                 throw .keychain(error)
             }
         }
-        return Self.processLock.withLock { _ in body() }
+        return Self.processLock.withLock { body() }
     }
 
     // MARK: Items

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Converts bytes in a MIME charset to text.
 ///
@@ -151,10 +151,10 @@ public enum Charset {
         return table
     }()
 
-    private static let tables = Mutex<[UInt: [Unicode.Scalar]]>([:])
+    private static let tables = NIOLockedValueBox<[UInt: [Unicode.Scalar]]>([:])
 
     private static func singleByteTable(_ raw: UInt) -> [Unicode.Scalar] {
-        if let table = tables.withLock({ $0[raw] }) {
+        if let table = tables.withLockedValue({ $0[raw] }) {
             return table
         }
         let encoding = String.Encoding(rawValue: raw)
@@ -170,7 +170,7 @@ public enum Charset {
                 table[byte] = scalar
             }
         }
-        tables.withLock { $0[raw] = table }
+        tables.withLockedValue { $0[raw] = table }
         return table
     }
 }

@@ -1,5 +1,5 @@
 import CTSS2
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Why a TPM operation failed. No message carries an auth value, a PIN or a sealed secret: only the operation, the
 /// TPM's response code and tpm2-tss's decoding of it.
@@ -60,13 +60,13 @@ public enum TPMError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// tpm2-tss's text for `rc` (Tss2_RC_Decode writes a static buffer, so calls are serialised).
     static func decode(_ rc: TSS2_RC) -> String {
-        decodeLock.withLock { _ in
+        decodeLock.withLock {
             guard let text = Tss2_RC_Decode(rc) else { return "unknown response code" }
             return String(cString: text)
         }
     }
 
-    private static let decodeLock = Mutex(())
+    private static let decodeLock = NIOLock()
 }
 
 /// The TPM answers a caller treats specially, read from a response code (TPM 2.0 Part 2, 6.6).

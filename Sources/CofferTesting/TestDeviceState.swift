@@ -1,5 +1,5 @@
 import CofferKeychain
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A device state a test can change: lock, unlock, reboot, set or remove the passcode.
 public final class TestDeviceState: DeviceState {
@@ -9,34 +9,34 @@ public final class TestDeviceState: DeviceState {
         var isPasscodeSet = true
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     /// Unlocked, past first unlock, with a passcode.
     public init() {}
 
     /// Whether the device is unlocked.
-    public var isUnlocked: Bool { state.withLock { $0.isUnlocked } }
+    public var isUnlocked: Bool { state.withLockedValue { $0.isUnlocked } }
     /// Whether the device was unlocked since boot.
-    public var hasBeenUnlockedSinceBoot: Bool { state.withLock { $0.hasBeenUnlockedSinceBoot } }
+    public var hasBeenUnlockedSinceBoot: Bool { state.withLockedValue { $0.hasBeenUnlockedSinceBoot } }
     /// Whether a passcode is set.
-    public var isPasscodeSet: Bool { state.withLock { $0.isPasscodeSet } }
+    public var isPasscodeSet: Bool { state.withLockedValue { $0.isPasscodeSet } }
 
     /// Locks the screen.
-    public func lock() { state.withLock { $0.isUnlocked = false } }
+    public func lock() { state.withLockedValue { $0.isUnlocked = false } }
     /// Unlocks the screen.
     public func unlock() {
-        state.withLock {
+        state.withLockedValue {
             $0.isUnlocked = true
             $0.hasBeenUnlockedSinceBoot = true
         }
     }
     /// Restarts: locked and not yet unlocked since boot.
     public func reboot() {
-        state.withLock {
+        state.withLockedValue {
             $0.isUnlocked = false
             $0.hasBeenUnlockedSinceBoot = false
         }
     }
     /// Sets or removes the passcode.
-    public func setPasscode(_ isSet: Bool) { state.withLock { $0.isPasscodeSet = isSet } }
+    public func setPasscode(_ isSet: Bool) { state.withLockedValue { $0.isPasscodeSet = isSet } }
 }

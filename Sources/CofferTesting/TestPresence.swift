@@ -1,24 +1,24 @@
 import CofferKeymaker
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A presence authenticator whose answer a test chooses, and which counts how often it was asked.
 public final class TestPresence: PresenceAuthenticator {
-    private let answer: Mutex<Bool>
-    private let asked = Mutex(0)
+    private let answer: NIOLockedValueBox<Bool>
+    private let asked = NIOLockedValueBox(0)
 
     /// Answers `present` until changed.
-    public init(present: Bool = true) { answer = Mutex(present) }
+    public init(present: Bool = true) { answer = NIOLockedValueBox(present) }
 
     /// Changes the answer.
-    public func setPresent(_ present: Bool) { answer.withLock { $0 = present } }
+    public func setPresent(_ present: Bool) { answer.withLockedValue { $0 = present } }
 
     /// How many times presence was asked for.
-    public var askCount: Int { asked.withLock { $0 } }
+    public var askCount: Int { asked.withLockedValue { $0 } }
 
     /// Returns the chosen answer.
     public func confirmPresence(reason: String) async -> Bool {
-        asked.withLock { $0 += 1 }
-        return answer.withLock { $0 }
+        asked.withLockedValue { $0 += 1 }
+        return answer.withLockedValue { $0 }
     }
 }
 

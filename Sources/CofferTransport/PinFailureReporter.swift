@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One pin failure, in the shape of TrustKit's report (which follows RFC 7469 §3): no secret and no message text.
 public struct PinFailureReport: Hashable, Sendable, Codable {
@@ -46,7 +46,7 @@ public final class RateLimitedPinReporter: PinFailureReporter {
         var windowStart: Date?
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
     private let interval: TimeInterval
     private let now: @Sendable () -> Date
     private let sink: @Sendable (PinFailureReport) -> Void
@@ -70,7 +70,7 @@ public final class RateLimitedPinReporter: PinFailureReporter {
     /// Passes `report` to the sink unless an identical one passed within the interval.
     public func pinFailure(_ report: PinFailureReport) {
         let current = now()
-        let pass = state.withLock { state -> Bool in
+        let pass = state.withLockedValue { state -> Bool in
             if let start = state.windowStart, current.timeIntervalSince(start) < interval {
                 // Same window: keep the memory.
             } else {

@@ -1,9 +1,9 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import Synchronization
 import X509
 
 /// Where and how to open one pinned TLS connection.
@@ -171,10 +171,10 @@ public enum PinnedTLS {
         timeout: TimeAmount = .seconds(20),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(TransportError) -> [PresentedCertificate] {
-        let seen = Mutex<[[UInt8]]>([])
+        let seen = NIOLockedValueBox<[[UInt8]]>([])
         let context = try makeContext(host: serverName, verification: .noHostnameVerification)
         let callback: VerifyCallback = { certificates, promise in
-            seen.withLock { $0 = certificates.compactMap { try? $0.toDERBytes() } }
+            seen.withLockedValue { $0 = certificates.compactMap { try? $0.toDERBytes() } }
             promise.succeed(.failed)
         }
         let configuration = PinnedTLSConfiguration(
@@ -198,9 +198,9 @@ public enum PinnedTLS {
             // Unreachable in practice (the callback always fails the handshake); never keep the connection.
             _ = try? await connection.output.close()
         } catch {
-            if seen.withLock({ $0.isEmpty }) { throw error }
+            if seen.withLockedValue({ $0.isEmpty }) { throw error }
         }
-        let ders = seen.withLock { $0 }
+        let ders = seen.withLockedValue { $0 }
         guard !ders.isEmpty else { throw .noCertificate(host: serverName) }
         return try ders.map { der throws(TransportError) in
             do {
@@ -361,12 +361,12 @@ private final class Outcome: Sendable {
         var error: TransportError?
         var verified: ChainVerifier.Verified?
     }
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
-    func set(error: TransportError) { state.withLock { $0.error = error } }
-    func set(verified: ChainVerifier.Verified) { state.withLock { $0.verified = verified } }
-    var error: TransportError? { state.withLock { $0.error } }
-    var verified: ChainVerifier.Verified? { state.withLock { $0.verified } }
+    func set(error: TransportError) { state.withLockedValue { $0.error = error } }
+    func set(verified: ChainVerifier.Verified) { state.withLockedValue { $0.verified = verified } }
+    var error: TransportError? { state.withLockedValue { $0.error } }
+    var verified: ChainVerifier.Verified? { state.withLockedValue { $0.verified } }
 }
 
 /// Completes `promise` when the TLS handshake completes, fails it on an error, on close, or after `timeout`.

@@ -109,7 +109,7 @@ enum OpenSSLSpeed {
         var output = ""
         var buffer = [CChar](repeating: 0, count: 4096)
         while fgets(&buffer, Int32(buffer.count), pipe) != nil {
-            output += String(cString: buffer)
+            output += String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
         pclose(pipe)
         // The last line reads e.g. "AES-256-GCM    4157451.87k": thousands of bytes per second.

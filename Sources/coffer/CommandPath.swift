@@ -8,7 +8,7 @@ import CofferStore
 import CofferSync
 import Foundation
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Which strategy to authenticate with when several are active.
 enum UnlockPreference: String, ExpressibleByArgument, CaseIterable {
@@ -243,23 +243,23 @@ final class CommandPath: Sendable {
 /// The terminal as the in-process dispatcher's conversation: presence is confirmed here, progress printed by the
 /// command, and the preview folder is this process's until `preview-end` or the command's end.
 final class TerminalConversation: AgentConversation {
-    private let state = Mutex<(progress: (@Sendable (AgentEvent) -> Void)?, preview: String?)>((nil, nil))
+    private let state = NIOLockedValueBox<(progress: (@Sendable (AgentEvent) -> Void)?, preview: String?)>((nil, nil))
 
-    func onProgress(_ progress: (@Sendable (AgentEvent) -> Void)?) { state.withLock { $0.progress = progress } }
+    func onProgress(_ progress: (@Sendable (AgentEvent) -> Void)?) { state.withLockedValue { $0.progress = progress } }
 
     func confirmPresence(reason: String) async -> Bool { await TerminalPresence().confirmPresence(reason: reason) }
 
-    func progress(_ progress: ImportProgress) { state.withLock { $0.progress }?(.progress(progress)) }
+    func progress(_ progress: ImportProgress) { state.withLockedValue { $0.progress }?(.progress(progress)) }
 
-    func syncProgress(_ progress: SyncProgress) { state.withLock { $0.progress }?(.syncProgress(progress)) }
+    func syncProgress(_ progress: SyncProgress) { state.withLockedValue { $0.progress }?(.syncProgress(progress)) }
 
     /// The CLI never asks for chunks in this process (it previews instead); they are dropped.
     func chunk(_ bytes: ArraySlice<UInt8>) async throws {}
 
-    func ownPreview(_ folder: String) { state.withLock { $0.preview = folder } }
+    func ownPreview(_ folder: String) { state.withLockedValue { $0.preview = folder } }
 
     func endPreview() {
-        let folder = state.withLock { state in
+        let folder = state.withLockedValue { state in
             defer { state.preview = nil }
             return state.preview
         }

@@ -1,6 +1,6 @@
 import CofferCrypto
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -19,14 +19,14 @@ import Glibc
 /// signals and let a dispatch signal source take them: on Linux that source registers a `signalfd` later, on another
 /// thread, and a signal sent in between was discarded, so a SIGTERM at the prompt left the page behind.
 enum PreviewCleanup {
-    private static let parents = Mutex<Set<String>?>(nil)
+    private static let parents = NIOLockedValueBox<Set<String>?>(nil)
     static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
     /// The pipe the handler writes to: read end, write end. Set once, before any handler is installed.
     nonisolated(unsafe) private static var pipeEnds: (read: Int32, write: Int32) = (-1, -1)
 
     /// Starts guarding the previews of this process under `parent` (idempotent).
     static func protect(parent: String) {
-        parents.withLock { parents in
+        parents.withLockedValue { parents in
             if parents == nil {
                 installHandlers()
                 parents = []
@@ -68,7 +68,7 @@ enum PreviewCleanup {
     /// Deletes this process's preview folders under every guarded parent.
     static func removeOwnPreviews() {
         let prefix = "\(getpid())-"
-        for parent in parents.withLock({ $0 ?? [] }) {
+        for parent in parents.withLockedValue({ $0 ?? [] }) {
             for name in (try? SecureFile.list(parent)) ?? [] where name.hasPrefix(prefix) {
                 SecureFile.removeTree("\(parent)/\(name)")
             }

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +10,7 @@ final class ProgressLine: Sendable {
     private let descriptor: Int32
     /// Whether the line is drawn (the descriptor is a terminal).
     let isActive: Bool
-    private let drawn = Mutex(false)
+    private let drawn = NIOLockedValueBox(false)
 
     /// A line on `descriptor` (standard error by default).
     init(descriptor: Int32 = 2) {
@@ -21,7 +21,7 @@ final class ProgressLine: Sendable {
     /// Replaces the line with `text` (erasing what was longer).
     func show(_ text: String) {
         guard isActive else { return }
-        drawn.withLock { $0 = true }
+        drawn.withLockedValue { $0 = true }
         fflush(nil)
         emit("\r" + text + "\u{1B}[K")
     }
@@ -38,7 +38,7 @@ final class ProgressLine: Sendable {
     /// Ends the line (a newline if anything was drawn), so that the next output starts on a line of its own.
     func finish() {
         guard
-            drawn.withLock({ value in
+            drawn.withLockedValue({ value in
                 defer { value = false }
                 return value
             })

@@ -3,7 +3,7 @@ import CofferKeymaker
 import CofferStore
 import CofferSync
 import CofferTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @Suite struct ContainerTests {
@@ -93,7 +93,7 @@ import Testing
             }
         }
         #expect(try await user.keymaker.isLocked == !confirmed)
-        #expect(conversation.asked.withLock { $0 } == 1)
+        #expect(conversation.asked.withLockedValue { $0 } == 1)
     }
 
     @Test func statusOfALockedAccountReportsNoDeadlineAndAsksNothing() async throws {
@@ -166,10 +166,10 @@ private struct UnimplementedConversation: AgentConversation {
 
 private final class AnsweringConversation: AgentConversation {
     let answer: Bool
-    let asked = Mutex(0)
+    let asked = NIOLockedValueBox(0)
     init(answer: Bool) { self.answer = answer }
     func confirmPresence(reason: String) async -> Bool {
-        asked.withLock { $0 += 1 }
+        asked.withLockedValue { $0 += 1 }
         return answer
     }
     func progress(_ progress: ImportProgress) {}

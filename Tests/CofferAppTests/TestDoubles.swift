@@ -4,6 +4,7 @@ import CofferKeychain
 import CofferKeymaker
 import CofferTesting
 import Logging
+import NIOConcurrencyHelpers
 import Synchronization
 import Testing
 
@@ -156,7 +157,7 @@ struct TestApp {
 
 /// Collects what an unimplemented double reports, for the doubles' own tests.
 final class TouchRecorder: Sendable {
-    private let messages = Mutex<[String]>([])
-    var recorded: [String] { messages.withLock { $0 } }
-    var report: @Sendable (String) -> Void { { [self] message in messages.withLock { $0.append(message) } } }
+    private let messages = NIOLockedValueBox<[String]>([])
+    var recorded: [String] { messages.withLockedValue { $0 } }
+    var report: @Sendable (String) -> Void { { [self] message in messages.withLockedValue { $0.append(message) } } }
 }

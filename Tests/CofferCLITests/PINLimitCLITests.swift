@@ -1,7 +1,7 @@
 import CofferApp
 import CofferTesting
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -38,19 +38,19 @@ import Glibc
         _ cli: CLIRunner,
         _ body: @escaping @Sendable (Int) throws -> CLIRunner.Result
     ) -> [String] {
-        let results = Mutex<[String]>([])
+        let results = NIOLockedValueBox<[String]>([])
         let group = DispatchGroup()
         for index in 0..<count {
             group.enter()
             let thread = Thread {
                 let text = (try? body(index)).map { $0.stdout + $0.stderr } ?? "runner failed"
-                results.withLock { $0.append(text) }
+                results.withLockedValue { $0.append(text) }
                 group.leave()
             }
             thread.start()
         }
         group.wait()
-        return results.withLock { $0 }
+        return results.withLockedValue { $0 }
     }
 
     @Test func twelveParallelWrongPINsAreCountedOneByOne() throws {

@@ -1,5 +1,5 @@
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import CofferCrypto
@@ -12,10 +12,10 @@ struct RecordingLogHandler: LogHandler {
         var metadata: [String: String]
     }
 
-    final class Box: Sendable { let entries = Mutex<[Entry]>([]) }
+    final class Box: Sendable { let entries = NIOLockedValueBox<[Entry]>([]) }
 
     let box = Box()
-    var recorded: [Entry] { box.entries.withLock { $0 } }
+    var recorded: [Entry] { box.entries.withLockedValue { $0 } }
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
 
@@ -26,7 +26,9 @@ struct RecordingLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let flat = (event.metadata ?? [:]).mapValues { "\($0)" }
-        box.entries.withLock { $0.append(Entry(level: event.level, message: "\(event.message)", metadata: flat)) }
+        box.entries.withLockedValue {
+            $0.append(Entry(level: event.level, message: "\(event.message)", metadata: flat))
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 import CofferTesting
 import CofferTransport
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import Synchronization
 import Testing
 
 @testable import CofferIMAP
@@ -15,12 +15,12 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
     typealias OutboundOut = ByteBuffer
     let capabilities: String
     let afterGoAhead: String
-    let commands: Mutex<[String]>
+    let commands: NIOLockedValueBox<[String]>
 
     init(capabilities: String, afterGoAhead: String) {
         self.capabilities = capabilities
         self.afterGoAhead = afterGoAhead
-        self.commands = Mutex([])
+        self.commands = NIOLockedValueBox([])
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -36,7 +36,7 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
             guard words.count >= 2 else { continue }
             let tag = words[0]
             let command = words[1].uppercased()
-            commands.withLock { $0.append(command) }
+            commands.withLockedValue { $0.append(command) }
             switch command {
             case "CAPABILITY": send("* CAPABILITY \(capabilities)\r\n\(tag) OK done\r\n", context: context)
             case "STARTTLS": send("\(tag) OK Begin TLS negotiation now\r\n\(afterGoAhead)", context: context)
@@ -74,7 +74,7 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
             security: .startTLS
         )
         try await body(configuration)
-        return handler.commands.withLock { $0 }
+        return handler.commands.withLockedValue { $0 }
     }
 
     @Test func aServerWithoutStartTLSIsRefusedBeforeAnyCommand() async throws {

@@ -2,7 +2,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferTesting
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @Suite struct FileKeychainTests {
@@ -156,7 +156,7 @@ import Testing
             paused.signal()
             resume.wait()
         }
-        let outcome = Mutex<Result<Void, KeychainError>?>(nil)
+        let outcome = NIOLockedValueBox<Result<Void, KeychainError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let address = self.address
         Thread.detachNewThread {
@@ -167,7 +167,7 @@ import Testing
                     accessibility: .afterFirstUnlockThisDeviceOnly
                 )
             }
-            outcome.withLock { $0 = result }
+            outcome.withLockedValue { $0 = result }
             done.signal()
         }
         paused.wait()
@@ -178,7 +178,7 @@ import Testing
         #expect(try SecureFile.list(folder).filter { $0.contains(".tmp-") } == temporaries)
         resume.signal()
         done.wait()
-        #expect(throws: Never.self) { try outcome.withLock { $0 }?.get() }
+        #expect(throws: Never.self) { try outcome.withLockedValue { $0 }?.get() }
         #expect(try FileKeychain(folder: folder, device: device).read(address) == SecretBytes(copying: [5, 6]))
     }
 

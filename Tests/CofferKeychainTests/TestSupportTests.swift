@@ -1,5 +1,5 @@
 import CofferTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// The test doubles in CofferTesting keep the promises other suites rely on.
@@ -29,13 +29,13 @@ import Testing
     @Test func aSleeperCancelledBeforeItSleepsDoesNotWait() async throws {
         let clock = TestClock()
         let deadline = clock.now().boot + 3_600_000_000_000
-        let finished = Mutex(false)
+        let finished = NIOLockedValueBox(false)
         let sleeper = Task {
-            defer { finished.withLock { $0 = true } }
+            defer { finished.withLockedValue { $0 = true } }
             withUnsafeCurrentTask { $0?.cancel() }
             try await clock.sleep(untilBoot: deadline)
         }
-        await Self.spin { finished.withLock { $0 } || clock.sleeperCount > 0 }
+        await Self.spin { finished.withLockedValue { $0 } || clock.sleeperCount > 0 }
         #expect(clock.sleeperCount == 0, "an already cancelled task was put to sleep")
         clock.advance(seconds: 7_200)
         await #expect(throws: CancellationError.self) { try await sleeper.value }

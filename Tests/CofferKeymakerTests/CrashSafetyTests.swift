@@ -2,7 +2,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// Stops every protection change after each of its steps, restarts, and checks that the stored state is consistent
@@ -14,11 +14,11 @@ import Testing
 
     /// Records step names, and throws at the `stopAt`-th one.
     final class Stopper: Sendable {
-        let steps = Mutex<[ProtectionStep]>([])
+        let steps = NIOLockedValueBox<[ProtectionStep]>([])
         let stopAt: Int?
         init(stopAt: Int?) { self.stopAt = stopAt }
         func hook(_ step: ProtectionStep) throws {
-            let count = steps.withLock { steps in
+            let count = steps.withLockedValue { steps in
                 steps.append(step)
                 return steps.count
             }
@@ -79,7 +79,7 @@ import Testing
         let counter = Stopper(stopAt: nil)
         await probe.setStepHook { try counter.hook($0) }
         try await perform(change, probe)
-        let stepCount = counter.steps.withLock { $0.count }
+        let stepCount = counter.steps.withLockedValue { $0.count }
         #expect(stepCount >= 2)
 
         for stop in 1...stepCount {
@@ -135,9 +135,9 @@ import Testing
             let recorder = Stopper(stopAt: nil)
             await keymaker.setStepHook { try recorder.hook($0) }
             _ = try await prepare(change, keymaker)
-            recorder.steps.withLock { $0.removeAll() }
+            recorder.steps.withLockedValue { $0.removeAll() }
             try await perform(change, keymaker)
-            seen.formUnion(recorder.steps.withLock { $0 })
+            seen.formUnion(recorder.steps.withLockedValue { $0 })
         }
         // The login (prepare) passes noneWritten; every other step is walked by the crash test above.
         seen.insert(.noneWritten)

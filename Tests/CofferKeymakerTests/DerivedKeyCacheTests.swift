@@ -1,6 +1,6 @@
 import CofferKeymaker
 import CofferTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @Suite struct DerivedKeyCacheTests {
@@ -11,23 +11,23 @@ import Testing
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
         let cache = DerivedKeyCache<[UInt8]>()
-        let derivations = Mutex(0)
+        let derivations = NIOLockedValueBox(0)
         func value() async throws(Locked) -> [UInt8] {
             try await cache.value(from: keymaker) { _ in
                 Locked()
             } derive: { (key) throws(Locked) in
-                derivations.withLock { $0 += 1 }
+                derivations.withLockedValue { $0 += 1 }
                 return key.withUnsafeBytes { Array($0) }
             }
         }
         let first = try await value()
         _ = try await value()
-        #expect(derivations.withLock { $0 } == 1)
+        #expect(derivations.withLockedValue { $0 } == 1)
 
         await keymaker.lock()
         await #expect(throws: Locked()) { try await value() }
         try await keymaker.unlock(.none)
         #expect(try await value() == first)
-        #expect(derivations.withLock { $0 } == 2)
+        #expect(derivations.withLockedValue { $0 } == 2)
     }
 }

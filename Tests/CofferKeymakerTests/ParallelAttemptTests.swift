@@ -2,17 +2,17 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// A wall clock that moves an hour on every reading, so no attempt waits for the guard's delay (the boot clock
 /// stands still; no key is unlocked, so autolock never looks).
 final class HourlyClock: KeymakerClock {
-    private let wall = Mutex<Int64>(1_767_225_600 * 1_000_000_000)
+    private let wall = NIOLockedValueBox<Int64>(1_767_225_600 * 1_000_000_000)
     func now() -> ClockReading {
         ClockReading(
             boot: 1_000_000_000_000,
-            wall: wall.withLock {
+            wall: wall.withLockedValue {
                 $0 += 3600 * 1_000_000_000
                 return $0
             }
@@ -33,7 +33,7 @@ final class HourlyClock: KeymakerClock {
         let folder = "\(world.root.path)/keychain"
         let device = world.device
         var configuration = Fixtures.keymakerConfiguration
-        configuration.onDestroy = { account in destroyed?.names.withLock { $0.append(account) } }
+        configuration.onDestroy = { account in destroyed?.names.withLockedValue { $0.append(account) } }
         let make: @Sendable () throws -> Keymaker = { [configuration] in
             Keymaker(
                 account: "alice",
@@ -113,7 +113,7 @@ final class HourlyClock: KeymakerClock {
         #expect(try await after.isSetUp() == false)
         await #expect(throws: KeymakerError.notSetUp) { try await after.unlock(.pin(Fixtures.pin("135790"))) }
         #expect(TemporaryDirectory.files(below: "\(world.root.path)/keychain").filter { $0.hasSuffix(".item") }.isEmpty)
-        #expect(destroyed.names.withLock { $0.contains("alice") })
+        #expect(destroyed.names.withLockedValue { $0.contains("alice") })
     }
 
     @Test func oneKeymakerAlsoCountsConcurrentCalls() async throws {
@@ -131,7 +131,7 @@ final class HourlyClock: KeymakerClock {
 
 /// Account names a destroy action was called with.
 final class Recorder: Sendable {
-    let names = Mutex<[String]>([])
+    let names = NIOLockedValueBox<[String]>([])
 }
 
 extension KeymakerError {

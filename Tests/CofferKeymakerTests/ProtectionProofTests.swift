@@ -2,7 +2,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferTesting
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// Whoever sits at an unlocked session still needs a current strategy to change protection or log out.
@@ -98,9 +98,9 @@ import Testing
 
     @Test func theTenthWrongPINRunsTheDestroyAction() async throws {
         let world = try World()
-        let destroyed = Mutex<[String]>([])
+        let destroyed = NIOLockedValueBox<[String]>([])
         var configuration = Fixtures.keymakerConfiguration
-        configuration.onDestroy = { account in destroyed.withLock { $0.append(account) } }
+        configuration.onDestroy = { account in destroyed.withLockedValue { $0.append(account) } }
         let make = {
             Keymaker(
                 account: "alice",
@@ -116,10 +116,10 @@ import Testing
         await keymaker.lock()
         for failure in 1...10 {
             world.clock.advance(seconds: Double(Keymaker.delay(afterFailures: failure - 1)))
-            #expect(destroyed.withLock { $0.isEmpty })
+            #expect(destroyed.withLockedValue { $0.isEmpty })
             _ = try? await make().unlock(.pin(Fixtures.pin("000000")))
         }
-        #expect(destroyed.withLock { $0 } == ["alice"])
+        #expect(destroyed.withLockedValue { $0 } == ["alice"])
         #expect(try await make().isSetUp() == false)
     }
 }

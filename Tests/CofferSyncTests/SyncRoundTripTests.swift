@@ -2,18 +2,18 @@ import CofferIMAP
 import CofferStore
 import CofferTesting
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import CofferSync
 
 /// Collects what a syncer reports (commands sent, locations read, which path brought a folder up to date).
 final class SyncEventLog: Sendable {
-    private let events = Mutex<[SyncEvent]>([])
+    private let events = NIOLockedValueBox<[SyncEvent]>([])
 
-    func record(_ event: SyncEvent) { events.withLock { $0.append(event) } }
+    func record(_ event: SyncEvent) { events.withLockedValue { $0.append(event) } }
     func take() -> [SyncEvent] {
-        events.withLock { list in
+        events.withLockedValue { list in
             defer { list = [] }
             return list
         }

@@ -5,7 +5,7 @@ import CofferTPM
 import CofferTesting
 import Crypto
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 /// A Keymaker over a file keychain in its own folder, its PIN bound to a private swtpm (or to none).
@@ -231,11 +231,11 @@ struct KeymakerTPMTests {
 
 /// Throws at the `stopAt`-th protection step.
 final class StepCounter: Sendable {
-    let count = Mutex(0)
+    let count = NIOLockedValueBox(0)
     let stopAt: Int
     init(stopAt: Int) { self.stopAt = stopAt }
     func hook(_ step: ProtectionStep) throws {
-        let reached = count.withLock { value in
+        let reached = count.withLockedValue { value in
             value += 1
             return value
         }

@@ -1,9 +1,9 @@
 import CofferTesting
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
-import Synchronization
 import Testing
 import X509
 
@@ -142,7 +142,7 @@ func readGreeting(_ connection: PinnedConnection<NIOAsyncChannel<ByteBuffer, Byt
 
 /// Collects reports, for the tests.
 final class RecordingReporter: PinFailureReporter, Sendable {
-    private let box = Mutex<[PinFailureReport]>([])
-    var reports: [PinFailureReport] { box.withLock { $0 } }
-    func pinFailure(_ report: PinFailureReport) { box.withLock { $0.append(report) } }
+    private let box = NIOLockedValueBox<[PinFailureReport]>([])
+    var reports: [PinFailureReport] { box.withLockedValue { $0 } }
+    func pinFailure(_ report: PinFailureReport) { box.withLockedValue { $0.append(report) } }
 }
