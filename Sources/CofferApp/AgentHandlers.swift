@@ -128,7 +128,8 @@ public final class SessionHandler: Sendable {
         _ = try? await dependencies.pushTokens.open(
             account: dependencies.account,
             keychain: dependencies.keychain,
-            keymaker: keymaker
+            keymaker: keymaker,
+            logger: try? dependencies.logger
         )
         try dependencies.logger.info(
             "unlocked",

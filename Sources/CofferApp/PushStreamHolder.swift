@@ -59,12 +59,14 @@ public final class PushStreamHolder: Service, Sendable {
     /// The account's loop: waits for a session and a token, then long-polls.
     func hold(_ account: String) async {
         var backoff = 1.0
+        var inHand: String?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 guard let (record, token) = try await sessionAndToken(account) else {
                     try await Task.sleep(for: .seconds(2))
                     continue
                 }
+                inHand = token
                 let client = NotifyClient(server: record.server)
                 let messages = try await client.stream(token: token, wait: Self.pollWait)
                 var handled: [String] = []
@@ -75,6 +77,14 @@ public final class PushStreamHolder: Service, Sendable {
                 try await client.ack(token: token, ids: handled)
                 backoff = 1
             } catch NotifyClientError.sessionRevoked {
+                // An unlock may have refreshed the token while this request held the old one, and a use of the new
+                // one ends the old: that is no revocation. Only a refusal of the token in hand is.
+                if let record = try? PushSessionStore(keychain: global.keychain, account: account).loadSession(),
+                    let current = (try? global.pushTokens)?.token(account: account, sessionID: record.sessionID),
+                    current != inHand
+                {
+                    continue
+                }
                 await remoteLogout(account)
             } catch is CancellationError {
                 return

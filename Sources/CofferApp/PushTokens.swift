@@ -1,6 +1,8 @@
 import CofferKeychain
 import CofferKeymaker
 import CofferNotifyClient
+import Foundation
+import Logging
 import NIOConcurrencyHelpers
 
 /// The push sessions' tokens the process has opened, by account and session: a token is sealed under the MainKey,
@@ -19,17 +21,54 @@ public final class PushTokens: Sendable {
         tokens.withLockedValue { $0[Self.key(account, sessionID)] }
     }
 
+    /// How long before its expiry a token is refreshed, at an unlock (the service's tokens live 30 days).
+    public static let refreshAhead: TimeInterval = 10 * 24 * 3600
+
     /// Opens `account`'s session token with `keymaker` (which must be unlocked) and keeps it; `nil` when the account
     /// has no push session.
+    ///
+    /// A token that expires within ``refreshAhead`` is refreshed first: the service's answer is sealed into the
+    /// session record before the new token is used, and the service keeps the old token working until then, so a
+    /// refresh cut off anywhere leaves a working token. A refresh that fails (service unreachable) is logged and
+    /// tried at the next unlock; the old token is kept.
     @discardableResult
-    public func open(account: String, keychain: any Keychain, keymaker: Keymaker) async throws -> String? {
+    public func open(
+        account: String,
+        keychain: any Keychain,
+        keymaker: Keymaker,
+        logger: Logger? = nil
+    ) async throws -> String? {
         let store = PushSessionStore(keychain: keychain, account: account)
         guard let record = try store.loadSession() else {
             forget(account)
             return nil
         }
-        let token = try store.token(of: record, key: try await keymaker.subkey(PushSessionStore.tokenSubkey))
-        tokens.withLockedValue { $0[Self.key(account, record.sessionID)] = token }
+        let key = try await keymaker.subkey(PushSessionStore.tokenSubkey)
+        var token = try store.token(of: record, key: key)
+        if record.expires.timeIntervalSinceNow < Self.refreshAhead {
+            do {
+                // A short limit: an unreachable service must not hold the unlock for long.
+                var client = NotifyClient(server: record.server)
+                client.timeout = 5
+                let fresh = try await client.refresh(token: token)
+                guard fresh.sessionID == record.sessionID else {
+                    throw NotifyClientError.malformedResponse("the refresh answer names another session")
+                }
+                try store.saveSession(
+                    server: record.server,
+                    sessionID: record.sessionID,
+                    expires: fresh.expires,
+                    deviceName: record.deviceName,
+                    token: fresh.token,
+                    key: key
+                )
+                token = fresh.token
+                logger?.info("push session token refreshed", metadata: ["account": "\(account)"])
+            } catch {
+                logger?.notice("push session token not refreshed: \(error)", metadata: ["account": "\(account)"])
+            }
+        }
+        tokens.withLockedValue { [token] in $0[Self.key(account, record.sessionID)] = token }
         return token
     }
 

@@ -10,6 +10,9 @@ public struct NotifySession: Sendable, Equatable {
     public var deviceName: String
     /// SHA-256 of the 32-byte bearer token; the token itself is never stored.
     public var tokenHash: [UInt8]
+    /// SHA-256 of the token the last refresh replaced, while the new one has not been used: the old token keeps
+    /// working until then, so a device that loses the refresh's answer (killed, cut off) is not logged out by it.
+    public var previousTokenHash: [UInt8]?
     /// When the session was registered.
     public var created: Date
     /// When the session last used its token.
@@ -37,7 +40,8 @@ public struct NotifySession: Sendable, Equatable {
         revoked: Bool = false,
         pushPublicKey: [UInt8],
         pushAuthSecret: [UInt8],
-        pushEndpoint: String? = nil
+        pushEndpoint: String? = nil,
+        previousTokenHash: [UInt8]? = nil
     ) {
         self.id = id
         self.user = user
@@ -50,6 +54,7 @@ public struct NotifySession: Sendable, Equatable {
         self.pushPublicKey = pushPublicKey
         self.pushAuthSecret = pushAuthSecret
         self.pushEndpoint = pushEndpoint
+        self.previousTokenHash = previousTokenHash
     }
 
     /// Whether the token still works at `now`: not revoked and not expired.

@@ -120,25 +120,41 @@ public struct NotifyService: Sendable {
         return (session, token)
     }
 
-    /// The live session a bearer token belongs to, its last-seen time updated.
+    /// The live session a bearer token belongs to, its last-seen time updated. The first use of a refreshed token
+    /// ends the previous one.
     ///
     /// - Throws: `NotifyError.unauthorized` for a malformed, unknown, expired or revoked token.
     public func authenticate(bearer text: some StringProtocol) async throws(NotifyError) -> NotifySession {
         guard let token = SessionToken(text: text) else { throw .unauthorized }
         let date = now()
-        guard var session = try await storage.session(tokenHash: token.hash),
-            constantTimeEqual(session.tokenHash, token.hash), session.isLive(at: date)
-        else { throw .unauthorized }
+        guard var session = try await storage.session(tokenHash: token.hash), session.isLive(at: date) else {
+            throw .unauthorized
+        }
+        let current = constantTimeEqual(session.tokenHash, token.hash)
+        guard current || session.previousTokenHash.map({ constantTimeEqual($0, token.hash) }) == true else {
+            throw .unauthorized
+        }
+        if current && session.previousTokenHash != nil {
+            try await storage.forgetPreviousToken(id: session.id)
+            session.previousTokenHash = nil
+        }
         try await storage.touch(id: session.id, at: date)
         session.lastSeen = date
         return session
     }
 
-    /// Gives the session a new token and expiry; the old token stops working.
+    /// Gives the session a new token and expiry. The token that was current stays accepted until the new one is
+    /// first used, so a device that never got this answer still has a working token and can refresh again; a
+    /// refresh made with that previous token keeps it as the previous one.
     public func refresh(_ session: NotifySession) async throws(NotifyError) -> (expires: Date, token: SessionToken) {
         let token = SessionToken()
         let expires = now().addingTimeInterval(settings.sessionLifetime)
-        try await storage.replaceToken(id: session.id, tokenHash: token.hash, expires: expires)
+        try await storage.replaceToken(
+            id: session.id,
+            tokenHash: token.hash,
+            previous: session.previousTokenHash ?? session.tokenHash,
+            expires: expires
+        )
         logger.info("session refreshed", metadata: ["session": "\(session.id)"])
         return (expires, token)
     }

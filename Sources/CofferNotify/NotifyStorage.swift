@@ -7,7 +7,8 @@ public protocol NotifyStorage: Sendable {
     ///
     /// - Throws: `NotifyError.pushKeyInUse` when another session (live or not) has the same push public key.
     func createSession(_ session: NotifySession) async throws(NotifyError)
-    /// The session whose token hashes to `tokenHash`, whatever its state.
+    /// The session whose token, or whose previous token (``NotifySession/previousTokenHash``), hashes to
+    /// `tokenHash`, whatever its state.
     func session(tokenHash: [UInt8]) async throws(NotifyError) -> NotifySession?
     /// The session with this id, whatever its state.
     func session(id: String) async throws(NotifyError) -> NotifySession?
@@ -17,8 +18,11 @@ public protocol NotifyStorage: Sendable {
     func allSessions() async throws(NotifyError) -> [NotifySession]
     /// Records that the session used its token at `date`.
     func touch(id: String, at date: Date) async throws(NotifyError)
-    /// Replaces the session's token hash and expiry (refresh): the old token stops working.
-    func replaceToken(id: String, tokenHash: [UInt8], expires: Date) async throws(NotifyError)
+    /// Replaces the session's token hash and expiry (refresh) and sets the previous hash, which is still accepted
+    /// until ``forgetPreviousToken(id:)``. Does nothing to a revoked session.
+    func replaceToken(id: String, tokenHash: [UInt8], previous: [UInt8], expires: Date) async throws(NotifyError)
+    /// Stops accepting the session's previous token (its new token has been used).
+    func forgetPreviousToken(id: String) async throws(NotifyError)
     /// Revokes the session and deletes its pending messages; returns false when there is no such session.
     func revoke(id: String) async throws(NotifyError) -> Bool
     /// Queues an encrypted message.

@@ -43,8 +43,8 @@ public final class PostgresNotifyStorage: NotifyStorage {
 
     deinit { runner.cancel() }
 
-    /// The schema, made under an advisory lock so that instances starting together do not race. Version 3 matches
-    /// SQLite's database v3; later versions add statements after these.
+    /// The schema, made under an advisory lock so that instances starting together do not race. Version 4 matches
+    /// SQLite's database v4; later versions add statements after these.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withConnection { connection in
             _ = try await connection.query("BEGIN", logger: logger)
@@ -79,11 +79,15 @@ public final class PostgresNotifyStorage: NotifyStorage {
                     """,
                     "CREATE INDEX IF NOT EXISTS pending_message_session ON pending_message(session_id, created)",
                     "INSERT INTO notify_schema SELECT 3 WHERE NOT EXISTS (SELECT 1 FROM notify_schema)",
+                    // Version 4 (SQLite's v4): the token a refresh replaced stays accepted until the new one is used.
+                    "ALTER TABLE session ADD COLUMN IF NOT EXISTS previous_token_hash BYTEA",
+                    "CREATE INDEX IF NOT EXISTS session_previous_token ON session(previous_token_hash)",
+                    "UPDATE notify_schema SET version = 4 WHERE version < 4",
                 ] {
                     _ = try await connection.query(statement, logger: logger)
                 }
                 let rows = try await connection.query("SELECT MAX(version) FROM notify_schema", logger: logger)
-                for try await version in rows.decode(Int?.self) where (version ?? 0) > 3 {
+                for try await version in rows.decode(Int?.self) where (version ?? 0) > 4 {
                     throw NotifyError.storage("the database has schema version \(version ?? 0), newer than this build")
                 }
                 _ = try await connection.query("COMMIT", logger: logger)
@@ -114,7 +118,7 @@ public final class PostgresNotifyStorage: NotifyStorage {
         }
     }
 
-    private typealias SessionRow = (String, String, String, Data, Double, Double, Double, Bool, Data, String?)
+    private typealias SessionRow = (String, String, String, Data, Double, Double, Double, Bool, Data, String?, Data?)
 
     private func sessions(_ query: () throws -> PostgresQuery) async throws(NotifyError) -> [NotifySession] {
         try await run("read") {
@@ -134,7 +138,8 @@ public final class PostgresNotifyStorage: NotifyStorage {
                         revoked: row.7,
                         pushPublicKey: keys.publicKey,
                         pushAuthSecret: keys.authSecret,
-                        pushEndpoint: row.9
+                        pushEndpoint: row.9,
+                        previousTokenHash: row.10.map { [UInt8]($0) }
                     )
                 )
             }
@@ -170,13 +175,15 @@ public final class PostgresNotifyStorage: NotifyStorage {
     }
 
     private static let select: String =
-        #"SELECT id, "user", device_name, token_hash, created, last_seen, expires, revoked, push_keys, push_endpoint "#
-        + "FROM session "
+        #"SELECT id, "user", device_name, token_hash, created, last_seen, expires, revoked, push_keys, push_endpoint, "#
+        + "previous_token_hash FROM session "
 
     /// See ``NotifyStorage/session(tokenHash:)``.
     public func session(tokenHash: [UInt8]) async throws(NotifyError) -> NotifySession? {
         let hash = Data(tokenHash)
-        return try await sessions { try "\(unescaped: Self.select) WHERE token_hash = \(hash)" }.first
+        return try await sessions {
+            try "\(unescaped: Self.select) WHERE token_hash = \(hash) OR previous_token_hash = \(hash)"
+        }.first
     }
 
     /// See ``NotifyStorage/session(id:)``.
@@ -204,15 +211,31 @@ public final class PostgresNotifyStorage: NotifyStorage {
         }
     }
 
-    /// See ``NotifyStorage/replaceToken(id:tokenHash:expires:)``.
-    public func replaceToken(id: String, tokenHash: [UInt8], expires: Date) async throws(NotifyError) {
+    /// See ``NotifyStorage/replaceToken(id:tokenHash:previous:expires:)``.
+    public func replaceToken(
+        id: String,
+        tokenHash: [UInt8],
+        previous: [UInt8],
+        expires: Date
+    ) async throws(NotifyError) {
         let hash = Data(tokenHash)
+        let previous = Data(previous)
         try await run("write") {
             _ = try await client.query(
                 """
-                UPDATE session SET token_hash = \(hash), expires = \(expires.timeIntervalSince1970)
-                WHERE id = \(id) AND revoked = FALSE
+                UPDATE session SET token_hash = \(hash), previous_token_hash = \(previous),
+                expires = \(expires.timeIntervalSince1970) WHERE id = \(id) AND revoked = FALSE
                 """,
+                logger: logger
+            )
+        }
+    }
+
+    /// See ``NotifyStorage/forgetPreviousToken(id:)``.
+    public func forgetPreviousToken(id: String) async throws(NotifyError) {
+        try await run("write") {
+            _ = try await client.query(
+                "UPDATE session SET previous_token_hash = NULL WHERE id = \(id)",
                 logger: logger
             )
         }

@@ -122,6 +122,15 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                     """
             )
         }
+        // v4: the token a refresh replaced stays accepted until the new one is used.
+        migrator.registerMigration("v4") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE session ADD COLUMN previous_token_hash BLOB;
+                    CREATE INDEX session_previous_token ON session(previous_token_hash);
+                    """
+            )
+        }
         return migrator
     }
 
@@ -154,6 +163,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     private static let sessionColumns =
         "id, user, device_name, token_hash, created, last_seen, expires, revoked, push_key_id, push_keys, "
         + "push_endpoint"
+    private static let selectedColumns = sessionColumns + ", previous_token_hash"
 
     private static func session(_ row: Row, _ sealer: SessionKeySealer) throws -> NotifySession {
         let id: String = row["id"]
@@ -169,7 +179,8 @@ public final class SQLiteNotifyStorage: NotifyStorage {
             revoked: row["revoked"],
             pushPublicKey: keys.publicKey,
             pushAuthSecret: keys.authSecret,
-            pushEndpoint: row["push_endpoint"]
+            pushEndpoint: row["push_endpoint"],
+            previousTokenHash: (row["previous_token_hash"] as Data?).map { [UInt8]($0) }
         )
     }
 
@@ -205,8 +216,8 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         try await read { db in
             try Row.fetchOne(
                 db,
-                sql: "SELECT \(Self.sessionColumns) FROM session WHERE token_hash = ?",
-                arguments: [Data(tokenHash)]
+                sql: "SELECT \(Self.selectedColumns) FROM session WHERE token_hash = ? OR previous_token_hash = ?",
+                arguments: [Data(tokenHash), Data(tokenHash)]
             ).map { try Self.session($0, self.sealer) }
         }
     }
@@ -214,7 +225,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     /// See ``NotifyStorage/session(id:)``.
     public func session(id: String) async throws(NotifyError) -> NotifySession? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.sessionColumns) FROM session WHERE id = ?", arguments: [id])
+            try Row.fetchOne(db, sql: "SELECT \(Self.selectedColumns) FROM session WHERE id = ?", arguments: [id])
                 .map { try Self.session($0, self.sealer) }
         }
     }
@@ -224,7 +235,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT \(Self.sessionColumns) FROM session WHERE user = ? ORDER BY created, id",
+                sql: "SELECT \(Self.selectedColumns) FROM session WHERE user = ? ORDER BY created, id",
                 arguments: [user]
             ).map { try Self.session($0, self.sealer) }
         }
@@ -233,7 +244,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     /// See ``NotifyStorage/allSessions()``.
     public func allSessions() async throws(NotifyError) -> [NotifySession] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.sessionColumns) FROM session ORDER BY created, id")
+            try Row.fetchAll(db, sql: "SELECT \(Self.selectedColumns) FROM session ORDER BY created, id")
                 .map { try Self.session($0, self.sealer) }
         }
     }
@@ -248,13 +259,26 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         }
     }
 
-    /// See ``NotifyStorage/replaceToken(id:tokenHash:expires:)``.
-    public func replaceToken(id: String, tokenHash: [UInt8], expires: Date) async throws(NotifyError) {
+    /// See ``NotifyStorage/replaceToken(id:tokenHash:previous:expires:)``.
+    public func replaceToken(
+        id: String,
+        tokenHash: [UInt8],
+        previous: [UInt8],
+        expires: Date
+    ) async throws(NotifyError) {
         try await write { db in
             try db.execute(
-                sql: "UPDATE session SET token_hash = ?, expires = ? WHERE id = ? AND revoked = 0",
-                arguments: [Data(tokenHash), expires.timeIntervalSince1970, id]
+                sql: "UPDATE session SET token_hash = ?, previous_token_hash = ?, expires = ? WHERE id = ? "
+                    + "AND revoked = 0",
+                arguments: [Data(tokenHash), Data(previous), expires.timeIntervalSince1970, id]
             )
+        }
+    }
+
+    /// See ``NotifyStorage/forgetPreviousToken(id:)``.
+    public func forgetPreviousToken(id: String) async throws(NotifyError) {
+        try await write { db in
+            try db.execute(sql: "UPDATE session SET previous_token_hash = NULL WHERE id = ?", arguments: [id])
         }
     }
 

@@ -117,7 +117,7 @@ public struct NotifyClient: Sendable {
         try Self.check(response, 200, "the ack")
     }
 
-    /// `POST /v1/sessions/refresh`: a new token; the old one stops working.
+    /// `POST /v1/sessions/refresh`: a new token; the old one works until the new one is first used.
     public func refresh(token: String) async throws(NotifyClientError) -> Token {
         let response = try await http.request(.POST, "/v1/sessions/refresh", token: token)
         try Self.check(response, 200, "the refresh")

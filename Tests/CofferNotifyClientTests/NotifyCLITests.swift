@@ -223,8 +223,11 @@ extension TestServers.PinnedDovecot {
     }
 
     /// A live service with escrow and a Dovecot that posts to it; a protected home with the IMAP account and a push
-    /// session.
-    func withStack(_ body: @escaping @Sendable (Stack) async throws -> Void) async throws {
+    /// session (whose token lives `sessionLifetime`, when given).
+    func withStack(
+        sessionLifetime: TimeInterval? = nil,
+        _ body: @escaping @Sendable (Stack) async throws -> Void
+    ) async throws {
         let folder = TemporaryDirectory(prefix: "coffer-fastsync-service")
         let storage = try SQLiteNotifyStorage(
             path: "\(folder.path)/notify.sqlite",
@@ -234,10 +237,12 @@ extension TestServers.PinnedDovecot {
         logger.logLevel = .warning
         let box = AuthenticatorBox()
         let clock = ServiceClock()
+        var settings = NotifyService.Settings(eventSecret: NotifyCLITests.eventSecret)
+        if let sessionLifetime { settings.sessionLifetime = sessionLifetime }
         var service = NotifyService(
             storage: storage,
             authenticator: box,
-            settings: NotifyService.Settings(eventSecret: NotifyCLITests.eventSecret),
+            settings: settings,
             logger: logger,
             now: { clock.now() }
         )
@@ -291,6 +296,31 @@ extension TestServers.PinnedDovecot {
         let body = try #require(pending.last?.body)
         _ = try await stack.storage.ack(sessionID: session.id, ids: pending.map(\.id))
         return body
+    }
+
+    /// A token within `PushTokens.refreshAhead` of its expiry is refreshed at the next unlock, and the device keeps
+    /// the new one: the next refresh is made with it (it ends the old token), and unregistering works.
+    @Test func anUnlockNearTheTokensExpiryRefreshesItAndTheDeviceKeepsTheNewToken() async throws {
+        try await withStack(sessionLifetime: 5 * 24 * 3600) { stack in
+            let cli = stack.cli
+            let registered = try #require(try await stack.storage.allSessions().first)
+            #expect(registered.previousTokenHash == nil)
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let first = try #require(try await stack.storage.allSessions().first)
+            #expect(first.id == registered.id)
+            #expect(first.tokenHash != registered.tokenHash)
+            #expect(first.previousTokenHash == registered.tokenHash)
+            // Made with the token the first refresh gave: that use ended the registration's token.
+            let again = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(again.status == 0, "\(again.stderr)")
+            let second = try #require(try await stack.storage.allSessions().first)
+            #expect(second.previousTokenHash == first.tokenHash)
+            #expect(second.tokenHash != first.tokenHash)
+            let removed = try await cli.runOffPool(["notify", "unregister", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(removed.status == 0, "\(removed.stderr)")
+            #expect(try await stack.storage.allSessions().first?.revoked == true)
+        }
     }
 
     @Test func aPushSyncsWhileLockedAndTheKEKIsNeverOnDisk() async throws {

@@ -35,24 +35,31 @@ import Testing
                 #expect(list.sessions.first { $0.current }?.id == phone.sessionID)
                 #expect(!String(buffer: response.body).contains(laptop.token))
             }
-            let refreshed = try await client.execute(
-                uri: "/v1/sessions/refresh",
-                method: .post,
-                headers: bearer(phone.token)
-            ) { response in
-                #expect(response.status == .ok)
-                return try decode(TokenResponse.self, response.body)
+            func refresh(_ token: String) async throws -> TokenResponse {
+                try await client.execute(uri: "/v1/sessions/refresh", method: .post, headers: bearer(token)) {
+                    response in
+                    #expect(response.status == .ok)
+                    return try decode(TokenResponse.self, response.body)
+                }
             }
+            func status(_ token: String) async throws -> HTTPResponse.Status {
+                try await client.execute(uri: "/v1/sessions", method: .get, headers: bearer(token)) { $0.status }
+            }
+            // A refresh whose answer the device never got (killed, cut off): the old token still works and
+            // refreshes again; the first answer's token is then dead.
+            let lost = try await refresh(phone.token)
+            #expect(lost.sessionID == phone.sessionID && lost.token != phone.token)
+            #expect(try await status(phone.token) == .ok)
+            let refreshed = try await refresh(phone.token)
             #expect(refreshed.sessionID == phone.sessionID)
-            #expect(refreshed.token != phone.token)
-            // The old token stops working; the new one works.
-            try await client.execute(uri: "/v1/sessions", method: .get, headers: bearer(phone.token)) { response in
-                #expect(response.status == .unauthorized)
-            }
-            try await client.execute(uri: "/v1/sessions", method: .get, headers: bearer(refreshed.token)) {
-                response in
-                #expect(response.status == .ok)
-            }
+            #expect(try await status(lost.token) == .unauthorized)
+            // The old token works until the new one is first used, then never again.
+            #expect(try await status(phone.token) == .ok)
+            #expect(try await status(refreshed.token) == .ok)
+            #expect(try await status(phone.token) == .unauthorized)
+            #expect(try await status(refreshed.token) == .ok)
+            // Another session's token is no previous token of this one.
+            #expect(try await status(laptop.token) == .ok)
         }
     }
 
