@@ -156,8 +156,10 @@ public final class SessionHandler: Sendable {
     /// current PIN (a wrong one counts as a failed attempt), else presence asked of `conversation`, else nothing when
     /// the protection is `none`. `newPIN` is the new PIN when adding one.
     ///
-    /// A change ends FastSync: its record is deleted, so a key the service still holds opens nothing (the user
-    /// chose new terms; `coffer fastsync on` renews it after a fresh proof).
+    /// A change ends FastSync: its record is deleted first, so a key the service still holds opens nothing (the
+    /// user chose new terms; `coffer fastsync on` renews it after a fresh proof). The service is asked to delete
+    /// the key now when the session's token is in memory (an agent that was unlocked), else at the next unlock
+    /// (``PushTokens/open(account:keychain:keymaker:logger:)``).
     ///
     /// - Returns: The `protected` reply: the strategies now active, for a new software PIN how long it resists, and
     ///   whether FastSync was turned off.
@@ -185,14 +187,39 @@ public final class SessionHandler: Sendable {
         }
         let keychain = try dependencies.keychain
         let account = dependencies.account
-        let hadFastSync = try FastSync.load(keychain: keychain, account: account) != nil
-        if hadFastSync { try FastSync.delete(keychain: keychain, account: account) }
+        let hadFastSync = try FastSync.end(keychain: keychain, account: account)
+        let deletedOnService = hadFastSync ? await deleteEscrowedKey(keychain: keychain) : false
         return .protected(
             strategies: try await keymaker.strategies().map(\.description).sorted(),
             descriptions: try await keymaker.protectionDescriptions(),
             estimate: estimate,
-            fastSyncEnded: hadFastSync
+            fastSyncEnded: hadFastSync,
+            fastSyncKeyDeletedOnService: deletedOnService
         )
+    }
+
+    /// Asks the service to delete the ended record's escrowed key when the session's token is in memory; whether it
+    /// confirmed. Failures are logged, never thrown: the device's record is already gone, and the next unlock tries
+    /// again.
+    private func deleteEscrowedKey(keychain: any Keychain) async -> Bool {
+        let account = dependencies.account
+        do {
+            guard let session = try PushSessionStore(keychain: keychain, account: account).loadSession(),
+                let token = try dependencies.pushTokens.token(account: account, sessionID: session.sessionID)
+            else { return false }
+            return try await FastSync.deleteEscrowedKey(
+                keychain: keychain,
+                account: account,
+                session: session,
+                token: token
+            )
+        } catch {
+            try? dependencies.logger.notice(
+                "the service was not told that FastSync ended: \(error)",
+                metadata: ["account": "\(account)"]
+            )
+            return false
+        }
     }
 
     /// Splits a `protect` request's secret frame into the current PIN (when the proof is `pin`) and the new PIN

@@ -318,8 +318,15 @@ public enum AgentReply: Codable, Sendable {
     /// autolock: the policy now in force.
     case autolock(policy: String)
     /// protect: the strategies now active, for clients and for people; `estimate` is a sentence on how long a
-    /// new software PIN resists guessing; `fastSyncEnded` says the change turned FastSync off.
-    case protected(strategies: [String], descriptions: [String], estimate: String?, fastSyncEnded: Bool)
+    /// new software PIN resists guessing; `fastSyncEnded` says the change turned FastSync off, and
+    /// `fastSyncKeyDeletedOnService` that the service confirmed deleting its escrowed key.
+    case protected(
+        strategies: [String],
+        descriptions: [String],
+        estimate: String?,
+        fastSyncEnded: Bool,
+        fastSyncKeyDeletedOnService: Bool
+    )
     /// list, search.
     case summaries([MessageSummary])
     /// message.

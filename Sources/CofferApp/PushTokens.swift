@@ -30,7 +30,8 @@ public final class PushTokens: Sendable {
     /// A token that expires within ``refreshAhead`` is refreshed first: the service's answer is sealed into the
     /// session record before the new token is used, and the service keeps the old token working until then, so a
     /// refresh cut off anywhere leaves a working token. A refresh that fails (service unreachable) is logged and
-    /// tried at the next unlock; the old token is kept.
+    /// tried at the next unlock; the old token is kept. Then, when a FastSync record ended while no token was at
+    /// hand, the service is asked to delete its key (``FastSync/deleteEscrowedKey(keychain:account:session:token:timeout:)``).
     @discardableResult
     public func open(
         account: String,
@@ -69,6 +70,19 @@ public final class PushTokens: Sendable {
             }
         }
         tokens.withLockedValue { [token] in $0[Self.key(account, record.sessionID)] = token }
+        // A FastSync record ended while the token was not at hand (a change of protection while locked): tell the
+        // service now.
+        do {
+            if try await FastSync.deleteEscrowedKey(keychain: keychain, account: account, session: record, token: token)
+            {
+                logger?.info("the service deleted an ended FastSync key", metadata: ["account": "\(account)"])
+            }
+        } catch {
+            logger?.notice(
+                "the service was not told that FastSync ended: \(error)",
+                metadata: ["account": "\(account)"]
+            )
+        }
         return token
     }
 

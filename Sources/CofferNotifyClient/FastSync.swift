@@ -52,13 +52,71 @@ public enum FastSync {
         return record
     }
 
-    /// Deletes the account's record.
-    public static func delete(keychain: any Keychain, account: String) throws(NotifyClientError) {
+    /// The keychain service of the note that a record was deleted here while the service may still hold its key:
+    /// the session id, nothing secret (class `afterFirstUnlockThisDeviceOnly`).
+    public static let endedService = "coffer.fastsync.ended"
+
+    static func endedAddress(_ account: String) -> KeychainAddress {
+        KeychainAddress(service: endedService, account: account)
+    }
+
+    /// Turns FastSync off here: deletes the account's record (without it an escrowed key opens nothing) and, when
+    /// there was one, leaves a note that the service's key is still to be deleted, which
+    /// ``deleteEscrowedKey(keychain:account:session:token:timeout:)`` acts on.
+    ///
+    /// - Returns: Whether there was a record.
+    @discardableResult
+    public static func end(keychain: any Keychain, account: String) throws(NotifyClientError) -> Bool {
         do {
+            guard let record = try load(keychain: keychain, account: account) else { return false }
+            try keychain.set(
+                SecretBytes(copying: Array(record.sessionID.utf8)),
+                at: endedAddress(account),
+                accessibility: .afterFirstUnlockThisDeviceOnly
+            )
             try keychain.delete(address(account))
+            return true
+        } catch let error as NotifyClientError {
+            throw error
+        } catch let error as KeychainError {
+            throw .keychain(error)
+        } catch {
+            throw .invalidRecord("the FastSync record could not be deleted")
+        }
+    }
+
+    /// When a record ended here (``end(keychain:account:)``) and `session` is the one its key was escrowed for, asks
+    /// the service to delete that key, then clears the note. A note of another session (since revoked) is cleared
+    /// without a request.
+    ///
+    /// - Returns: Whether the service confirmed deleting a key (false when there was nothing to do).
+    /// - Throws: The request's error; the note stays for the next try.
+    public static func deleteEscrowedKey(
+        keychain: any Keychain,
+        account: String,
+        session: PushSessionStore.Record,
+        token: String,
+        timeout: Int64 = 5
+    ) async throws(NotifyClientError) -> Bool {
+        let note: SecretBytes?
+        do {
+            note = try keychain.readIfPresent(endedAddress(account))
         } catch {
             throw .keychain(error)
         }
+        guard let note else { return false }
+        let sessionID = note.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        if sessionID == session.sessionID {
+            var client = NotifyClient(server: session.server)
+            client.timeout = timeout
+            try await client.deleteKEK(token: token)
+        }
+        do {
+            try keychain.delete(endedAddress(account))
+        } catch {
+            throw .keychain(error)
+        }
+        return sessionID == session.sessionID
     }
 
     /// Turns FastSync on (or renews it): a fresh KEK wraps the MainKey, the KEK is sealed to the service's escrow
@@ -105,6 +163,8 @@ public enum FastSync {
             throw .malformedResponse("the service's escrow key is not an X25519 key")
         }
         try await client.putKEK(token: token, upload: upload)
+        // The new key replaced any the service kept for an ended record: nothing is left to delete.
+        try? keychain.delete(endedAddress(account))
         let record = Record(
             v: 1,
             account: account,

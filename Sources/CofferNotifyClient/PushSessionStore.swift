@@ -186,6 +186,7 @@ public struct PushSessionStore: Sendable {
             try keychain.delete(address(Self.keyService))
             try keychain.delete(address(Self.sessionService))
             try keychain.delete(address(FastSync.service))
+            try keychain.delete(address(FastSync.endedService))
             if let reason {
                 try keychain.set(
                     SecretBytes(copying: Array(reason.utf8)),

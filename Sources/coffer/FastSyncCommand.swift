@@ -79,18 +79,32 @@ struct FastSyncCommand: AsyncParsableCommand {
                 try await CommandPath.local(home) { local in
                     let keychain = try local.user.keychain
                     // The record goes first: without it the escrowed key opens nothing.
-                    try FastSync.delete(keychain: keychain, account: local.name)
+                    let ended = try FastSync.end(keychain: keychain, account: local.name)
                     let store = PushSessionStore(keychain: keychain, account: local.name)
                     guard let record = try store.loadSession() else {
-                        print("FastSync is off.")
+                        print(ended ? "FastSync is off: the record is deleted here." : "FastSync is off.")
                         return
                     }
+                    // The unlock tells the service already when it can (a note of the ended record is left first).
                     let token = try await local.pushToken(of: record, in: store, home, pinOptions)
                     do throws(NotifyClientError) {
-                        try await NotifyClient(server: record.server).deleteKEK(token: token)
-                        print("FastSync is off: the record is deleted here and the key on the service.")
+                        _ = try await FastSync.deleteEscrowedKey(
+                            keychain: keychain,
+                            account: local.name,
+                            session: record,
+                            token: token,
+                            timeout: NotifyClient(server: record.server).timeout
+                        )
+                        print(
+                            ended
+                                ? "FastSync is off: the record is deleted here and the key on the service."
+                                : "FastSync is off."
+                        )
                     } catch {
-                        print("FastSync is off here; the service could not be told (\(error.description)).")
+                        print(
+                            "FastSync is off here; the service could not be told (\(error.description)); the next "
+                                + "unlock tells it."
+                        )
                     }
                 }
             }

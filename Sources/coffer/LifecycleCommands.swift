@@ -89,13 +89,21 @@ struct Protect: AsyncParsableCommand {
                     .protect(account: status.account, change: change, proof: proof),
                     secret: secret
                 )
-                guard case .protected(_, let descriptions, let estimate, let fastSyncEnded) = reply else {
+                guard case .protected(_, let descriptions, let estimate, let fastSyncEnded, let keyDeleted) = reply
+                else {
                     throw AppError.malformedMessage
                 }
                 if tpm { print(TPMCheck.sentence) } else if let estimate { print(estimate) }
                 print("\(status.account) is now protected by: \(descriptions.joined(separator: " + ")).")
                 if fastSyncEnded {
-                    print("FastSync is off: a change of protection ends it; `coffer fastsync on` renews it.")
+                    print(
+                        keyDeleted
+                            ? "FastSync is off: a change of protection ends it (the record is deleted here and the key "
+                                + "on the service); `coffer fastsync on` renews it."
+                            : "FastSync is off: a change of protection ends it (the record is deleted here, so the "
+                                + "service's key opens nothing; the service is told at the next unlock); `coffer "
+                                + "fastsync on` renews it."
+                    )
                 }
             }
         }

@@ -364,19 +364,39 @@ extension TestServers.PinnedDovecot {
         }
     }
 
-    @Test func aChangeOfPINTurnsFastSyncOffAndAKeyFromTheServiceThenOpensNothing() async throws {
+    /// One-shot, a change of PIN proves the PIN without keeping the key, so the session's token is not at hand: the
+    /// record is deleted at once, the service's key at the next unlock. A key a service kept anyway opens nothing.
+    @Test func aChangeOfPINTurnsFastSyncOffHereThenOnTheServiceAndAKeptKeyOpensNothing() async throws {
         try await withStack { stack in
             let cli = stack.cli
             let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(on.status == 0, "\(on.stderr)")
+            let session = try #require(try await stack.storage.allSessions().first)
+            let escrow = try #require(stack.service.escrow)
+            let escrowed = try #require(try await escrow.kek(for: session, now: Date()))
             let changed = try await cli.runOffPool(
                 ["protect", "pin", "--pin-stdin"],
                 input: "\(Self.pin)\n864209\n"
             )
             #expect(changed.status == 0, "\(changed.stderr)")
-            #expect(changed.stdout.contains("FastSync is off: a change of protection ends it"), "\(changed.stdout)")
+            #expect(
+                changed.stdout.contains("the service is told at the next unlock"),
+                "\(changed.stdout)\(changed.stderr)"
+            )
             #expect(try await cli.runOffPool(["fastsync", "status"]).stdout.contains("FastSync is off."))
-            // The service still holds the key until it expires; the push brings it, and it opens nothing here.
+            #expect(try await escrow.hasKEK(sessionID: session.id, now: Date()) != nil)
+            let unlocked = try await cli.runOffPool(["list", "--pin-stdin"], input: "864209\n")
+            #expect(unlocked.status == 0, "\(unlocked.stderr)")
+            #expect(try await escrow.hasKEK(sessionID: session.id, now: Date()) == nil)
+
+            // A service that kept the key anyway (put back here): the push brings it, and it opens nothing.
+            let upload = try FastSyncEscrowFormat.seal(
+                kek: escrowed.kek,
+                to: try await escrow.publicKey(user: session.user),
+                sessionID: session.id,
+                expires: escrowed.expires
+            )
+            try await escrow.put(upload, for: session, now: Date())
             let body = try await deliver(stack, subject: "After a PIN change 5e7f")
             let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(handled.status == 0, "\(handled.stderr)")
