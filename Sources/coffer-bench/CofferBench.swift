@@ -7,10 +7,11 @@ import Glibc
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync` (default: all; `import-rss` writes a 1 GiB mbox,
-/// `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
-/// changes that, and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
-/// too). `--check [--baselines FILE]` is the CI regression guard (``CheckBench``). Every figure is a median of several runs on this machine at this moment;
+/// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync`,
+/// `push` (default: all; `import-rss` writes a 1 GiB mbox, `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers
+/// 10,000 messages to a loopback Dovecot, `--messages N` changes that, and needs `mbsync` from Debian's isync;
+/// `store` imports 10,000 messages, `--messages N` changes that too; `push` times 200 deliveries unlocked and 200
+/// locked, `--deliveries N` changes that). `--check [--baselines FILE]` is the CI regression guard (``CheckBench``). Every figure is a median of several runs on this machine at this moment;
 /// machines are noisy, which is why no test asserts a timing.
 @main
 struct CofferBench {
@@ -24,6 +25,15 @@ struct CofferBench {
                 exit(2)
             }
             messages = count
+            arguments.removeSubrange(flag...(flag + 1))
+        }
+        var deliveries = 200
+        if let flag = arguments.firstIndex(of: "--deliveries") {
+            guard flag + 1 < arguments.count, let count = Int(arguments[flag + 1]), count > 0 else {
+                print("--deliveries needs a positive number")
+                exit(2)
+            }
+            deliveries = count
             arguments.removeSubrange(flag...(flag + 1))
         }
         if let flag = arguments.firstIndex(of: "--check") {
@@ -45,11 +55,11 @@ struct CofferBench {
         }
         let sections =
             arguments.isEmpty
-            ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync"] : arguments
+            ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync", "push"] : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
             do {
-                try await run(section, messages: messages)
+                try await run(section, messages: messages, deliveries: deliveries)
             } catch {
                 // One sentence, not a trap: a section that cannot start (a binary not built, no swtpm) says why.
                 print("coffer-bench \(section): \(error)")
@@ -58,7 +68,7 @@ struct CofferBench {
         }
     }
 
-    private static func run(_ section: String, messages: Int) async throws {
+    private static func run(_ section: String, messages: Int, deliveries: Int) async throws {
         switch section {
         case "crypto": try CryptoBench.envelopes()
         case "stream": try CryptoBench.stream()
@@ -71,9 +81,11 @@ struct CofferBench {
             let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
             try ImportMemoryBench.run(megabytes: megabytes)
         case "sync": try SyncBench.run(messages: messages)
+        case "push": try await PushBench.run(deliveries: deliveries)
         default:
             print(
-                "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, sync"
+                "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, "
+                    + "sync, push"
             )
             exit(2)
         }
