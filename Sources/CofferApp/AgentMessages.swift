@@ -184,6 +184,8 @@ public struct ServerSettings: Codable, Sendable, Equatable {
     public var caFile: String?
     /// An address to connect to instead of the host.
     public var connectAddress: String?
+    /// Where pin failures are reported (https), or nil.
+    public var pinReportURL: String?
 
     /// Settings from an account record (its password left out).
     public init(_ server: ServerAccount, id: Int64? = nil) {
@@ -195,6 +197,7 @@ public struct ServerSettings: Codable, Sendable, Equatable {
         pins = server.pins
         caFile = server.caFile
         connectAddress = server.connectAddress
+        pinReportURL = server.pinReportURL
     }
 
     /// The account record with `password`.
@@ -207,7 +210,8 @@ public struct ServerSettings: Codable, Sendable, Equatable {
             pins: pins,
             caFile: caFile,
             connectAddress: connectAddress,
-            startTLS: startTLS
+            startTLS: startTLS,
+            pinReportURL: pinReportURL
         )
     }
 }

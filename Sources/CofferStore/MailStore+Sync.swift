@@ -25,6 +25,8 @@ public struct ServerAccount: Sendable, Equatable {
     public var caFile: String?
     /// The address to connect to instead of `host` (the certificate must still carry `host`).
     public var connectAddress: String?
+    /// Where pin failures of this server are reported (an https URL; record v3), or nil.
+    public var pinReportURL: String?
 
     /// Creates a record.
     public init(
@@ -35,7 +37,8 @@ public struct ServerAccount: Sendable, Equatable {
         pins: [String] = [],
         caFile: String? = nil,
         connectAddress: String? = nil,
-        startTLS: Bool = false
+        startTLS: Bool = false,
+        pinReportURL: String? = nil
     ) {
         self.host = host
         self.port = port
@@ -45,10 +48,12 @@ public struct ServerAccount: Sendable, Equatable {
         self.pins = pins
         self.caFile = caFile
         self.connectAddress = connectAddress
+        self.pinReportURL = pinReportURL
     }
 
-    /// The version of the sealed record written by this code (v2 adds `startTLS`; v1 records still open).
-    public static let recordVersion = 2
+    /// The version of the sealed record written by this code (v2 adds `startTLS`, v3 `pinReportURL`; older records
+    /// still open).
+    public static let recordVersion = 3
 
     /// The account's server as a URL: `imaps://HOST:PORT`, or `imap://HOST:PORT` for STARTTLS.
     public var url: String { "\(startTLS ? "imap" : "imaps")://\(host):\(port)" }
@@ -65,13 +70,14 @@ public struct ServerAccount: Sendable, Equatable {
         writer.count(pins.count)
         for pin in pins { writer.string(pin) }
         writer.flag(startTLS)
+        writer.string(pinReportURL)
         return writer.bytes
     }
 
     static func decode(_ bytes: [UInt8]) throws(CellReader.Malformed) -> ServerAccount {
         var reader = try CellReader(bytes)
         let version = try reader.count()
-        guard version == 1 || version == recordVersion else { throw CellReader.Malformed() }
+        guard (1...recordVersion).contains(version) else { throw CellReader.Malformed() }
         let host = try reader.requiredString()
         let port = try reader.count()
         let username = try reader.requiredString()
@@ -83,6 +89,7 @@ public struct ServerAccount: Sendable, Equatable {
         var pins: [String] = []
         for _ in 0..<pinCount { pins.append(try reader.requiredString()) }
         let startTLS = version >= 2 ? try reader.flag() : false
+        let pinReportURL = version >= 3 ? try reader.string() : nil
         try reader.finish()
         return ServerAccount(
             host: host,
@@ -92,7 +99,8 @@ public struct ServerAccount: Sendable, Equatable {
             pins: pins,
             caFile: caFile,
             connectAddress: connectAddress,
-            startTLS: startTLS
+            startTLS: startTLS,
+            pinReportURL: pinReportURL
         )
     }
 }

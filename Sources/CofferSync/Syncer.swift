@@ -83,8 +83,22 @@ public struct Syncer: Sendable {
     }
 
     /// The pinned TLS configuration of an account: its CA bundle (or the system store) and, with pins, a pin
-    /// policy for its host, enforced with no way around it.
+    /// policy for its host, enforced with no way around it; with a report URL, pin failures go there.
     public func configuration(for server: ServerAccount) throws(SyncError) -> IMAPConfiguration {
+        try configurationAndReports(for: server).configuration
+    }
+
+    /// The configuration, and the uploader its pin failures go to when the account has a report URL (rate-limited
+    /// per process, as TrustKit's are).
+    private func configurationAndReports(
+        for server: ServerAccount
+    ) throws(SyncError) -> (configuration: IMAPConfiguration, reports: PinReportUploader?) {
+        let trustRoots: TrustRoots = server.caFile.map { .caBundle(path: $0) } ?? .system
+        var reportURL: URL?
+        if let text = server.pinReportURL {
+            guard let url = URL(string: text) else { throw .invalidAccount("the pin report URL is not a URL") }
+            reportURL = url
+        }
         var policy: PinPolicy?
         if !server.pins.isEmpty {
             var pins: [SPKIPin] = []
@@ -95,21 +109,25 @@ public struct Syncer: Sendable {
                 pins.append(pin)
             }
             do {
-                policy = try PinPolicy(hosts: [HostPinPolicy(host: server.host, pins: pins)])
+                policy = try PinPolicy(hosts: [HostPinPolicy(host: server.host, pins: pins, reportURL: reportURL)])
             } catch let error as TransportError {
                 throw .invalidAccount(error.description)
             } catch {
                 throw .invalidAccount("the pin policy is invalid")
             }
         }
-        return IMAPConfiguration(
+        let reports = policy != nil && reportURL != nil ? PinReportUploader(trustRoots: trustRoots) : nil
+        let configuration = IMAPConfiguration(
             tls: PinnedTLSConfiguration(
                 serverName: server.host,
                 port: server.port,
                 connectAddress: server.connectAddress,
-                trustRoots: server.caFile.map { .caBundle(path: $0) } ?? .system,
+                trustRoots: trustRoots,
                 pinPolicy: policy,
-                timeout: timeout
+                timeout: timeout,
+                reporter: reports.map { uploader in
+                    RateLimitedPinReporter(memory: .process) { uploader.pinFailure($0) }
+                }
             ),
             security: server.startTLS ? .startTLS : .implicitTLS,
             limits: limits,
@@ -117,6 +135,7 @@ public struct Syncer: Sendable {
             responseTimeout: responseTimeout,
             onCommand: commandHook
         )
+        return (configuration, reports)
     }
 
     private var commandHook: (@Sendable (String) -> Void)? {
@@ -126,11 +145,14 @@ public struct Syncer: Sendable {
 
     /// Connects and logs in: the check `coffer account add` makes before it stores anything.
     public func connect(_ server: ServerAccount) async throws(SyncError) -> IMAPClient {
-        let configuration = try configuration(for: server)
+        let (configuration, reports) = try configurationAndReports(for: server)
         let client: IMAPClient
         do {
             client = try await IMAPClient.connect(configuration)
+            // A report of expired pins goes out before the sync goes on (the process may be short-lived).
+            await reports?.finish()
         } catch {
+            await reports?.finish()
             throw .imap(error)
         }
         do {
@@ -154,7 +176,10 @@ public struct Syncer: Sendable {
         await client.logout()
         switch evaluation {
         case .matched(_, let pin): return "pin \(pin.base64) matched"
-        case .expired: return "the pins have expired and did not match: reported, not enforced"
+        case .expired:
+            return server.pinReportURL == nil
+                ? "the pins have expired and did not match: not enforced"
+                : "the pins have expired and did not match: reported, not enforced"
         case .notPinned, .refused: return "not pinned"
         }
     }

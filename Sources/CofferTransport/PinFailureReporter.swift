@@ -1,5 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
 
 /// One pin failure, in the shape of TrustKit's report (which follows RFC 7469 §3): no secret and no message text.
 public struct PinFailureReport: Hashable, Sendable, Codable {
@@ -36,17 +38,27 @@ public protocol PinFailureReporter: Sendable {
     func pinFailure(_ report: PinFailureReport)
 }
 
-/// TrustKit's rate limit in front of another reporter: an identical report (same gist, any date) passes at most once
-/// per interval; the memory of sent reports is cleared when the interval has passed.
-///
-/// - Note: Nothing uploads reports to `reportURL` yet; `sink` is where a future uploader plugs in.
-public final class RateLimitedPinReporter: PinFailureReporter {
-    private struct State {
+/// The reports a ``RateLimitedPinReporter`` has let through in its current interval. Reporters that share one
+/// memory share the limit: ``process`` is the process's, as TrustKit's limit is per app launch.
+public final class PinReportMemory: Sendable {
+    fileprivate struct State {
         var sent: Set<[String]> = []
         var windowStart: Date?
     }
 
-    private let state = NIOLockedValueBox(State())
+    fileprivate let state = NIOLockedValueBox(State())
+
+    /// An empty memory.
+    public init() {}
+
+    /// The process's memory.
+    public static let process = PinReportMemory()
+}
+
+/// TrustKit's rate limit in front of another reporter: an identical report (same gist, any date) passes at most once
+/// per interval; the memory of sent reports is cleared when the interval has passed.
+public final class RateLimitedPinReporter: PinFailureReporter {
+    private let memory: PinReportMemory
     private let interval: TimeInterval
     private let now: @Sendable () -> Date
     private let sink: @Sendable (PinFailureReport) -> Void
@@ -56,12 +68,15 @@ public final class RateLimitedPinReporter: PinFailureReporter {
     /// - Parameters:
     ///   - interval: The time during which an identical report is sent once (TrustKit: 24 hours).
     ///   - now: The clock, injectable for tests.
+    ///   - memory: What has been sent (a fresh memory by default; ``PinReportMemory/process`` to share the limit).
     ///   - sink: Receives the reports that pass the limit.
     public init(
         interval: TimeInterval = PinPolicy.defaultReportInterval,
         now: @escaping @Sendable () -> Date = { Date() },
+        memory: PinReportMemory = PinReportMemory(),
         sink: @escaping @Sendable (PinFailureReport) -> Void
     ) {
+        self.memory = memory
         self.interval = interval
         self.now = now
         self.sink = sink
@@ -70,7 +85,7 @@ public final class RateLimitedPinReporter: PinFailureReporter {
     /// Passes `report` to the sink unless an identical one passed within the interval.
     public func pinFailure(_ report: PinFailureReport) {
         let current = now()
-        let pass = state.withLockedValue { state -> Bool in
+        let pass = memory.state.withLockedValue { state -> Bool in
             if let start = state.windowStart, current.timeIntervalSince(start) < interval {
                 // Same window: keep the memory.
             } else {
@@ -80,5 +95,80 @@ public final class RateLimitedPinReporter: PinFailureReporter {
             return state.sent.insert(report.gist).inserted
         }
         if pass { sink(report) }
+    }
+}
+
+/// Sends pin failure reports to their policy's report URL: `POST` of a "Pin failure report v1" (docs/FORMAT.md) as
+/// JSON, over TLS validated against `trustRoots` with no pins (a report must get through when pins fail). Each
+/// upload runs in its own task, so ``pinFailure(_:)`` returns at once; a failed upload is dropped, as TrustKit's are.
+public final class PinReportUploader: PinFailureReporter {
+    private let trustRoots: TrustRoots
+    private let timeout: TimeAmount
+    private let inFlight = NIOLockedValueBox<[UUID: Task<Void, Never>]>([:])
+
+    /// An uploader that trusts `trustRoots` for the report endpoints.
+    public init(trustRoots: TrustRoots, timeout: TimeAmount = .seconds(10)) {
+        self.trustRoots = trustRoots
+        self.timeout = timeout
+    }
+
+    /// The report's JSON (Pin failure report v1): RFC 7469 §3's keys where they apply, pins as `pin-sha256="…"`.
+    public static func body(_ report: PinFailureReport) -> [UInt8] {
+        let formatter = ISO8601DateFormatter()
+        var object: [String: Any] = [
+            "v": 1,
+            "date-time": formatter.string(from: report.date),
+            "hostname": report.hostname,
+            "port": report.port,
+            "noted-hostname": report.notedHostname,
+            "served-chain-pins": report.servedChainPins.map { "pin-sha256=\"\($0)\"" },
+            "known-pins": report.knownPins.map { "pin-sha256=\"\($0)\"" },
+            "validation-result": report.result,
+            "enforce-pinning": report.enforced,
+        ]
+        if let expiration = report.expirationDate {
+            object["effective-expiration-date"] = formatter.string(from: expiration)
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return Array(data)
+    }
+
+    /// Starts the upload of `report` to its `reportURL` (nothing when it has none).
+    public func pinFailure(_ report: PinFailureReport) {
+        guard let url = report.reportURL, url.scheme?.lowercased() == "https", let host = url.host else { return }
+        let configuration = PinnedTLSConfiguration(
+            serverName: host,
+            port: url.port ?? 443,
+            trustRoots: trustRoots,
+            timeout: timeout
+        )
+        var path = url.path.isEmpty ? "/" : url.path
+        if let query = url.query { path += "?\(query)" }
+        let body = Self.body(report)
+        let (timeout, id) = (timeout, UUID())
+        let task = Task { [path] in
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            _ = try? await PinnedHTTP.exchange(
+                configuration,
+                tls: true,
+                method: .POST,
+                path: path,
+                headers: headers,
+                body: body,
+                totalTime: timeout,
+                maximumResponse: 64 * 1024
+            )
+        }
+        inFlight.withLockedValue { $0[id] = task }
+    }
+
+    /// Waits for every upload started so far (a process about to exit calls it, so that its reports go out).
+    public func finish() async {
+        let tasks = inFlight.withLockedValue { tasks in
+            defer { tasks.removeAll() }
+            return Array(tasks.values)
+        }
+        for task in tasks { await task.value }
     }
 }

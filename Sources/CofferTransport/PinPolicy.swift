@@ -74,7 +74,7 @@ public struct HostPinPolicy: Hashable, Sendable, Codable {
     public var pins: [SPKIPin]
     /// After this instant the pins are reported but no longer enforced (TrustKit's `kTSKExpirationDate`).
     public var expirationDate: Date?
-    /// Where pin failures are to be reported (https only). The upload itself is not implemented yet.
+    /// Where pin failures are to be reported (https only; ``PinReportUploader`` sends them).
     public var reportURL: URL?
 
     /// Creates and checks a host policy.

@@ -4,6 +4,7 @@ import CofferCrypto
 import CofferStore
 import CofferSync
 import CofferTransport
+import Foundation
 
 /// `coffer account add|show|remove`: the IMAP accounts whose mail `coffer sync` brings into the store.
 struct AccountCommand: AsyncParsableCommand {
@@ -33,6 +34,11 @@ struct AccountCommand: AsyncParsableCommand {
         var imap: String
         @Option(name: .long, help: "The login name.") var user: String
         @OptionGroup var trust: PinnedServerOptions
+        @Option(
+            name: .long,
+            help: "An https URL where pin failures of this server are reported (JSON, at most once a day each)."
+        )
+        var pinReportURL: String?
         @Flag(name: .long, help: "Read the password from standard input's next line instead of the terminal.")
         var passwordStdin = false
 
@@ -56,6 +62,12 @@ struct AccountCommand: AsyncParsableCommand {
                 )
             }
             guard !user.isEmpty else { throw ValidationError("--user must not be empty.") }
+            if let pinReportURL {
+                guard let url = URL(string: pinReportURL), url.scheme?.lowercased() == "https", url.host != nil else {
+                    throw ValidationError("--pin-report-url must be an https URL.")
+                }
+                guard !trust.pins.isEmpty else { throw ValidationError("--pin-report-url needs --pin-sha256.") }
+            }
         }
 
         func run() async throws {
@@ -72,7 +84,8 @@ struct AccountCommand: AsyncParsableCommand {
                         pins: trust.pins,
                         caFile: trust.absoluteCAFile,
                         connectAddress: trust.connect,
-                        startTLS: startTLS
+                        startTLS: startTLS,
+                        pinReportURL: pinReportURL
                     )
                 )
                 let url = settings.account(password: "").url
@@ -114,6 +127,7 @@ struct AccountCommand: AsyncParsableCommand {
                     )
                     print("\tCAs: \(account.caFile ?? "system")")
                     if let address = account.connectAddress { print("\tconnects to: \(address)") }
+                    if let report = account.pinReportURL { print("\tpin failures reported to: \(report)") }
                 }
             }
         }

@@ -242,6 +242,43 @@ import Testing
         #expect(try await world.store.syncFolders(accountID: account).isEmpty)
     }
 
+    /// A pin failure goes to the account's report URL (an https collector on loopback, trusted through the account's
+    /// CA bundle and not pinned), once: the same failure again within the day is not sent twice.
+    @Test func aPinFailureIsReportedToTheAccountsReportURLOnce() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let collector = try ReportCollector(
+            certificate: "\(server.certs)/a-chain.pem",
+            key: "\(server.certs)/a.key"
+        )
+        defer { collector.stop() }
+        let world = try await SyncWorld()
+        let syncer = Syncer(store: world.store, timeout: .seconds(60))
+        var settings = try server.account(pins: [server.pin("b"), server.pin("backup")])
+        settings.pinReportURL = "https://localhost:\(collector.port)/pin-reports?app=coffer"
+        let account = try await world.store.addServerAccount(settings)
+        for _ in 0..<2 {
+            await #expect(throws: SyncError.self) { _ = try await syncer.sync(accountID: account) }
+        }
+        let lines = collector.received()
+        try #require(lines.count == 1, "\(lines)")
+        #expect(lines[0].path == "/pin-reports?app=coffer")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(lines[0].body.utf8)) as? [String: Any]
+        )
+        #expect(report["hostname"] as? String == SyncDovecot.name)
+        #expect(report["noted-hostname"] as? String == SyncDovecot.name)
+        #expect(report["port"] as? Int == server.server.imapsPort)
+        #expect(report["validation-result"] as? String == "pinMismatch")
+        #expect(report["enforce-pinning"] as? Bool == true)
+        #expect(report["v"] as? Int == 1)
+        let known = try #require(report["known-pins"] as? [String])
+        #expect(Set(known) == Set(try [server.pin("b"), server.pin("backup")].map { "pin-sha256=\"\($0)\"" }))
+        let served = try #require(report["served-chain-pins"] as? [String])
+        #expect(served.first == "pin-sha256=\"\(try server.pin("a"))\"")
+        #expect(!lines[0].body.contains(SyncDovecot.password))
+    }
+
     @Test func aLockedKeymakerRefusesBeforeConnecting() async throws {
         let world = try await SyncWorld()
         // No server runs at this port: a locked sync must not get as far as trying it.
@@ -250,5 +287,68 @@ import Testing
         )
         await world.keymaker.lock()
         await #expect(throws: SyncError.locked) { try await Syncer(store: world.store).sync(accountID: account) }
+    }
+}
+
+/// An https server on loopback that writes down each POST (path and body) and answers 204: the pin report endpoint.
+final class ReportCollector: Sendable {
+    let port: Int
+    private let process: Process
+    private let file: String
+
+    init(certificate: String, key: String) throws {
+        file = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-reports-\(UUID().uuidString)").path
+        let script = """
+            import http.server, json, ssl, sys
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    body = self.rfile.read(int(self.headers["Content-Length"]))
+                    with open(sys.argv[3], "a") as out:
+                        out.write(json.dumps({"path": self.path, "body": body.decode()}) + "\\n")
+                    self.send_response(204)
+                    self.end_headers()
+                def log_message(self, *args):
+                    pass
+            server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[1], sys.argv[2])
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+            print(server.server_address[1], flush=True)
+            server.serve_forever()
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, certificate, key, file]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) {
+            line.append(byte)
+        }
+        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            process.terminate()
+            throw TestSetupError(reason: "the report collector did not start")
+        }
+        self.port = port
+        self.process = process
+    }
+
+    /// The requests received so far.
+    func received() -> [(path: String, body: String)] {
+        let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String],
+                let path = object["path"], let body = object["body"]
+            else { return nil }
+            return (path, body)
+        }
+    }
+
+    func stop() {
+        // SIGKILL: the test process may hold SIGTERM blocked, and a child started by Foundation inherits the mask.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: file)
     }
 }

@@ -20,7 +20,7 @@ cat > leaf.ext <<EOT
 basicConstraints = critical, CA:FALSE
 keyUsage = digitalSignature, keyEncipherment
 extendedKeyUsage = serverAuth
-subjectAltName = DNS:$name
+subjectAltName = DNS:$name, DNS:localhost
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 EOT
