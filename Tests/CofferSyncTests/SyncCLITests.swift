@@ -43,6 +43,22 @@ extension CLIRunner {
         return cli
     }
 
+    /// A report URL is https and goes with pins, or the command is refused before anything is asked.
+    @Test func aPinReportURLMustBeHTTPSAndComesWithPins() throws {
+        let cli = CLIRunner(prefix: "coffer-sync-cli-report")
+        let base = ["account", "add", "--imap", "imaps://mail.example.org", "--user", "alice", "--password-stdin"]
+        let pins = [
+            "--pin-sha256", String(repeating: "A", count: 43) + "=", "--pin-sha256",
+            String(repeating: "B", count: 43) + "=",
+        ]
+        let plain = try cli.run(base + pins + ["--pin-report-url", "http://report.example.org/pins"])
+        #expect(plain.status != 0)
+        #expect(plain.stderr.contains("--pin-report-url must be an https URL"), "\(plain.stderr)")
+        let unpinned = try cli.run(base + ["--pin-report-url", "https://report.example.org/pins"])
+        #expect(unpinned.status != 0)
+        #expect(unpinned.stderr.contains("--pin-report-url needs --pin-sha256"), "\(unpinned.stderr)")
+    }
+
     @Test func accountAddShowSyncListRemove() async throws {
         let server = try SyncDovecot.start()
         defer { server.stop() }
