@@ -42,7 +42,7 @@ public final class AgentDispatcher: Sendable {
         case let failure as AgentFailure: return failure
         case KeymakerError.locked, StoreError.locked, AttachmentError.locked, StoreError.keymaker(.locked):
             let who = account.map { " for \($0)" } ?? ""
-            return AgentFailure(.locked, "Coffer is locked\(who); run `coffer unlock` to give the agent the key again.")
+            return AgentFailure(.locked, "Coffer is locked\(who): the key is not in memory.")
         case let error as CustomStringConvertible: return AgentFailure(.failed, error.description)
         default: return AgentFailure(.failed, "The operation failed.")
         }

@@ -38,11 +38,11 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unknownAccount(let name):
-            "There is no account named \(name) on this device; run `coffer init --account NAME`."
+            "There is no account named \(name) on this device."
         case .invalidAccountName(let problem):
             "That account name cannot be used: \(problem.reason). A name is 1 to \(AccountName.maximumBytes) bytes, "
                 + "with no / or \\, no control characters, not starting with . or -."
-        case .noAccount: "There is no account on this device yet; run `coffer init --account NAME`."
+        case .noAccount: "There is no account on this device yet."
         case .chooseAccount(let count): "There are \(count) accounts on this device; choose one with --account."
         case .socket(let operation, let code): "The agent socket failed to \(operation) (errno \(code))."
         case .file(let error): error.description

@@ -246,10 +246,11 @@ public struct NotifyService: Sendable {
 
     /// The session's pending messages; when there are none, waits up to `wait` for one.
     public func pending(for session: NotifySession, wait: Duration) async throws(NotifyError) -> [PendingMessage] {
+        let seen = await signal.generation(sessionID: session.id)
         let first = try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
         guard first.isEmpty, wait > .zero else { return first }
         metrics.streamWaiters.increment()
-        await signal.wait(sessionID: session.id, timeout: wait)
+        await signal.wait(sessionID: session.id, after: seen, timeout: wait)
         metrics.streamWaiters.decrement()
         guard let current = try await storage.session(id: session.id), current.isLive(at: now()) else {
             throw .unauthorized

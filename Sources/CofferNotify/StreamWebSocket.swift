@@ -74,6 +74,7 @@ extension NotifyAPI {
         encoder.dateEncodingStrategy = .iso8601
         var sent = Set<String>()
         while !Task.isCancelled {
+            let seen = await service.signal.generation(sessionID: session.id)
             let pending = try await service.storage.pending(
                 sessionID: session.id,
                 now: service.now(),
@@ -91,7 +92,7 @@ extension NotifyAPI {
                 continue
             }
             service.metrics.streamWaiters.increment()
-            await service.signal.wait(sessionID: session.id, timeout: .seconds(30))
+            await service.signal.wait(sessionID: session.id, after: seen, timeout: .seconds(30))
             service.metrics.streamWaiters.decrement()
             guard let current = try await service.storage.session(id: session.id), current.isLive(at: service.now())
             else { return }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferApp
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
@@ -22,10 +23,17 @@ struct CLIError: Error, CustomStringConvertible {
             + "nothing was changed. Use them on the machine that made them, or put its device secret back."
     )
 
-    /// The sentence for any error the modules throw; their descriptions never contain secrets.
+    /// The sentence for any error the modules throw; their descriptions never contain secrets. The modules never
+    /// name a command; where the way out is one, it is added here.
     init(wrapping error: any Error) {
         if let error = error as? CLIError {
             self = error
+        } else if case AppError.noAccount = error {
+            self = .noAccount
+        } else if case AppError.unknownAccount = error {
+            description = "\(error) Run `coffer init --account NAME` to make one."
+        } else if case AppError.remote(.locked, let message) = error {
+            description = "\(message) Run `coffer unlock` to give the agent the key again."
         } else if let keychain = Self.keychainError(in: error),
             keychain == .deviceMismatch
                 || keychain == .deviceSecretMissing

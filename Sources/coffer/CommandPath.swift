@@ -63,17 +63,6 @@ final class CommandPath: Sendable {
         )
     }
 
-    /// The agent's pid and socket, or `nil` in one-shot mode.
-    var agent: (pid: Int32, socket: String)? {
-        get async throws {
-            guard isAgent else { return nil }
-            guard case .status(let pid, let socket, _, _) = try await call(.status(account: nil)) else {
-                throw AppError.malformedMessage
-            }
-            return (pid, socket)
-        }
-    }
-
     /// Whether requests go to an agent.
     var isAgent: Bool {
         if case .agent = route { return true }

@@ -126,20 +126,24 @@ struct Unlock: AsyncParsableCommand {
                     pinFromStdin: pinOptions.pinStdin,
                     preference: preference
                 )
-                guard let agent = try await path.agent else {
+                guard path.isAgent else {
                     print(
                         "Unlocked \(status.account). No agent holds the key, so it was dropped again as this command ended."
                     )
                     return
                 }
+                // One status after the unlock gives both the agent's pid and the autolock now in force.
+                guard case .status(let pid, _, let accounts, _) = try await path.call(.status(account: status.account))
+                else { throw AppError.malformedMessage }
                 print(
                     already
-                        ? "\(status.account) was already unlocked in the agent (pid \(agent.pid))."
-                        : "Unlocked \(status.account) in the agent (pid \(agent.pid))."
+                        ? "\(status.account) was already unlocked in the agent (pid \(pid))."
+                        : "Unlocked \(status.account) in the agent (pid \(pid))."
                 )
-                let now = try await path.account(home)
-                for line in StatusLines.describe(now, agent: true) where line.hasPrefix("  autolock") {
-                    print(line.trimmingSpaces)
+                for now in accounts where now.account == status.account {
+                    for line in StatusLines.describe(now, agent: true) where line.hasPrefix("  autolock") {
+                        print(line.trimmingSpaces)
+                    }
                 }
             }
         }
