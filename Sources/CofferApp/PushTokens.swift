@@ -29,9 +29,10 @@ public final class PushTokens: Sendable {
     ///
     /// A token that expires within ``refreshAhead`` is refreshed first: the service's answer is sealed into the
     /// session record before the new token is used, and the service keeps the old token working until then, so a
-    /// refresh cut off anywhere leaves a working token. A refresh that fails (service unreachable) is logged and
-    /// tried at the next unlock; the old token is kept. Then, when a FastSync record ended while no token was at
-    /// hand, the service is asked to delete its key (``FastSync/deleteEscrowedKey(keychain:account:session:token:timeout:)``).
+    /// refresh cut off anywhere leaves a working token. A refresh that fails (service unreachable, or no answer
+    /// within the client's 20-second limit) is logged and tried at the next unlock; the old token is kept. Then, when
+    /// a FastSync record ended while no token was at hand, the service is asked to delete its key
+    /// (``FastSync/deleteEscrowedKey(keychain:account:session:token:)``).
     @discardableResult
     public func open(
         account: String,
@@ -48,10 +49,7 @@ public final class PushTokens: Sendable {
         var token = try store.token(of: record, key: key)
         if record.expires.timeIntervalSinceNow < Self.refreshAhead {
             do {
-                // A short limit: an unreachable service must not hold the unlock for long.
-                var client = NotifyClient(server: record.server)
-                client.timeout = 5
-                let fresh = try await client.refresh(token: token)
+                let fresh = try await NotifyClient(server: record.server).refresh(token: token)
                 guard fresh.sessionID == record.sessionID else {
                     throw NotifyClientError.malformedResponse("the refresh answer names another session")
                 }

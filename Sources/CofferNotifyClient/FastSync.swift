@@ -62,7 +62,7 @@ public enum FastSync {
 
     /// Turns FastSync off here: deletes the account's record (without it an escrowed key opens nothing) and, when
     /// there was one, leaves a note that the service's key is still to be deleted, which
-    /// ``deleteEscrowedKey(keychain:account:session:token:timeout:)`` acts on.
+    /// ``deleteEscrowedKey(keychain:account:session:token:)`` acts on.
     ///
     /// - Returns: Whether there was a record.
     @discardableResult
@@ -95,8 +95,7 @@ public enum FastSync {
         keychain: any Keychain,
         account: String,
         session: PushSessionStore.Record,
-        token: String,
-        timeout: Int64 = 5
+        token: String
     ) async throws(NotifyClientError) -> Bool {
         let note: SecretBytes?
         do {
@@ -107,9 +106,7 @@ public enum FastSync {
         guard let note else { return false }
         let sessionID = note.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         if sessionID == session.sessionID {
-            var client = NotifyClient(server: session.server)
-            client.timeout = timeout
-            try await client.deleteKEK(token: token)
+            try await NotifyClient(server: session.server).deleteKEK(token: token)
         }
         do {
             try keychain.delete(endedAddress(account))

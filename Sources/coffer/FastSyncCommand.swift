@@ -92,8 +92,7 @@ struct FastSyncCommand: AsyncParsableCommand {
                             keychain: keychain,
                             account: local.name,
                             session: record,
-                            token: token,
-                            timeout: NotifyClient(server: record.server).timeout
+                            token: token
                         )
                         print(
                             ended
