@@ -41,8 +41,7 @@ public struct WebPushSender: Sendable {
         } catch {
             throw .invalidRequest("the push endpoint has no origin for VAPID")
         }
-        var path = resolved.url.path.isEmpty ? "/" : resolved.url.path
-        if let query = resolved.url.query { path += "?" + query }
+        let path = PinnedHTTP.target(of: resolved.url)
         var headers = HTTPHeaders()
         headers.add(name: "TTL", value: String(max(0, ttl)))
         headers.add(name: "Urgency", value: urgency)

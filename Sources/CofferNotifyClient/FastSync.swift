@@ -85,6 +85,16 @@ public enum FastSync {
         }
     }
 
+    /// Whether a record ended here and the service has not yet confirmed deleting its key.
+    public static func escrowDeletionPending(keychain: any Keychain, account: String) throws(NotifyClientError) -> Bool
+    {
+        do {
+            return try keychain.readIfPresent(endedAddress(account)) != nil
+        } catch {
+            throw .keychain(error)
+        }
+    }
+
     /// When a record ended here (``end(keychain:account:)``) and `session` is the one its key was escrowed for, asks
     /// the service to delete that key, then clears the note. A note of another session (since revoked) is cleared
     /// without a request.

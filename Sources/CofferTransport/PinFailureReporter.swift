@@ -142,11 +142,10 @@ public final class PinReportUploader: PinFailureReporter {
             trustRoots: trustRoots,
             timeout: timeout
         )
-        var path = url.path.isEmpty ? "/" : url.path
-        if let query = url.query { path += "?\(query)" }
+        let path = PinnedHTTP.target(of: url)
         let body = Self.body(report)
         let (timeout, id) = (timeout, UUID())
-        let task = Task { [path] in
+        let task = Task {
             var headers = HTTPHeaders()
             headers.add(name: "Content-Type", value: "application/json")
             _ = try? await PinnedHTTP.exchange(

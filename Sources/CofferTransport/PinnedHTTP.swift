@@ -21,6 +21,12 @@ public enum PinnedHTTP {
         }
     }
 
+    /// The request target of `url` for the request line: its path (`/` when empty) and query.
+    public static func target(of url: URL) -> String {
+        let path = url.path.isEmpty ? "/" : url.path
+        return url.query.map { "\(path)?\($0)" } ?? path
+    }
+
     /// Sends one request and reads the whole answer.
     ///
     /// `Host`, `Connection: close` and `Content-Length` are set here; `headers` adds the rest. The connection is

@@ -36,10 +36,10 @@ enum AgentBench {
             ["request", "in-process p50", "in-process p99", "agent p50", "agent p99", "agent / in-process (p50)"]
         )
         for (name, request) in [("status", status), ("list 50", list)] {
-            let local = try await percentiles {
+            let local = try await measure {
                 _ = try await dispatcher.perform(request, secret: nil, conversation: SilentConversation())
             }
-            let remote = try await percentiles {
+            let remote = try await measure {
                 guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
                 defer { client.close() }
                 _ = try await client.call(request)
@@ -53,7 +53,7 @@ enum AgentBench {
         let kept = try await {
             guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
             defer { client.close() }
-            return try await percentiles { _ = try await client.call(status) }
+            return try await measure { _ = try await client.call(status) }
         }()
         table.add(["status, one kept connection", "", "", format(kept.p50, 1), format(kept.p99, 1), ""])
         table.print()
@@ -62,7 +62,7 @@ enum AgentBench {
         try await serving.value
     }
 
-    private static func percentiles(_ body: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
+    private static func measure(_ body: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
         for _ in 0..<20 { try await body() }
         var times: [Double] = []
         times.reserveCapacity(requests)
@@ -71,8 +71,7 @@ enum AgentBench {
             try await body()
             times.append(Double(Timer.now() - start) / 1_000)
         }
-        times.sort()
-        return (times[times.count / 2], times[min(times.count - 1, times.count * 99 / 100)])
+        return percentiles(times)
     }
 
     private static func message(_ index: Int) -> String {

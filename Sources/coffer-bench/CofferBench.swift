@@ -18,24 +18,8 @@ struct CofferBench {
     static func main() async throws {
         ProcessSettings.tuneAllocator()
         var arguments = Array(CommandLine.arguments.dropFirst())
-        var messages = 10_000
-        if let flag = arguments.firstIndex(of: "--messages") {
-            guard flag + 1 < arguments.count, let count = Int(arguments[flag + 1]), count > 0 else {
-                print("--messages needs a positive number")
-                exit(2)
-            }
-            messages = count
-            arguments.removeSubrange(flag...(flag + 1))
-        }
-        var deliveries = 200
-        if let flag = arguments.firstIndex(of: "--deliveries") {
-            guard flag + 1 < arguments.count, let count = Int(arguments[flag + 1]), count > 0 else {
-                print("--deliveries needs a positive number")
-                exit(2)
-            }
-            deliveries = count
-            arguments.removeSubrange(flag...(flag + 1))
-        }
+        let messages = positiveOption("--messages", in: &arguments) ?? 10_000
+        let deliveries = positiveOption("--deliveries", in: &arguments) ?? 200
         if let flag = arguments.firstIndex(of: "--check") {
             arguments.remove(at: flag)
             var path = CheckBench.defaultPath
@@ -66,6 +50,18 @@ struct CofferBench {
                 exit(1)
             }
         }
+    }
+
+    /// The value of `--name N` (removed from `arguments`), nil when absent; exits with a sentence when N is not a
+    /// positive number.
+    private static func positiveOption(_ name: String, in arguments: inout [String]) -> Int? {
+        guard let flag = arguments.firstIndex(of: name) else { return nil }
+        guard flag + 1 < arguments.count, let count = Int(arguments[flag + 1]), count > 0 else {
+            print("\(name) needs a positive number")
+            exit(2)
+        }
+        arguments.removeSubrange(flag...(flag + 1))
+        return count
     }
 
     private static func run(_ section: String, messages: Int, deliveries: Int) async throws {
@@ -150,6 +146,15 @@ struct Table {
         Swift.print("|" + header.map { _ in "---" }.joined(separator: "|") + "|")
         for row in rows { Swift.print("| " + row.joined(separator: " | ") + " |") }
     }
+}
+
+/// The 50th and 99th percentiles of `values` (nearest rank); `values` must not be empty.
+func percentiles(_ values: [Double]) -> (p50: Double, p99: Double) {
+    let sorted = values.sorted()
+    func at(_ p: Double) -> Double {
+        sorted[min(sorted.count - 1, max(0, Int((p * Double(sorted.count)).rounded(.up)) - 1))]
+    }
+    return (at(0.5), at(0.99))
 }
 
 /// Formats a number with `digits` decimals.

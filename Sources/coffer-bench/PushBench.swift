@@ -134,14 +134,6 @@ enum PushBench {
         return (total, handoff)
     }
 
-    private static func percentiles(_ values: [Double]) -> (p50: Double, p99: Double) {
-        let sorted = values.sorted()
-        func at(_ p: Double) -> Double {
-            sorted[min(sorted.count - 1, Int((p * Double(sorted.count)).rounded(.up)) - 1)]
-        }
-        return (at(0.5), at(0.99))
-    }
-
     private static func step(_ cli: CLIRunner, _ arguments: [String], input: String = "") throws {
         let result = try cli.run(arguments, input: input)
         guard result.status == 0 else {

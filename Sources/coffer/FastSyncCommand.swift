@@ -80,31 +80,18 @@ struct FastSyncCommand: AsyncParsableCommand {
                     let keychain = try local.user.keychain
                     // The record goes first: without it the escrowed key opens nothing.
                     let ended = try FastSync.end(keychain: keychain, account: local.name)
-                    let store = PushSessionStore(keychain: keychain, account: local.name)
-                    guard let record = try store.loadSession() else {
+                    let hasSession = try PushSessionStore(keychain: keychain, account: local.name).loadSession() != nil
+                    guard hasSession, try FastSync.escrowDeletionPending(keychain: keychain, account: local.name) else {
                         print(ended ? "FastSync is off: the record is deleted here." : "FastSync is off.")
                         return
                     }
-                    // The unlock tells the service already when it can (a note of the ended record is left first).
-                    let token = try await local.pushToken(of: record, in: store, home, pinOptions)
-                    do throws(NotifyClientError) {
-                        _ = try await FastSync.deleteEscrowedKey(
-                            keychain: keychain,
-                            account: local.name,
-                            session: record,
-                            token: token
-                        )
-                        print(
-                            ended
-                                ? "FastSync is off: the record is deleted here and the key on the service."
-                                : "FastSync is off."
-                        )
-                    } catch {
-                        print(
-                            "FastSync is off here; the service could not be told (\(error.description)); the next "
-                                + "unlock tells it."
-                        )
-                    }
+                    // The unlock opens the token and tells the service, as every unlock does while the note is there.
+                    try await local.unlock(home, pinOptions)
+                    print(
+                        try FastSync.escrowDeletionPending(keychain: keychain, account: local.name)
+                            ? "FastSync is off here; the service could not be reached, and the next unlock tells it."
+                            : "FastSync is off: the record is deleted here and the key on the service."
+                    )
                 }
             }
         }
