@@ -83,14 +83,9 @@ public struct Syncer: Sendable {
     }
 
     /// The pinned TLS configuration of an account: its CA bundle (or the system store) and, with pins, a pin
-    /// policy for its host, enforced with no way around it; with a report URL, pin failures go there.
-    public func configuration(for server: ServerAccount) throws(SyncError) -> IMAPConfiguration {
-        try configurationAndReports(for: server).configuration
-    }
-
-    /// The configuration, and the uploader its pin failures go to when the account has a report URL (rate-limited
-    /// per process, as TrustKit's are).
-    private func configurationAndReports(
+    /// policy for its host, enforced with no way around it; with a report URL, the uploader its pin failures go to
+    /// (rate-limited per process, as TrustKit's are).
+    func configuration(
         for server: ServerAccount
     ) throws(SyncError) -> (configuration: IMAPConfiguration, reports: PinReportUploader?) {
         let trustRoots: TrustRoots = server.caFile.map { .caBundle(path: $0) } ?? .system
@@ -145,7 +140,7 @@ public struct Syncer: Sendable {
 
     /// Connects and logs in: the check `coffer account add` makes before it stores anything.
     public func connect(_ server: ServerAccount) async throws(SyncError) -> IMAPClient {
-        let (configuration, reports) = try configurationAndReports(for: server)
+        let (configuration, reports) = try configuration(for: server)
         let client: IMAPClient
         do {
             client = try await IMAPClient.connect(configuration)
