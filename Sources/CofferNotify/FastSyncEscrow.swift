@@ -4,20 +4,43 @@ import Foundation
 import GRDB
 import Hummingbird
 
+/// Where the FastSync escrow keeps its records, already sealed by ``FastSyncEscrow``: the SQLite engine's own file
+/// (``SQLiteEscrowRecords``, `escrow.sqlite`) or the shared PostgreSQL database (``PostgresNotifyStorage``), so that
+/// every instance on one database attaches a key escrowed through any of them.
+public protocol EscrowRecords: Sendable {
+    /// Stores the user's key pair unless the user has one; returns the public key that is stored (the first one
+    /// wins when two instances race).
+    func insertEscrowUser(
+        user: String,
+        publicKey: [UInt8],
+        sealedPrivateKey: [UInt8]
+    ) async throws(NotifyError)
+        -> [UInt8]
+    /// The user's sealed private key, nil when the user has no key pair.
+    func sealedEscrowPrivateKey(user: String) async throws(NotifyError) -> [UInt8]?
+    /// Stores the session's sealed KEK, replacing an earlier one.
+    func putEscrowedKEK(sessionID: String, user: String, sealed: [UInt8], expires: Int64) async throws(NotifyError)
+    /// Deletes every KEK that expired at `now` (Unix seconds), then returns the session's, if any.
+    func escrowedKEK(sessionID: String, now: Int64) async throws(NotifyError) -> (sealed: [UInt8], expires: Int64)?
+    /// Deletes the session's KEK.
+    func deleteEscrowedKEK(sessionID: String) async throws(NotifyError)
+    /// Deletes every KEK that expired at `now`; returns how many.
+    func purgeEscrowedKEKs(now: Int64) async throws(NotifyError) -> Int
+}
+
 /// The FastSync escrow (issue 11, seed `003_…`): a per-user X25519 key pair made by the service, and per session a
 /// key-encryption key (KEK) the device sealed to it, with an expiry of at most 7 days. The service puts the KEK in
 /// that session's new-mail pushes while it is unexpired and deletes it at expiry, revocation and unregistration.
 ///
-/// Its own SQLite file (`escrow.sqlite` beside `notify.sqlite`), every secret sealed at rest with AES-256-GCM under
-/// a key derived from the service's master key (`master.key`, outside the database). Formats: docs/FORMAT.md,
-/// "FastSync escrow v1".
+/// Every secret is sealed at rest with AES-256-GCM under a key derived from the service's master key (`master.key`,
+/// outside the database) before it reaches the ``EscrowRecords``. Formats: docs/FORMAT.md, "FastSync escrow v1".
 public final class FastSyncEscrow: Sendable {
-    private let database: DatabaseQueue
+    private let records: any EscrowRecords
     private let userKeyKey: SymmetricKey
     private let kekKey: SymmetricKey
 
-    /// Opens (and makes) the escrow database; `masterKey` is the 32-octet master key.
-    public init(path: String, masterKey: [UInt8]) throws(NotifyError) {
+    /// The escrow over `records`; `masterKey` is the 32-octet master key (shared by every instance on one database).
+    public init(records: any EscrowRecords, masterKey: [UInt8]) throws(NotifyError) {
         guard masterKey.count == 32 else { throw .configuration("the master key must be 32 bytes") }
         let master = SymmetricKey(data: masterKey)
         func derive(_ label: String) -> SymmetricKey {
@@ -30,55 +53,27 @@ public final class FastSyncEscrow: Sendable {
         }
         userKeyKey = derive("user-key")
         kekKey = derive("kek")
-        do {
-            var configuration = Configuration()
-            configuration.busyMode = .timeout(10)
-            database = try DatabaseQueue(path: path, configuration: configuration)
-            var migrator = DatabaseMigrator()
-            migrator.registerMigration("escrow-v1") { db in
-                try db.execute(
-                    sql: """
-                        CREATE TABLE escrow_user (user TEXT PRIMARY KEY, public_key BLOB NOT NULL,
-                          sealed_private_key BLOB NOT NULL);
-                        CREATE TABLE escrow_kek (session_id TEXT PRIMARY KEY, user TEXT NOT NULL,
-                          sealed_kek BLOB NOT NULL, expires INTEGER NOT NULL);
-                        """
-                )
-            }
-            try migrator.migrate(database)
-        } catch {
-            throw .storage("the escrow database could not be opened")
-        }
+        self.records = records
     }
 
     private static func aad(_ parts: String...) -> Data { Data(parts.joined(separator: "\u{0}").utf8) }
 
-    private func seal(_ data: Data, key: SymmetricKey, aad: Data) throws(NotifyError) -> Data {
+    private func seal(_ data: Data, key: SymmetricKey, aad: Data) throws(NotifyError) -> [UInt8] {
         do {
             guard let combined = try AES.GCM.seal(data, using: key, authenticating: aad).combined else {
                 throw NotifyError.storage("a seal failed")
             }
-            return combined
+            return Array(combined)
         } catch {
             throw .storage("a seal failed")
         }
     }
 
-    private func open(_ data: Data, key: SymmetricKey, aad: Data) throws(NotifyError) -> Data {
+    private func open(_ data: [UInt8], key: SymmetricKey, aad: Data) throws(NotifyError) -> Data {
         do {
             return try AES.GCM.open(AES.GCM.SealedBox(combined: data), using: key, authenticating: aad)
         } catch {
             throw .storage("an escrow record does not open under the master key")
-        }
-    }
-
-    private func run<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws(NotifyError) -> T {
-        do {
-            return try await database.write(body)
-        } catch let error as NotifyError {
-            throw error
-        } catch {
-            throw .storage("an escrow read or write failed")
         }
     }
 
@@ -90,28 +85,17 @@ public final class FastSyncEscrow: Sendable {
             key: userKeyKey,
             aad: Self.aad("user-key", user)
         )
-        let publicKey = candidate.publicKey.rawRepresentation
-        return try await run { db in
-            if let existing = try Data.fetchOne(
-                db,
-                sql: "SELECT public_key FROM escrow_user WHERE user = ?",
-                arguments: [user]
-            ) {
-                return Array(existing)
-            }
-            try db.execute(
-                sql: "INSERT INTO escrow_user (user, public_key, sealed_private_key) VALUES (?, ?, ?)",
-                arguments: [user, publicKey, sealed]
-            )
-            return Array(publicKey)
-        }
+        return try await records.insertEscrowUser(
+            user: user,
+            publicKey: Array(candidate.publicKey.rawRepresentation),
+            sealedPrivateKey: sealed
+        )
     }
 
     private func privateKey(user: String) async throws(NotifyError) -> Curve25519.KeyAgreement.PrivateKey {
-        let sealed = try await run { db in
-            try Data.fetchOne(db, sql: "SELECT sealed_private_key FROM escrow_user WHERE user = ?", arguments: [user])
+        guard let sealed = try await records.sealedEscrowPrivateKey(user: user) else {
+            throw .invalidRequest("fetch the escrow public key first")
         }
-        guard let sealed else { throw .invalidRequest("fetch the escrow public key first") }
         let raw = try open(sealed, key: userKeyKey, aad: Self.aad("user-key", user))
         do {
             return try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: raw)
@@ -148,13 +132,12 @@ public final class FastSyncEscrow: Sendable {
             key: kekKey,
             aad: Self.aad("kek", session.id, String(upload.expires))
         )
-        let (id, user, expires) = (session.id, session.user, upload.expires)
-        try await run { db in
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO escrow_kek (session_id, user, sealed_kek, expires) VALUES (?, ?, ?, ?)",
-                arguments: [id, user, sealed, expires]
-            )
-        }
+        try await records.putEscrowedKEK(
+            sessionID: session.id,
+            user: session.user,
+            sealed: sealed,
+            expires: upload.expires
+        )
     }
 
     /// The session's KEK and expiry while unexpired and the session live; an expired one is deleted.
@@ -164,52 +147,146 @@ public final class FastSyncEscrow: Sendable {
     ) async throws(NotifyError) -> (
         kek: [UInt8], expires: Int64
     )? {
-        let id = session.id
         guard session.isLive(at: now) else {
-            try await delete(sessionID: id)
+            try await delete(sessionID: session.id)
             return nil
         }
-        let current = Int64(now.timeIntervalSince1970)
-        let row = try await run { db -> (Data, Int64)? in
-            try db.execute(sql: "DELETE FROM escrow_kek WHERE expires <= ?", arguments: [current])
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = ?",
-                    arguments: [id]
-                )
-            else { return nil }
-            return (row["sealed_kek"], row["expires"])
-        }
-        guard let (sealed, expires) = row else { return nil }
-        let kek = try open(sealed, key: kekKey, aad: Self.aad("kek", id, String(expires)))
+        guard
+            let (sealed, expires) = try await records.escrowedKEK(
+                sessionID: session.id,
+                now: Int64(now.timeIntervalSince1970)
+            )
+        else { return nil }
+        let kek = try open(sealed, key: kekKey, aad: Self.aad("kek", session.id, String(expires)))
         return (Array(kek), expires)
     }
 
-    /// Whether the session has an unexpired KEK (never the KEK itself).
-    public func hasKEK(sessionID: String, now: Date) async throws(NotifyError) -> Int64? {
-        let current = Int64(now.timeIntervalSince1970)
-        return try await run { db in
-            try Int64.fetchOne(
-                db,
-                sql: "SELECT expires FROM escrow_kek WHERE session_id = ? AND expires > ?",
-                arguments: [sessionID, current]
-            )
-        }
+    /// Until when the session has an unexpired KEK, nil when it has none (never the KEK itself).
+    public func kekExpiry(sessionID: String, now: Date) async throws(NotifyError) -> Int64? {
+        try await records.escrowedKEK(sessionID: sessionID, now: Int64(now.timeIntervalSince1970))?.expires
     }
 
     /// Deletes the session's KEK (turned off, revoked, unregistered).
     public func delete(sessionID: String) async throws(NotifyError) {
+        try await records.deleteEscrowedKEK(sessionID: sessionID)
+    }
+
+    /// Deletes every expired KEK; returns how many.
+    public func purge(now: Date) async throws(NotifyError) -> Int {
+        try await records.purgeEscrowedKEKs(now: Int64(now.timeIntervalSince1970))
+    }
+}
+
+/// The SQLite engine's escrow records: their own file (`escrow.sqlite` beside `notify.sqlite`), so that the
+/// session database's migrations stay untouched.
+public final class SQLiteEscrowRecords: EscrowRecords {
+    private let database: DatabaseQueue
+
+    /// Opens (and makes) the escrow database.
+    public init(path: String) throws(NotifyError) {
+        do {
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            var migrator = DatabaseMigrator()
+            migrator.registerMigration("escrow-v1") { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE escrow_user (user TEXT PRIMARY KEY, public_key BLOB NOT NULL,
+                          sealed_private_key BLOB NOT NULL);
+                        CREATE TABLE escrow_kek (session_id TEXT PRIMARY KEY, user TEXT NOT NULL,
+                          sealed_kek BLOB NOT NULL, expires INTEGER NOT NULL);
+                        """
+                )
+            }
+            try migrator.migrate(database)
+        } catch {
+            throw .storage("the escrow database could not be opened")
+        }
+    }
+
+    private func run<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws(NotifyError) -> T {
+        do {
+            return try await database.write(body)
+        } catch {
+            throw .storage("an escrow read or write failed")
+        }
+    }
+
+    /// See ``EscrowRecords/insertEscrowUser(user:publicKey:sealedPrivateKey:)``.
+    public func insertEscrowUser(
+        user: String,
+        publicKey: [UInt8],
+        sealedPrivateKey: [UInt8]
+    ) async throws(NotifyError) -> [UInt8] {
+        try await run { db in
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO escrow_user (user, public_key, sealed_private_key) VALUES (?, ?, ?)",
+                arguments: [user, Data(publicKey), Data(sealedPrivateKey)]
+            )
+            let stored = try Data.fetchOne(
+                db,
+                sql: "SELECT public_key FROM escrow_user WHERE user = ?",
+                arguments: [user]
+            )
+            return stored.map(Array.init) ?? publicKey
+        }
+    }
+
+    /// See ``EscrowRecords/sealedEscrowPrivateKey(user:)``.
+    public func sealedEscrowPrivateKey(user: String) async throws(NotifyError) -> [UInt8]? {
+        try await run { db in
+            try Data.fetchOne(db, sql: "SELECT sealed_private_key FROM escrow_user WHERE user = ?", arguments: [user])
+                .map(Array.init)
+        }
+    }
+
+    /// See ``EscrowRecords/putEscrowedKEK(sessionID:user:sealed:expires:)``.
+    public func putEscrowedKEK(
+        sessionID: String,
+        user: String,
+        sealed: [UInt8],
+        expires: Int64
+    ) async throws(NotifyError) {
+        try await run { db in
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO escrow_kek (session_id, user, sealed_kek, expires) VALUES (?, ?, ?, ?)",
+                arguments: [sessionID, user, Data(sealed), expires]
+            )
+        }
+    }
+
+    /// See ``EscrowRecords/escrowedKEK(sessionID:now:)``.
+    public func escrowedKEK(
+        sessionID: String,
+        now: Int64
+    ) async throws(NotifyError) -> (
+        sealed: [UInt8], expires: Int64
+    )? {
+        try await run { db -> (sealed: [UInt8], expires: Int64)? in
+            try db.execute(sql: "DELETE FROM escrow_kek WHERE expires <= ?", arguments: [now])
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = ?",
+                    arguments: [sessionID]
+                )
+            else { return nil }
+            return (Array(row["sealed_kek"] as Data), row["expires"])
+        }
+    }
+
+    /// See ``EscrowRecords/deleteEscrowedKEK(sessionID:)``.
+    public func deleteEscrowedKEK(sessionID: String) async throws(NotifyError) {
         try await run { db in
             try db.execute(sql: "DELETE FROM escrow_kek WHERE session_id = ?", arguments: [sessionID])
         }
     }
 
-    /// Deletes every expired KEK; returns how many.
-    public func purge(now: Date) async throws(NotifyError) -> Int {
-        let current = Int64(now.timeIntervalSince1970)
-        return try await run { db in
-            try db.execute(sql: "DELETE FROM escrow_kek WHERE expires <= ?", arguments: [current])
+    /// See ``EscrowRecords/purgeEscrowedKEKs(now:)``.
+    public func purgeEscrowedKEKs(now: Int64) async throws(NotifyError) -> Int {
+        try await run { db in
+            try db.execute(sql: "DELETE FROM escrow_kek WHERE expires <= ?", arguments: [now])
             return db.changesCount
         }
     }

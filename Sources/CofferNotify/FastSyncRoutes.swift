@@ -31,7 +31,9 @@ extension NotifyAPI {
         }
         protected.get("/fastsync/kek") { _, context -> FastSyncStatusResponse in
             let session = try context.requireSession()
-            return FastSyncStatusResponse(expires: try await escrow().hasKEK(sessionID: session.id, now: service.now()))
+            return FastSyncStatusResponse(
+                expires: try await escrow().kekExpiry(sessionID: session.id, now: service.now())
+            )
         }
         protected.delete("/fastsync/kek") { _, context -> HTTPResponse.Status in
             let session = try context.requireSession()

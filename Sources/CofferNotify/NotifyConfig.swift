@@ -98,13 +98,13 @@ public struct NotifyConfig: Codable, Sendable, Equatable {
         )
     }
 
-    /// Opens the chosen storage: the home's SQLite file, or PostgreSQL (also returned on its own, for its
-    /// ``PostgresWakeService``).
+    /// Opens the chosen storage and the FastSync escrow's records: the home's SQLite files (`notify.sqlite`,
+    /// `escrow.sqlite`), or PostgreSQL for both (also returned on its own, for its ``PostgresWakeService``).
     public func openStorage(
         home: NotifyHome,
         logger: Logger
     ) async throws(NotifyError) -> (
-        storage: any NotifyStorage, postgres: PostgresNotifyStorage?
+        storage: any NotifyStorage, escrow: any EscrowRecords, postgres: PostgresNotifyStorage?
     ) {
         let masterKey = try home.masterKey()
         if let configuration = postgresConfiguration {
@@ -113,8 +113,11 @@ public struct NotifyConfig: Codable, Sendable, Equatable {
                 masterKey: masterKey,
                 logger: logger
             )
-            return (storage, storage)
+            return (storage, storage, storage)
         }
-        return (try SQLiteNotifyStorage(path: home.database, masterKey: masterKey), nil)
+        return (
+            try SQLiteNotifyStorage(path: home.database, masterKey: masterKey),
+            try SQLiteEscrowRecords(path: "\(home.path)/escrow.sqlite"), nil
+        )
     }
 }

@@ -259,7 +259,7 @@ public struct NotifyService: Sendable {
     }
 }
 
-/// Deletes expired pending messages every `interval` until the service shuts down.
+/// Deletes expired pending messages and expired FastSync keys every `interval` until the service shuts down.
 public struct PurgeService: Service {
     /// The service whose storage is purged.
     public let service: NotifyService
@@ -278,6 +278,9 @@ public struct PurgeService: Service {
             do {
                 let removed = try await service.storage.purgeExpired(now: service.now())
                 if removed > 0 { service.logger.info("expired pushes purged", metadata: ["count": "\(removed)"]) }
+                if let keys = try await service.escrow?.purge(now: service.now()), keys > 0 {
+                    service.logger.info("expired FastSync keys purged", metadata: ["count": "\(keys)"])
+                }
             } catch {
                 service.logger.error("purge failed: \(error)")
             }

@@ -6,9 +6,9 @@ import ServiceLifecycle
 /// ``NotifyStorage`` on PostgreSQL through postgres-nio, for several coffer-notify instances on one database.
 ///
 /// Same records as ``SQLiteNotifyStorage`` (database v3: token hashes, sealed push keys, sealed pushes; FORMAT.md
-/// "PostgreSQL"). Every queued message also sends `NOTIFY coffer_notify, '<session id>'`, and ``listen(_:)``
+/// "PostgreSQL"), and the FastSync escrow's records. Every queued message also sends `NOTIFY coffer_notify, '<session id>'`, and ``listen(_:)``
 /// hands each one to the caller, so a long poll held by one instance wakes when another queues its push.
-public final class PostgresNotifyStorage: NotifyStorage {
+public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
     /// The channel of the wake-up notifications.
     public static let channel = "coffer_notify"
     private let client: PostgresClient
@@ -44,7 +44,8 @@ public final class PostgresNotifyStorage: NotifyStorage {
     deinit { runner.cancel() }
 
     /// The schema, made under an advisory lock so that instances starting together do not race. Version 4 matches
-    /// SQLite's database v4; later versions add statements after these.
+    /// SQLite's database v4, version 5 adds the escrow tables (SQLite's are in `escrow.sqlite`); later versions add
+    /// statements after these.
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withConnection { connection in
             _ = try await connection.query("BEGIN", logger: logger)
@@ -83,11 +84,29 @@ public final class PostgresNotifyStorage: NotifyStorage {
                     "ALTER TABLE session ADD COLUMN IF NOT EXISTS previous_token_hash BYTEA",
                     "CREATE INDEX IF NOT EXISTS session_previous_token ON session(previous_token_hash)",
                     "UPDATE notify_schema SET version = 4 WHERE version < 4",
+                    // Version 5: the FastSync escrow (FORMAT.md "FastSync escrow v1") in the shared database, so
+                    // that a key escrowed through one instance rides the pushes any instance sends.
+                    """
+                    CREATE TABLE IF NOT EXISTS escrow_user (
+                        "user" TEXT PRIMARY KEY NOT NULL,
+                        public_key BYTEA NOT NULL,
+                        sealed_private_key BYTEA NOT NULL
+                    )
+                    """,
+                    """
+                    CREATE TABLE IF NOT EXISTS escrow_kek (
+                        session_id TEXT PRIMARY KEY NOT NULL,
+                        "user" TEXT NOT NULL,
+                        sealed_kek BYTEA NOT NULL,
+                        expires BIGINT NOT NULL
+                    )
+                    """,
+                    "UPDATE notify_schema SET version = 5 WHERE version < 5",
                 ] {
                     _ = try await connection.query(statement, logger: logger)
                 }
                 let rows = try await connection.query("SELECT MAX(version) FROM notify_schema", logger: logger)
-                for try await version in rows.decode(Int?.self) where (version ?? 0) > 4 {
+                for try await version in rows.decode(Int?.self) where (version ?? 0) > 5 {
                     throw NotifyError.storage("the database has schema version \(version ?? 0), newer than this build")
                 }
                 _ = try await connection.query("COMMIT", logger: logger)
@@ -328,6 +347,94 @@ public final class PostgresNotifyStorage: NotifyStorage {
     /// See ``NotifyStorage/purgeExpired(now:)``.
     public func purgeExpired(now: Date) async throws(NotifyError) -> Int {
         try await count { "DELETE FROM pending_message WHERE expires <= \(now.timeIntervalSince1970) RETURNING id" }
+    }
+
+    /// See ``EscrowRecords/insertEscrowUser(user:publicKey:sealedPrivateKey:)``.
+    public func insertEscrowUser(
+        user: String,
+        publicKey: [UInt8],
+        sealedPrivateKey: [UInt8]
+    ) async throws(NotifyError) -> [UInt8] {
+        let (key, sealed) = (Data(publicKey), Data(sealedPrivateKey))
+        return try await run("write") {
+            _ = try await client.query(
+                """
+                INSERT INTO escrow_user ("user", public_key, sealed_private_key) VALUES (\(user), \(key), \(sealed))
+                ON CONFLICT ("user") DO NOTHING
+                """,
+                logger: logger
+            )
+            let rows = try await client.query(
+                #"SELECT public_key FROM escrow_user WHERE "user" = \#(user)"#,
+                logger: logger
+            )
+            var stored = publicKey
+            for try await value in rows.decode(Data.self) { stored = [UInt8](value) }
+            return stored
+        }
+    }
+
+    /// See ``EscrowRecords/sealedEscrowPrivateKey(user:)``.
+    public func sealedEscrowPrivateKey(user: String) async throws(NotifyError) -> [UInt8]? {
+        try await run("read") {
+            let rows = try await client.query(
+                #"SELECT sealed_private_key FROM escrow_user WHERE "user" = \#(user)"#,
+                logger: logger
+            )
+            var sealed: [UInt8]?
+            for try await value in rows.decode(Data.self) { sealed = [UInt8](value) }
+            return sealed
+        }
+    }
+
+    /// See ``EscrowRecords/putEscrowedKEK(sessionID:user:sealed:expires:)``.
+    public func putEscrowedKEK(
+        sessionID: String,
+        user: String,
+        sealed: [UInt8],
+        expires: Int64
+    ) async throws(NotifyError) {
+        let sealed = Data(sealed)
+        try await run("write") {
+            _ = try await client.query(
+                """
+                INSERT INTO escrow_kek (session_id, "user", sealed_kek, expires)
+                VALUES (\(sessionID), \(user), \(sealed), \(expires))
+                ON CONFLICT (session_id) DO UPDATE SET "user" = EXCLUDED."user", sealed_kek = EXCLUDED.sealed_kek,
+                    expires = EXCLUDED.expires
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    /// See ``EscrowRecords/escrowedKEK(sessionID:now:)``.
+    public func escrowedKEK(
+        sessionID: String,
+        now: Int64
+    ) async throws(NotifyError) -> (
+        sealed: [UInt8], expires: Int64
+    )? {
+        _ = try await purgeEscrowedKEKs(now: now)
+        return try await run("read") {
+            let rows = try await client.query(
+                "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = \(sessionID) AND expires > \(now)",
+                logger: logger
+            )
+            var found: (sealed: [UInt8], expires: Int64)?
+            for try await (sealed, expires) in rows.decode((Data, Int64).self) { found = ([UInt8](sealed), expires) }
+            return found
+        }
+    }
+
+    /// See ``EscrowRecords/deleteEscrowedKEK(sessionID:)``.
+    public func deleteEscrowedKEK(sessionID: String) async throws(NotifyError) {
+        _ = try await count { "DELETE FROM escrow_kek WHERE session_id = \(sessionID) RETURNING session_id" }
+    }
+
+    /// See ``EscrowRecords/purgeEscrowedKEKs(now:)``.
+    public func purgeEscrowedKEKs(now: Int64) async throws(NotifyError) -> Int {
+        try await count { "DELETE FROM escrow_kek WHERE expires <= \(now) RETURNING session_id" }
     }
 
     /// Listens on the wake-up channel and calls `wake` with the session id of every message any instance queues,

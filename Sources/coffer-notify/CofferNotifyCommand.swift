@@ -29,12 +29,16 @@ struct HomeOptions: ParsableArguments {
     @Option(help: "A JSON config file choosing the storage (sqlite or postgres); see docs/NOTIFY.md.")
     var config: String?
 
-    /// The data folder and the storage the config chooses.
-    func open(logger: Logger) async throws -> (NotifyHome, any NotifyStorage, PostgresNotifyStorage?) {
+    /// The data folder, and the storage and escrow records the config chooses.
+    func open(
+        logger: Logger
+    ) async throws -> (
+        home: NotifyHome, storage: any NotifyStorage, escrow: FastSyncEscrow, postgres: PostgresNotifyStorage?
+    ) {
         let home = try NotifyHome(explicit: dataDir)
         let config = try config.map { path throws(NotifyError) in try NotifyConfig.load(path: path) } ?? NotifyConfig()
-        let (storage, postgres) = try await config.openStorage(home: home, logger: logger)
-        return (home, storage, postgres)
+        let (storage, records, postgres) = try await config.openStorage(home: home, logger: logger)
+        return (home, storage, try FastSyncEscrow(records: records, masterKey: home.masterKey()), postgres)
     }
 }
 
@@ -112,8 +116,7 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var logger = Logger(label: "coffer-notify")
         logger.logLevel = .info
-        let (home, storage, postgres) = try await self.home.open(logger: logger)
-        let masterKey = try home.masterKey()
+        let (home, storage, escrow, postgres) = try await self.home.open(logger: logger)
         let secret = try home.eventSecret()
         let authenticator: any MailAuthenticator =
             if let imap { IMAPMailAuthenticator(configuration: try imapConfiguration(imap)) } else { NoMailServer() }
@@ -127,7 +130,7 @@ struct Serve: AsyncParsableCommand {
             logger: logger,
             webPush: webPush
         )
-        service.escrow = try FastSyncEscrow(path: "\(home.path)/escrow.sqlite", masterKey: masterKey)
+        service.escrow = escrow
         // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
         // `/v1/stream/ws` upgrades to a WebSocket (frames ≤ 64 KiB, pinged every 30 s).
         let http = HTTPServerBuilder.http1WebSocketUpgrade(
@@ -215,7 +218,7 @@ struct Sessions: AsyncParsableCommand {
         @Option(help: "Only this user's sessions.") var user: String?
 
         func run() async throws {
-            let (_, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
+            let storage = try await home.open(logger: Logger(label: "coffer-notify")).storage
             let all =
                 if let user { try await storage.sessions(user: user) } else { try await storage.allSessions() }
             let format = ISO8601DateFormatter()
@@ -239,15 +242,10 @@ struct Sessions: AsyncParsableCommand {
         @Argument(help: "The session id (from `sessions list`).") var id: String
 
         func run() async throws {
-            let (notifyHome, storage, _) = try await home.open(logger: Logger(label: "coffer-notify"))
+            let (_, storage, escrow, _) = try await home.open(logger: Logger(label: "coffer-notify"))
             guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
             // Its FastSync key goes with it.
-            try await FastSyncEscrow(
-                path: "\(notifyHome.path)/escrow.sqlite",
-                masterKey: notifyHome.masterKey()
-            ).delete(
-                sessionID: id
-            )
+            try await escrow.delete(sessionID: id)
             print("revoked \(id)")
         }
     }

@@ -96,13 +96,13 @@ final class LogCollector: @unchecked Sendable {
             // A change of PIN through the unlocked agent ends FastSync here and, with the token in the agent's
             // memory, on the service at once.
             let session = try #require(try await stack.storage.allSessions().first)
-            #expect(try await stack.service.escrow?.hasKEK(sessionID: session.id, now: Date()) != nil)
+            #expect(try await stack.service.escrow?.kekExpiry(sessionID: session.id, now: Date()) != nil)
             let changed = try await cli.runOffPool(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n740153\n")
             #expect(
                 changed.stdout.contains("deleted here and the key on the service"),
                 "\(changed.stdout)\(changed.stderr)"
             )
-            #expect(try await stack.service.escrow?.hasKEK(sessionID: session.id, now: Date()) == nil)
+            #expect(try await stack.service.escrow?.kekExpiry(sessionID: session.id, now: Date()) == nil)
 
             // The admin revokes the session with coffer-notify's own command: the agent's next poll gets 401.
             let notifyBinary = URL(fileURLWithPath: CLIRunner.binary).deletingLastPathComponent()

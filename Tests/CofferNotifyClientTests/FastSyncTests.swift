@@ -160,7 +160,7 @@ import Testing
             let session = try #require(try await service.storage.session(id: again.token.sessionID))
             #expect(try await escrow.kek(for: session, now: Date()) != nil)
             try await client.revoke(sessionID: again.token.sessionID, token: again.token.token)
-            #expect(try await escrow.hasKEK(sessionID: again.token.sessionID, now: Date()) == nil)
+            #expect(try await escrow.kekExpiry(sessionID: again.token.sessionID, now: Date()) == nil)
         }
     }
 

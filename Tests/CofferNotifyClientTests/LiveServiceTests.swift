@@ -49,7 +49,7 @@ struct LiveService {
             now: { clock.now() }
         )
         service.escrow = try FastSyncEscrow(
-            path: folder.appendingPathComponent("escrow.sqlite").path,
+            records: try SQLiteEscrowRecords(path: folder.appendingPathComponent("escrow.sqlite").path),
             masterKey: Array(repeating: 9, count: 32)
         )
         self.service = service

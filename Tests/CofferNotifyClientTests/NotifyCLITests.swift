@@ -247,7 +247,7 @@ extension TestServers.PinnedDovecot {
             now: { clock.now() }
         )
         service.escrow = try FastSyncEscrow(
-            path: "\(folder.path)/escrow.sqlite",
+            records: try SQLiteEscrowRecords(path: "\(folder.path)/escrow.sqlite"),
             masterKey: Array(repeating: 3, count: 32)
         )
         let configured = service
@@ -356,7 +356,7 @@ extension TestServers.PinnedDovecot {
             // Off: the record is gone here, the key on the service; the next push brings no key and syncs nothing.
             let off = try await cli.runOffPool(["fastsync", "off", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(off.stdout.contains("deleted here and the key on the service"), "\(off.stdout)\(off.stderr)")
-            #expect(try await stack.service.escrow?.hasKEK(sessionID: session.id, now: Date()) == nil)
+            #expect(try await stack.service.escrow?.kekExpiry(sessionID: session.id, now: Date()) == nil)
             let after = try await deliver(stack, subject: "After off 11aa")
             let plain = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(after))
             #expect(plain.status == 0)
@@ -384,10 +384,10 @@ extension TestServers.PinnedDovecot {
                 "\(changed.stdout)\(changed.stderr)"
             )
             #expect(try await cli.runOffPool(["fastsync", "status"]).stdout.contains("FastSync is off."))
-            #expect(try await escrow.hasKEK(sessionID: session.id, now: Date()) != nil)
+            #expect(try await escrow.kekExpiry(sessionID: session.id, now: Date()) != nil)
             let unlocked = try await cli.runOffPool(["list", "--pin-stdin"], input: "864209\n")
             #expect(unlocked.status == 0, "\(unlocked.stderr)")
-            #expect(try await escrow.hasKEK(sessionID: session.id, now: Date()) == nil)
+            #expect(try await escrow.kekExpiry(sessionID: session.id, now: Date()) == nil)
 
             // A service that kept the key anyway (put back here): the push brings it, and it opens nothing.
             let upload = try FastSyncEscrowFormat.seal(

@@ -1,5 +1,6 @@
 import CofferNotify
 import CofferPush
+import Crypto
 import Foundation
 import Logging
 import PostgresNIO
@@ -49,8 +50,10 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         return try configuration(database: name)
     }
 
-    /// A fresh storage of this engine; `close` releases it.
-    func make() async throws -> (storage: any NotifyStorage, close: @Sendable () -> Void) {
+    /// A fresh storage of this engine and its FastSync escrow records; `close` releases them.
+    func make() async throws -> (
+        storage: any NotifyStorage, escrow: any EscrowRecords, close: @Sendable () -> Void
+    ) {
         switch self {
         case .sqlite:
             let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
@@ -59,14 +62,15 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
                 path: folder.appendingPathComponent("n.sqlite").path,
                 masterKey: testMasterKey
             )
-            return (storage, { try? FileManager.default.removeItem(at: folder) })
+            let escrow = try SQLiteEscrowRecords(path: folder.appendingPathComponent("escrow.sqlite").path)
+            return (storage, escrow, { try? FileManager.default.removeItem(at: folder) })
         case .postgres:
             let storage = try await PostgresNotifyStorage(
                 configuration: try await Self.freshPostgresDatabase(),
                 masterKey: testMasterKey,
                 logger: Self.quietLogger
             )
-            return (storage, { storage.shutdown() })
+            return (storage, storage, { storage.shutdown() })
         }
     }
 }
@@ -98,7 +102,7 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
 
     @Test(arguments: Engine.all)
     func sessionsRoundTripAndAreFoundByTokenHashOrIdOnly(engine: Engine) async throws {
-        let (storage, close) = try await engine.make()
+        let (storage, _, close) = try await engine.make()
         defer { close() }
         let token = SessionToken()
         let stored = session("s1", token: token)
@@ -129,7 +133,7 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
 
     @Test(arguments: Engine.all)
     func aPushKeyIsNeverRegisteredTwice(engine: Engine) async throws {
-        let (storage, close) = try await engine.make()
+        let (storage, _, close) = try await engine.make()
         defer { close() }
         let key = WebPush.UserAgentKeys().subscription.publicKeyBytes
         try await storage.createSession(session("s1", key: key))
@@ -143,7 +147,7 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
 
     @Test(arguments: Engine.all)
     func pendingAckRevokeAndPurge(engine: Engine) async throws {
-        let (storage, close) = try await engine.make()
+        let (storage, _, close) = try await engine.make()
         defer { close() }
         try await storage.createSession(session("s1"))
         try await storage.createSession(session("s2"))
@@ -173,6 +177,35 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
                 PendingMessage(id: "m9", sessionID: "no-session", body: [1], created: date, expires: date + 1)
             )
         }
+    }
+
+    @Test(arguments: Engine.all)
+    func escrowRecordsKeepTheFirstUserKeyReplaceAKEKAndExpire(engine: Engine) async throws {
+        let (_, records, close) = try await engine.make()
+        defer { close() }
+        let now: Int64 = 1_800_000_000
+        #expect(try await records.sealedEscrowPrivateKey(user: "alice") == nil)
+        #expect(try await records.insertEscrowUser(user: "alice", publicKey: [1], sealedPrivateKey: [2]) == [1])
+        // A second instance racing to make the user's key gets the first one back.
+        #expect(try await records.insertEscrowUser(user: "alice", publicKey: [3], sealedPrivateKey: [4]) == [1])
+        #expect(try await records.sealedEscrowPrivateKey(user: "alice") == [2])
+        #expect(try await records.sealedEscrowPrivateKey(user: "bob") == nil)
+
+        try await records.putEscrowedKEK(sessionID: "s1", user: "alice", sealed: [5], expires: now + 60)
+        try await records.putEscrowedKEK(sessionID: "s1", user: "alice", sealed: [6], expires: now + 120)
+        try await records.putEscrowedKEK(sessionID: "s2", user: "alice", sealed: [7], expires: now + 10)
+        let replaced = try await records.escrowedKEK(sessionID: "s1", now: now)
+        #expect(replaced?.sealed == [6])
+        #expect(replaced?.expires == now + 120)
+        #expect(try await records.escrowedKEK(sessionID: "s3", now: now) == nil)
+        // At its expiry a KEK is gone, from the lookup and from the table.
+        #expect(try await records.escrowedKEK(sessionID: "s2", now: now + 10) == nil)
+        #expect(try await records.purgeEscrowedKEKs(now: now + 10) == 0)
+        #expect(try await records.purgeEscrowedKEKs(now: now + 120) == 1)
+        #expect(try await records.escrowedKEK(sessionID: "s1", now: now) == nil)
+        try await records.putEscrowedKEK(sessionID: "s1", user: "alice", sealed: [8], expires: now + 60)
+        try await records.deleteEscrowedKEK(sessionID: "s1")
+        #expect(try await records.escrowedKEK(sessionID: "s1", now: now) == nil)
     }
 }
 
@@ -248,5 +281,62 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         let opened = try device.keys.open(messages[0].body)
         #expect(String(decoding: opened, as: UTF8.self).contains("over there"))
         #expect(await woken.ids.dropFirst(before).contains(session.id))
+    }
+
+    @Test(.enabled(if: Engine.postgresAddress != nil, "set COFFER_TEST_POSTGRES (scripts/postgres.sh start)"))
+    func aFastSyncKeyEscrowedThroughOneInstanceRidesThePushesOfTheOther() async throws {
+        let configuration = try await Engine.freshPostgresDatabase()
+        let storageA = try await PostgresNotifyStorage(
+            configuration: configuration,
+            masterKey: testMasterKey,
+            logger: Engine.quietLogger
+        )
+        let storageB = try await PostgresNotifyStorage(
+            configuration: configuration,
+            masterKey: testMasterKey,
+            logger: Engine.quietLogger
+        )
+        defer {
+            storageA.shutdown()
+            storageB.shutdown()
+        }
+        let passwords = FakeAuthenticator(passwords: ["alice": "alice-pw"])
+        let settings = NotifyService.Settings(eventSecret: Harness.eventSecret)
+        var serviceA = NotifyService(storage: storageA, authenticator: passwords, settings: settings)
+        serviceA.escrow = try FastSyncEscrow(records: storageA, masterKey: testMasterKey)
+        var serviceB = NotifyService(storage: storageB, authenticator: passwords, settings: settings)
+        serviceB.escrow = try FastSyncEscrow(records: storageB, masterKey: testMasterKey)
+        let device = Device()
+        let (session, _) = try await serviceA.register(
+            user: "alice",
+            password: "alice-pw",
+            deviceName: "phone",
+            pushPublicKey: device.keys.subscription.publicKeyBytes,
+            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
+            clientAddress: "127.0.0.1"
+        )
+        // Both instances hand out the same user key, whichever is asked first.
+        let publicKey = try await serviceB.escrow!.publicKey(user: "alice")
+        #expect(try await serviceA.escrow!.publicKey(user: "alice") == publicKey)
+        let kek = SymmetricKey(size: .bits256)
+        let expires = Int64(Date().timeIntervalSince1970) + 600
+        let upload = try FastSyncEscrowFormat.seal(kek: kek, to: publicKey, sessionID: session.id, expires: expires)
+        try await serviceA.escrow!.put(upload, for: session, now: Date())
+
+        #expect(
+            try await serviceB.handle(DovecotEvent(user: "alice", folder: "INBOX", uid: 3, from: "a", subject: "b"))
+                == 1
+        )
+        let queued = try await storageA.pending(sessionID: session.id, now: Date(), limit: 10)
+        let message = try JSONDecoder().decode(
+            PushMessage.self,
+            from: Data(try device.keys.open(try #require(queued.first).body))
+        )
+        #expect(message.fastSync?.expires == expires)
+        #expect(message.fastSync?.kek == kek.withUnsafeBytes { Base64URL.encode($0) })
+
+        // A revocation through B deletes what A stored.
+        try await serviceB.revoke(id: session.id, by: session)
+        #expect(try await serviceA.escrow!.kekExpiry(sessionID: session.id, now: Date()) == nil)
     }
 }
