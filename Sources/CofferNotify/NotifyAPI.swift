@@ -197,6 +197,19 @@ public enum NotifyAPI {
             }
         }
 
+        // The generic webhook: any other delivery agent, the body signed with the event secret (``Webhook``).
+        router.post("/v1/events") { request, context -> CountResponse in
+            var request = request
+            let body = try await request.collectBody(upTo: context.maxUploadSize)
+            try await service.verifyWebhook(
+                timestamp: field(request, Webhook.timestampHeader),
+                signature: field(request, Webhook.signatureHeader),
+                body: Array(buffer: body)
+            )
+            let event = try await request.decode(as: Webhook.Event.self, context: context)
+            return CountResponse(count: try await service.handle(event.dovecotEvent))
+        }
+
         let protected = router.group("/v1").add(middleware: BearerMiddleware(service: service))
 
         protected.post("/sessions/refresh") { request, context -> Response in
@@ -255,6 +268,12 @@ public enum NotifyAPI {
 
         AccountPage.addRoutes(to: router, service: service)
         return router
+    }
+
+    /// The first value of a header field, by its case-insensitive name.
+    static func field(_ request: Request, _ name: String) -> String? {
+        let wanted = name.lowercased()
+        return request.headers.first { $0.name.canonicalName == wanted }?.value
     }
 
     /// The password of a `Basic` Authorization header.

@@ -43,6 +43,8 @@ public struct NotifyService: Sendable {
     public let metrics: NotifyMetrics
     /// The FastSync escrow; nil when FastSync is off (its routes answer 404).
     public var escrow: FastSyncEscrow?
+    /// The generic webhook's signatures accepted within their window.
+    public let webhookReplays = WebhookReplayGuard()
 
     /// Creates the service.
     public init(
@@ -175,6 +177,20 @@ public struct NotifyService: Sendable {
     /// Checks the Basic auth password Dovecot sent against the event secret, in constant time.
     public func eventSecretMatches(_ password: [UInt8]) -> Bool {
         constantTimeEqual(Array(SHA256.hash(data: password)), Array(SHA256.hash(data: settings.eventSecret)))
+    }
+
+    /// Checks a generic webhook request (``Webhook``): a timestamp within the window of this service's clock, the
+    /// body's signature under the event secret, and a signature not accepted before.
+    ///
+    /// - Throws: `NotifyError.unauthorized` when any check fails (the answer does not say which).
+    public func verifyWebhook(timestamp: String?, signature: String?, body: [UInt8]) async throws(NotifyError) {
+        guard let timestamp, let time = Int64(timestamp), let signature else { throw .unauthorized }
+        let current = Int64(now().timeIntervalSince1970)
+        // Compared without a subtraction that a hostile timestamp could overflow.
+        guard time >= current - Webhook.window, time <= current + Webhook.window,
+            Webhook.signatureMatches(signature, body: body, timestamp: time, secret: settings.eventSecret),
+            await webhookReplays.accept(signature, timestamp: time, now: current)
+        else { throw .unauthorized }
     }
 
     /// Seals the event to every live session of its user and queues it; returns how many were queued.

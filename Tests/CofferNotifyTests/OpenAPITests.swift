@@ -14,9 +14,11 @@ import Testing
 
     /// Runs schemathesis with `arguments` after the schema and URL; returns its exit status and output.
     func run(port: Int, _ arguments: [String]) async throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try #require(Self.schemathesis))
-        process.arguments =
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        return try await runProcess(
+            try #require(Self.schemathesis),
             [
                 "run", Self.root.appendingPathComponent("docs/notify-openapi.yaml").path, "--url",
                 "http://127.0.0.1:\(port)", "--checks",
@@ -24,20 +26,9 @@ import Testing
                     + "ignored_auth",
                 "--max-examples", "25", "--seed", "1", "--workers", "1", "--suppress-health-check", "all",
                 "--mode", "all", "--no-color",
-            ] + arguments
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("schemathesis-\(UUID())")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        process.currentDirectoryURL = folder
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        let reader = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        return (status, String(decoding: await reader.value, as: UTF8.self))
+            ] + arguments,
+            in: folder
+        )
     }
 
     @Test(.enabled(if: schemathesis != nil, "set COFFER_SCHEMATHESIS to the venv's schemathesis"))

@@ -6,6 +6,30 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 
+/// Runs a program to its end without holding a thread of the cooperative pool (a live test server needs them);
+/// returns its exit status and its output and error output together.
+func runProcess(
+    _ executable: String,
+    _ arguments: [String],
+    in folder: URL? = nil
+) async throws -> (
+    status: Int32, output: String
+) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let folder { process.currentDirectoryURL = folder }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    let reader = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do { try process.run() } catch { continuation.resume(throwing: error) }
+    }
+    return (status, String(decoding: await reader.value, as: UTF8.self))
+}
+
 /// The master key the test storages seal push keys with.
 let testMasterKey = Array(repeating: UInt8(0x5a), count: 32)
 
