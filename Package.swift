@@ -191,7 +191,7 @@ let package = Package(
             name: "coffer-bench",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferApp",
-                "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail",
+                "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail", "CofferNotify", "CofferPush",
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -286,7 +286,8 @@ let package = Package(
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-            ]
+            ],
+            exclude: ["push_receiver.py"]
         ),
         .testTarget(
             name: "CofferNotifyClientTests",

@@ -43,7 +43,8 @@ public struct NotifyMetrics: Sendable {
             .increment(by: Int64(count))
     }
 
-    /// Counts a Web Push post: `delivered` (2xx), `refused` (another status) or `failed` (no answer).
+    /// Counts a Web Push outcome: `delivered` (2xx), `retry` (429, 5xx or no answer; tried again), `gone` (404 or
+    /// 410), `refused` (another status, or the URL rules) or `failed` (every attempt used).
     func webPush(_ result: String) {
         Metrics.Counter(label: "notify_web_push_total", dimensions: [("result", result)], factory: factory).increment()
     }

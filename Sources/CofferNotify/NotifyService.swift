@@ -18,6 +18,11 @@ public struct NotifyService: Sendable {
         public var registrationsPerMinute: Int = 10
         /// The most messages one stream request hands out.
         public var streamBatch: Int = 100
+        /// How many times a push is posted to a session's push service before it is left to the stream alone.
+        public var webPushAttempts: Int = 3
+        /// The wait before the second attempt, doubled for each later one, when the push service names none
+        /// (`Retry-After`, honoured up to 60 s).
+        public var webPushRetryDelay: Duration = .seconds(1)
 
         /// Creates settings; only the event secret has no default.
         public init(eventSecret: [UInt8]) { self.eventSecret = eventSecret }
@@ -45,6 +50,8 @@ public struct NotifyService: Sendable {
     public var escrow: FastSyncEscrow?
     /// The generic webhook's signatures accepted within their window.
     public let webhookReplays = WebhookReplayGuard()
+    /// Web Push deliveries under way (they run after the event is answered).
+    public let deliveries = BackgroundTasks()
 
     /// Creates the service.
     public init(
@@ -231,33 +238,61 @@ public struct NotifyService: Sendable {
             metrics.push("queued")
             queued += 1
             if let endpoint = session.pushEndpoint, let webPush {
-                await deliver(pending, to: endpoint, with: webPush)
+                await deliveries.start { await deliver(pending, to: endpoint, with: webPush) }
             }
         }
         logger.info("event handled", metadata: ["queued": "\(queued)"])
         return queued
     }
 
-    /// Posts a queued push to the session's push service; once accepted (2xx) it leaves the stream. A failure leaves
-    /// it queued for the stream and is logged without the URL (which identifies the device).
+    /// Posts a queued push to the session's push service, after the event was answered; once accepted (2xx) it
+    /// leaves the stream. A 429, a 5xx or no answer is tried again (``Settings/webPushAttempts`` in all, after the
+    /// push service's `Retry-After` or a doubling delay); 404 and 410 mean the subscription is gone, so the session
+    /// loses its endpoint and keeps its stream; any other answer ends the delivery. Whatever happens, an undelivered
+    /// push stays on the stream. Logged without the URL (which identifies the device).
     func deliver(_ message: PendingMessage, to endpoint: String, with sender: WebPushSender) async {
-        let ttl = Int(max(0, message.expires.timeIntervalSince(now())))
-        do {
-            let status = try await sender.send(message.body, to: endpoint, ttl: ttl, now: now())
-            guard (200..<300).contains(status) else {
+        let session: Logger.Metadata = ["session": "\(message.sessionID)"]
+        var delay = settings.webPushRetryDelay
+        for attempt in 1...max(1, settings.webPushAttempts) {
+            var wait = delay
+            do {
+                let ttl = Int(max(0, message.expires.timeIntervalSince(now())))
+                let answer = try await sender.send(message.body, to: endpoint, ttl: ttl, now: now())
+                switch answer.status {
+                case 200..<300:
+                    metrics.webPush("delivered")
+                    _ = try? await storage.ack(sessionID: message.sessionID, ids: [message.id])
+                    return
+                case 404, 410:
+                    metrics.webPush("gone")
+                    logger.notice("push subscription gone; the session keeps its stream", metadata: session)
+                    try? await storage.forgetPushEndpoint(id: message.sessionID)
+                    return
+                case 429, 500..<600:
+                    if let seconds = answer.retryAfter { wait = .seconds(min(seconds, 60)) }
+                default:
+                    metrics.webPush("refused")
+                    logger.notice(
+                        "push service refused",
+                        metadata: session.merging(["status": "\(answer.status)"]) { $1 }
+                    )
+                    return
+                }
+            } catch .invalidRequest {
+                // The endpoint breaks the URL rules now (its name resolves to a refused address): no retry.
                 metrics.webPush("refused")
-                logger.notice(
-                    "push service refused",
-                    metadata: ["session": "\(message.sessionID)", "status": "\(status)"]
-                )
+                logger.notice("push endpoint refused by the URL rules", metadata: session)
                 return
+            } catch {
+                logger.notice("push not delivered: \(error)", metadata: session)
             }
-            metrics.webPush("delivered")
-            _ = try await storage.ack(sessionID: message.sessionID, ids: [message.id])
-        } catch {
-            metrics.webPush("failed")
-            logger.notice("push not delivered: \(error)", metadata: ["session": "\(message.sessionID)"])
+            guard attempt < settings.webPushAttempts else { break }
+            metrics.webPush("retry")
+            try? await Task.sleep(for: wait)
+            delay *= 2
         }
+        metrics.webPush("failed")
+        logger.notice("push left to the stream after \(settings.webPushAttempts) attempts", metadata: session)
     }
 
     /// The session's pending messages; when there are none, waits up to `wait` for one.
@@ -301,6 +336,35 @@ public struct PurgeService: Service {
                 service.logger.error("purge failed: \(error)")
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
+    }
+}
+
+/// Work that outlives the request that started it (Web Push deliveries), kept so that a caller can wait for it.
+public actor BackgroundTasks {
+    private var tasks: [Int: Task<Void, Never>] = [:]
+    private var next = 0
+
+    /// Creates an empty set.
+    public init() {}
+
+    /// Starts `body` on its own task.
+    public func start(_ body: @escaping @Sendable () async -> Void) {
+        let id = next
+        next += 1
+        tasks[id] = Task {
+            await body()
+            await self.finished(id)
+        }
+    }
+
+    private func finished(_ id: Int) { tasks[id] = nil }
+
+    /// Waits until every task started so far, and any they started meanwhile, has ended.
+    public func drain() async {
+        while let (id, task) = tasks.first {
+            await task.value
+            tasks[id] = nil
         }
     }
 }

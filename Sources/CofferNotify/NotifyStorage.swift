@@ -23,6 +23,9 @@ public protocol NotifyStorage: Sendable {
     func replaceToken(id: String, tokenHash: [UInt8], previous: [UInt8], expires: Date) async throws(NotifyError)
     /// Stops accepting the session's previous token (its new token has been used).
     func forgetPreviousToken(id: String) async throws(NotifyError)
+    /// Drops the session's RFC 8030 push endpoint (its push service said the subscription is gone); the session
+    /// keeps its stream.
+    func forgetPushEndpoint(id: String) async throws(NotifyError)
     /// Revokes the session and deletes its pending messages; returns false when there is no such session.
     func revoke(id: String) async throws(NotifyError) -> Bool
     /// Queues an encrypted message.

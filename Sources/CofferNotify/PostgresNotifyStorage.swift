@@ -268,6 +268,13 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
         }
     }
 
+    /// See ``NotifyStorage/forgetPushEndpoint(id:)``.
+    public func forgetPushEndpoint(id: String) async throws(NotifyError) {
+        try await run("write") {
+            _ = try await client.query("UPDATE session SET push_endpoint = NULL WHERE id = \(id)", logger: logger)
+        }
+    }
+
     /// See ``NotifyStorage/revoke(id:)``.
     public func revoke(id: String) async throws(NotifyError) -> Bool {
         let changed = try await count { "UPDATE session SET revoked = TRUE WHERE id = \(id) RETURNING id" }

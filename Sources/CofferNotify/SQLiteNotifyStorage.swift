@@ -282,6 +282,13 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         }
     }
 
+    /// See ``NotifyStorage/forgetPushEndpoint(id:)``.
+    public func forgetPushEndpoint(id: String) async throws(NotifyError) {
+        try await write { db in
+            try db.execute(sql: "UPDATE session SET push_endpoint = NULL WHERE id = ?", arguments: [id])
+        }
+    }
+
     /// See ``NotifyStorage/revoke(id:)``.
     public func revoke(id: String) async throws(NotifyError) -> Bool {
         try await write { db in

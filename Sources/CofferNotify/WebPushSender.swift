@@ -21,7 +21,7 @@ public struct WebPushSender: Sendable {
         self.policy = policy
     }
 
-    /// Posts one body; returns the push service's HTTP status (201 means accepted).
+    /// Posts one body; returns the push service's HTTP status (201 means accepted) and its `Retry-After` seconds.
     ///
     /// - Throws: `NotifyError.invalidRequest` when the endpoint breaks the URL rules, `.pushServiceUnavailable` when
     ///   the exchange fails (the sentence says how).
@@ -31,7 +31,7 @@ public struct WebPushSender: Sendable {
         ttl: Int,
         urgency: String = "normal",
         now: Date
-    ) async throws(NotifyError) -> Int {
+    ) async throws(NotifyError) -> (status: Int, retryAfter: Int?) {
         let resolved = try await policy.resolve(endpoint)
         let audience: String
         let authorization: String
@@ -56,7 +56,7 @@ public struct WebPushSender: Sendable {
             timeout: timeout
         )
         do throws(TransportError) {
-            return try await PinnedHTTP.exchange(
+            let answer = try await PinnedHTTP.exchange(
                 configuration,
                 tls: resolved.tls,
                 method: .POST,
@@ -65,7 +65,8 @@ public struct WebPushSender: Sendable {
                 body: body,
                 totalTime: timeout,
                 maximumResponse: 64 * 1024
-            ).status
+            )
+            return (answer.status, answer.retryAfter)
         } catch {
             // One sentence: the transport's own, without its full stop.
             throw .pushServiceUnavailable(String(error.description.dropLast(error.description.hasSuffix(".") ? 1 : 0)))

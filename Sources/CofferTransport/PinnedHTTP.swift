@@ -13,11 +13,15 @@ public enum PinnedHTTP {
         public var status: Int
         /// The body.
         public var body: [UInt8]
+        /// The `Retry-After` header as whole seconds, when it is one (a 429 or 503 may carry it); an HTTP date is
+        /// not read.
+        public var retryAfter: Int?
 
         /// A response.
-        public init(status: Int, body: [UInt8]) {
+        public init(status: Int, body: [UInt8], retryAfter: Int? = nil) {
             self.status = status
             self.body = body
+            self.retryAfter = retryAfter
         }
     }
 
@@ -80,7 +84,10 @@ public enum PinnedHTTP {
                 var response = Response(status: 0, body: [])
                 for try await part in inbound {
                     switch part {
-                    case .head(let head): response.status = Int(head.status.code)
+                    case .head(let head):
+                        response.status = Int(head.status.code)
+                        response.retryAfter = head.headers.first(name: "Retry-After").flatMap { Int($0) }
+                            .flatMap { $0 >= 0 ? $0 : nil }
                     case .body(var buffer):
                         guard response.body.count + buffer.readableBytes <= maximumResponse else {
                             throw TransportError.httpFailed(host: host, reason: "the answer is too large")

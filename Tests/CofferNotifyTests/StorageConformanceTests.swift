@@ -129,6 +129,11 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         #expect(try await storage.revoke(id: "s2"))
         #expect(try await storage.liveSessionCount(now: date) == 1)
         #expect(try await storage.liveSessionCount(now: date + 7201) == 0)
+        // A gone Web Push subscription: the endpoint goes, the session stays.
+        #expect(try await storage.session(id: "s1")?.pushEndpoint == "https://push.example/s1")
+        try await storage.forgetPushEndpoint(id: "s1")
+        #expect(try await storage.session(id: "s1")?.pushEndpoint == nil)
+        #expect(try await storage.session(id: "s1")?.revoked == false)
     }
 
     @Test(arguments: Engine.all)

@@ -102,6 +102,8 @@ actor Received {
                     headers: basic("dovecot", Harness.eventSecret),
                     body: EventTests.event()
                 ) { #expect($0.status == .ok) }
+                // Delivered after the event's answer.
+                await service.deliveries.drain()
                 // Accepted by the push service, so it left the stream.
                 try await client.execute(uri: "/v1/stream", method: .get, headers: bearer(session.token)) {
                     let stream = try decode(StreamResponse.self, $0.body)
@@ -190,6 +192,7 @@ actor Received {
                 headers: basic("dovecot", Harness.eventSecret),
                 body: EventTests.event()
             ) { #expect($0.status == .ok) }
+            await service.deliveries.drain()
             try await client.execute(uri: "/v1/stream", method: .get, headers: bearer(session.token)) {
                 let stream = try decode(StreamResponse.self, $0.body)
                 #expect(stream.messages.count == 1)
@@ -210,6 +213,126 @@ actor Received {
                 body: json(registration)
             ) { #expect($0.status == .badRequest) }
             try await client.execute(uri: "/v1/vapid", method: .get) { #expect($0.status == .notFound) }
+        }
+    }
+}
+
+/// Web Push against a push service written in Python (Tests/CofferNotifyTests/push_receiver.py): it decrypts every
+/// push with `http_ece` and verifies its VAPID header with `cryptography`, and answers as each test device's path
+/// asks, so the retries, the `Retry-After`, and a gone subscription are seen from outside.
+@Suite struct WebPushRetryTests {
+    @Test func retriesOn503And429HonourRetryAfterAndAGoneSubscriptionLosesItsEndpoint() async throws {
+        let python = NotifyOracleTests.python
+        try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/setup.sh")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-push-receiver-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let flaky = Device()
+        let gone = Device()
+        let busy = Device()
+        func entry(_ device: Device, _ answers: [Int]) -> [String: Any] {
+            [
+                "ua_private": Base64URL.encode(device.keys.privateKey.rawRepresentation),
+                "auth": device.keys.authSecret.withUnsafeBytes { Base64URL.encode($0) }, "answers": answers,
+            ]
+        }
+        let config: [String: Any] = [
+            "oracle": TestServers.repoRoot.appendingPathComponent("Tests/CofferPushTests").path,
+            "devices": ["/flaky": entry(flaky, [503, 201]), "/gone": entry(gone, [410]), "/busy": entry(busy, [429])],
+        ]
+        try JSONSerialization.data(withJSONObject: config).write(to: folder.appendingPathComponent("config.json"))
+        let output = folder.appendingPathComponent("receiver.log")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: python)
+        receiver.arguments = [
+            TestServers.repoRoot.appendingPathComponent("Tests/CofferNotifyTests/push_receiver.py").path,
+            folder.appendingPathComponent("config.json").path,
+        ]
+        receiver.standardOutput = try FileHandle(forWritingTo: output)
+        receiver.standardError = receiver.standardOutput
+        try receiver.run()
+        defer {
+            kill(receiver.processIdentifier, SIGKILL)
+            receiver.waitUntilExit()
+        }
+        @Sendable func lines() -> [String] {
+            (try? String(contentsOf: output, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? []
+        }
+        var port: Int?
+        for _ in 0..<300 where port == nil {
+            port = lines().first { $0.hasPrefix("listening ") }.flatMap { Int($0.dropFirst(10)) }
+            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let receiverPort = try #require(port, "the receiver did not start: \(lines())")
+
+        let harness = try Harness()
+        defer { harness.remove() }
+        var logger = Logger(label: "coffer-notify-tests")
+        logger.logLevel = .critical
+        var settings = NotifyService.Settings(eventSecret: Harness.eventSecret)
+        settings.webPushRetryDelay = .milliseconds(20)
+        let service = NotifyService(
+            storage: harness.storage,
+            authenticator: FakeAuthenticator(passwords: ["alice": "alice-pw"]),
+            settings: settings,
+            logger: logger,
+            webPush: WebPushSender(
+                signer: try VAPID.Signer(privateKey: P256.Signing.PrivateKey(), subject: "mailto:ops@coffer.test"),
+                policy: PushEndpointPolicy(allowLoopbackForTests: true)
+            )
+        )
+        try await Application(router: NotifyAPI.router(service: service)).test(.router) { client in
+            var sessions: [String: String] = [:]
+            for (name, device) in [("flaky", flaky), ("gone", gone), ("busy", busy)] {
+                var registration = device.registration(user: "alice", password: "alice-pw", name: name)
+                registration.pushEndpoint = "http://127.0.0.1:\(receiverPort)/\(name)"
+                sessions[name] = try await client.register(registration).token
+            }
+            try await client.execute(
+                uri: "/v1/events/dovecot",
+                method: .put,
+                headers: basic("dovecot", Harness.eventSecret),
+                body: EventTests.event()
+            ) { #expect($0.status == .ok) }
+            await service.deliveries.drain()
+
+            struct Record: Decodable {
+                var path: String
+                var status: Int
+                var subject: String?
+                var error: String?
+                var time: Double
+            }
+            let records = try lines().filter { $0.hasPrefix("{") }.map {
+                try JSONDecoder().decode(Record.self, from: Data($0.utf8))
+            }
+            // Every push that reached Python opened with http_ece and carried a valid VAPID header.
+            #expect(records.allSatisfy { $0.error == nil && $0.subject == EventTests.subject }, "\(records)")
+            let flakyRecords = records.filter { $0.path == "/flaky" }
+            #expect(flakyRecords.map(\.status) == [503, 201])
+            // The second post waited for the 503's "Retry-After: 1", not the 20 ms of the settings (a lower bound,
+            // which no slow machine can break).
+            if flakyRecords.count == 2 { #expect(flakyRecords[1].time - flakyRecords[0].time >= 0.9) }
+            #expect(records.filter { $0.path == "/gone" }.map(\.status) == [410])
+            #expect(records.filter { $0.path == "/busy" }.map(\.status) == [429, 429, 429])
+
+            func pending(_ name: String) async throws -> Int {
+                try await client.execute(uri: "/v1/stream", method: .get, headers: bearer(sessions[name]!)) {
+                    try decode(StreamResponse.self, $0.body).messages.count
+                }
+            }
+            // Delivered on the second try, so it left the stream; the others wait there for the device.
+            #expect(try await pending("flaky") == 0)
+            #expect(try await pending("gone") == 1)
+            #expect(try await pending("busy") == 1)
+            let endpoints = try await harness.storage.sessions(user: "alice").map { ($0.deviceName, $0.pushEndpoint) }
+            #expect(endpoints.first { $0.0 == "gone" }?.1 == nil)
+            #expect(endpoints.first { $0.0 == "busy" }?.1 != nil)
+            let metrics = service.metrics.registry.emitToString()
+            for (result, count) in [("delivered", 1), ("gone", 1), ("retry", 3), ("failed", 1)] {
+                #expect(metrics.contains(#"notify_web_push_total{result="\#(result)"} \#(count)"#), "\(result)")
+            }
         }
     }
 }
