@@ -131,6 +131,9 @@ public struct StreamResponse: Codable, Sendable, ResponseEncodable {
 public struct AckRequest: Codable, Sendable {
     /// The ids of messages the client has opened.
     public var ids: [String]
+
+    /// Creates an ack.
+    public init(ids: [String]) { self.ids = ids }
 }
 
 /// The answer to an ack or an event.

@@ -242,7 +242,7 @@ actor Received {
         ]
         try JSONSerialization.data(withJSONObject: config).write(to: folder.appendingPathComponent("config.json"))
         let output = folder.appendingPathComponent("receiver.log")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: python)
         receiver.arguments = [
