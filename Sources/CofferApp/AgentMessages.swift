@@ -186,6 +186,8 @@ public struct ServerSettings: Codable, Sendable, Equatable {
     public var connectAddress: String?
     /// Where pin failures are reported (https), or nil.
     public var pinReportURL: String?
+    /// When the pins stop being enforced (only reported), Unix seconds, or nil.
+    public var pinExpires: Int64?
 
     /// Settings from an account record (its password left out).
     public init(_ server: ServerAccount, id: Int64? = nil) {
@@ -198,6 +200,7 @@ public struct ServerSettings: Codable, Sendable, Equatable {
         caFile = server.caFile
         connectAddress = server.connectAddress
         pinReportURL = server.pinReportURL
+        pinExpires = server.pinExpires.map { Int64($0.timeIntervalSince1970) }
     }
 
     /// The account record with `password`.
@@ -211,7 +214,8 @@ public struct ServerSettings: Codable, Sendable, Equatable {
             caFile: caFile,
             connectAddress: connectAddress,
             startTLS: startTLS,
-            pinReportURL: pinReportURL
+            pinReportURL: pinReportURL,
+            pinExpires: pinExpires.map { Date(timeIntervalSince1970: TimeInterval($0)) }
         )
     }
 }

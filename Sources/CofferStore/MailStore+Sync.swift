@@ -27,6 +27,15 @@ public struct ServerAccount: Sendable, Equatable {
     public var connectAddress: String?
     /// Where pin failures of this server are reported (an https URL; record v3), or nil.
     public var pinReportURL: String?
+    /// When the pins stop being enforced and are only reported (TrustKit's expiration date; record v4), or nil.
+    /// Kept in whole seconds, as the record stores it.
+    public var pinExpires: Date? {
+        didSet { pinExpires = Self.wholeSeconds(pinExpires) }
+    }
+
+    private static func wholeSeconds(_ date: Date?) -> Date? {
+        date.map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
+    }
 
     /// Creates a record.
     public init(
@@ -38,7 +47,8 @@ public struct ServerAccount: Sendable, Equatable {
         caFile: String? = nil,
         connectAddress: String? = nil,
         startTLS: Bool = false,
-        pinReportURL: String? = nil
+        pinReportURL: String? = nil,
+        pinExpires: Date? = nil
     ) {
         self.host = host
         self.port = port
@@ -49,11 +59,12 @@ public struct ServerAccount: Sendable, Equatable {
         self.caFile = caFile
         self.connectAddress = connectAddress
         self.pinReportURL = pinReportURL
+        self.pinExpires = Self.wholeSeconds(pinExpires)
     }
 
-    /// The version of the sealed record written by this code (v2 adds `startTLS`, v3 `pinReportURL`; older records
-    /// still open).
-    public static let recordVersion = 3
+    /// The version of the sealed record written by this code (v2 adds `startTLS`, v3 `pinReportURL`, v4
+    /// `pinExpires`; older records still open).
+    public static let recordVersion = 4
 
     /// The account's server as a URL: `imaps://HOST:PORT`, or `imap://HOST:PORT` for STARTTLS.
     public var url: String { "\(startTLS ? "imap" : "imaps")://\(host):\(port)" }
@@ -71,6 +82,8 @@ public struct ServerAccount: Sendable, Equatable {
         for pin in pins { writer.string(pin) }
         writer.flag(startTLS)
         writer.string(pinReportURL)
+        // Unix seconds (a u32: until 2106); 0 = no expiration.
+        writer.count(pinExpires.map { Int($0.timeIntervalSince1970) } ?? 0)
         return writer.bytes
     }
 
@@ -90,6 +103,7 @@ public struct ServerAccount: Sendable, Equatable {
         for _ in 0..<pinCount { pins.append(try reader.requiredString()) }
         let startTLS = version >= 2 ? try reader.flag() : false
         let pinReportURL = version >= 3 ? try reader.string() : nil
+        let expires = version >= 4 ? try reader.count() : 0
         try reader.finish()
         return ServerAccount(
             host: host,
@@ -100,7 +114,8 @@ public struct ServerAccount: Sendable, Equatable {
             caFile: caFile,
             connectAddress: connectAddress,
             startTLS: startTLS,
-            pinReportURL: pinReportURL
+            pinReportURL: pinReportURL,
+            pinExpires: expires == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(expires))
         )
     }
 }

@@ -104,7 +104,16 @@ public struct Syncer: Sendable {
                 pins.append(pin)
             }
             do {
-                policy = try PinPolicy(hosts: [HostPinPolicy(host: server.host, pins: pins, reportURL: reportURL)])
+                policy = try PinPolicy(
+                    hosts: [
+                        HostPinPolicy(
+                            host: server.host,
+                            pins: pins,
+                            expirationDate: server.pinExpires,
+                            reportURL: reportURL
+                        )
+                    ]
+                )
             } catch let error as TransportError {
                 throw .invalidAccount(error.description)
             } catch {

@@ -39,6 +39,14 @@ struct AccountCommand: AsyncParsableCommand {
             help: "An https URL where pin failures of this server are reported (JSON, at most once a day each)."
         )
         var pinReportURL: String?
+        @Option(
+            name: .long,
+            help: """
+                A date (YYYY-MM-DD, UTC) after which the pins are only reported, not enforced; plan a key change \
+                before it (TrustKit's expiration date).
+                """
+        )
+        var pinExpires: String?
         @Flag(name: .long, help: "Read the password from standard input's next line instead of the terminal.")
         var passwordStdin = false
 
@@ -68,6 +76,32 @@ struct AccountCommand: AsyncParsableCommand {
                 }
                 guard !trust.pins.isEmpty else { throw ValidationError("--pin-report-url needs --pin-sha256.") }
             }
+            if pinExpires != nil {
+                guard !trust.pins.isEmpty else { throw ValidationError("--pin-expires needs --pin-sha256.") }
+                _ = try Self.expiry(pinExpires)
+            }
+        }
+
+        /// The `--pin-expires` date as midnight UTC; nil when absent.
+        ///
+        /// - Throws: `ValidationError` for a text that is not YYYY-MM-DD, or a date not in the future (pins that
+        ///   are expired from the start would never be enforced).
+        static func expiry(_ text: String?, now: Date = Date()) throws -> Date? {
+            guard let text else { return nil }
+            let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = TimeZone(identifier: "UTC")!
+            guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+                let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+                let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
+                calendar.dateComponents([.year, .month, .day], from: date)
+                    == DateComponents(year: year, month: month, day: day)
+            else { throw ValidationError("--pin-expires must be a date as YYYY-MM-DD.") }
+            guard date > now else { throw ValidationError("--pin-expires must be a date in the future.") }
+            guard date.timeIntervalSince1970 < TimeInterval(UInt32.max) else {
+                throw ValidationError("--pin-expires must be before the year 2106.")
+            }
+            return date
         }
 
         func run() async throws {
@@ -85,7 +119,8 @@ struct AccountCommand: AsyncParsableCommand {
                         caFile: trust.absoluteCAFile,
                         connectAddress: trust.connect,
                         startTLS: startTLS,
-                        pinReportURL: pinReportURL
+                        pinReportURL: pinReportURL,
+                        pinExpires: try Self.expiry(pinExpires)
                     )
                 )
                 let url = settings.account(password: "").url
@@ -128,6 +163,10 @@ struct AccountCommand: AsyncParsableCommand {
                     print("\tCAs: \(account.caFile ?? "system")")
                     if let address = account.connectAddress { print("\tconnects to: \(address)") }
                     if let report = account.pinReportURL { print("\tpin failures reported to: \(report)") }
+                    if let expires = account.pinExpires {
+                        let date = Date(timeIntervalSince1970: TimeInterval(expires))
+                        print("\tpins enforced until: \(date.ISO8601Format()), then only reported")
+                    }
                 }
             }
         }

@@ -279,6 +279,38 @@ import Testing
         #expect(!lines[0].body.contains(SyncDovecot.password))
     }
 
+    /// An account record whose pins expired (record v4's `pinExpires`): the wrong pins no longer refuse, the sync
+    /// completes, and the mismatch is reported as not enforced.
+    @Test func anAccountWhosePinsExpiredSyncsAndReportsTheMismatch() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        try server.deliver(SyncMail.message("expiredpins"))
+        let collector = try ReportCollector(
+            certificate: "\(server.certs)/a-chain.pem",
+            key: "\(server.certs)/a.key"
+        )
+        defer { collector.stop() }
+        let world = try await SyncWorld()
+        let syncer = Syncer(store: world.store, timeout: .seconds(60))
+        var settings = try server.account(pins: [server.pin("b"), server.pin("backup")])
+        settings.pinReportURL = "https://localhost:\(collector.port)/expired"
+        settings.pinExpires = Date(timeIntervalSinceNow: -86_400)
+        let account = try await world.store.addServerAccount(settings)
+        #expect(try await world.store.serverAccounts().first?.server.pinExpires == settings.pinExpires)
+        #expect(
+            try await syncer.checkLogin(settings) == "the pins have expired and did not match: reported, not enforced"
+        )
+        _ = try await syncer.sync(accountID: account)
+        #expect(try await world.store.count() == 1)
+        let lines = collector.received()
+        try #require(lines.count == 1, "\(lines)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(lines[0].body.utf8)) as? [String: Any]
+        )
+        #expect(report["enforce-pinning"] as? Bool == false)
+        #expect(report["validation-result"] as? String == "pinMismatch")
+    }
+
     @Test func aLockedKeymakerRefusesBeforeConnecting() async throws {
         let world = try await SyncWorld()
         // No server runs at this port: a locked sync must not get as far as trying it.

@@ -13,7 +13,8 @@ extension CLIRunner {
         pins: [String],
         password: String = SyncDovecot.password,
         protected: Bool = true,
-        startTLS: Bool = false
+        startTLS: Bool = false,
+        extra: [String] = []
     ) throws -> Result {
         try run(
             [
@@ -24,7 +25,7 @@ extension CLIRunner {
                 "--user",
                 SyncDovecot.user, "--ca-file", "\(server.certs)/ca.pem", "--connect", "127.0.0.1", "--pin-stdin",
                 "--password-stdin",
-            ] + pins.flatMap { ["--pin-sha256", $0] },
+            ] + pins.flatMap { ["--pin-sha256", $0] } + extra,
             input: (protected ? "\(SyncCLITests.pin)\n" : "") + "\(password)\n"
         )
     }
@@ -57,6 +58,42 @@ extension CLIRunner {
         let unpinned = try cli.run(base + ["--pin-report-url", "https://report.example.org/pins"])
         #expect(unpinned.status != 0)
         #expect(unpinned.stderr.contains("--pin-report-url needs --pin-sha256"), "\(unpinned.stderr)")
+    }
+
+    /// `--pin-expires` is a future YYYY-MM-DD and goes with pins, or the command is refused before anything is asked.
+    @Test func aPinExpiryMustBeAFutureDateAndComesWithPins() throws {
+        let cli = CLIRunner(prefix: "coffer-sync-cli-expires")
+        let base = ["account", "add", "--imap", "imaps://mail.example.org", "--user", "alice", "--password-stdin"]
+        let pins = [
+            "--pin-sha256", String(repeating: "A", count: 43) + "=", "--pin-sha256",
+            String(repeating: "B", count: 43) + "=",
+        ]
+        for (value, sentence) in [
+            ("2030-13-01", "YYYY-MM-DD"), ("2030-02-30", "YYYY-MM-DD"), ("tomorrow", "YYYY-MM-DD"),
+            ("2001-01-01", "in the future"), ("2200-01-01", "before the year 2106"),
+        ] {
+            let refused = try cli.run(base + pins + ["--pin-expires", value])
+            #expect(refused.status != 0, "\(value)")
+            #expect(refused.stderr.contains(sentence), "\(value): \(refused.stderr)")
+        }
+        let unpinned = try cli.run(base + ["--pin-expires", "2099-01-01"])
+        #expect(unpinned.status != 0)
+        #expect(unpinned.stderr.contains("--pin-expires needs --pin-sha256"), "\(unpinned.stderr)")
+    }
+
+    /// Before the expiry the pins are enforced (another key is refused); the date is kept and shown.
+    @Test func pinsWithAFutureExpiryAreEnforcedAndShown() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let cli = try makeHome()
+        let expiry = ["--pin-expires", "2099-06-30"]
+        let other = try cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")], extra: expiry)
+        #expect(other.status == 1, "\(other.stdout)")
+        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], extra: expiry)
+        #expect(added.status == 0, "\(added.stderr)")
+        #expect(added.stdout.contains("matched"))
+        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(shown.stdout.contains("pins enforced until: 2099-06-30T00:00:00Z"), "\(shown.stdout)")
     }
 
     @Test func accountAddShowSyncListRemove() async throws {

@@ -135,8 +135,34 @@ struct SyncStoreTests {
         #expect(account == ServerAccount(host: "imap.example.test", port: 993, username: "alice", password: "secret"))
         #expect(account.url == "imaps://imap.example.test:993")
         var unknown = CellWriter()
-        unknown.count(3)
+        unknown.count(ServerAccount.recordVersion + 1)
         #expect(throws: CellReader.Malformed.self) { try ServerAccount.decode(unknown.bytes) }
+    }
+
+    @Test func aVersion3AccountRecordOpensWithoutAPinExpiry() throws {
+        var writer = CellWriter()
+        writer.count(3)
+        writer.string("imap.example.test")
+        writer.count(993)
+        writer.string("alice")
+        writer.string("secret")
+        writer.string(nil)
+        writer.string(nil)
+        writer.count(2)
+        writer.string("pinA")
+        writer.string("pinB")
+        writer.flag(false)
+        writer.string("https://reports.example.test/pins")
+        let account = try ServerAccount.decode(writer.bytes)
+        #expect(account.pinReportURL == "https://reports.example.test/pins")
+        #expect(account.pinExpires == nil)
+        #expect(account.pins == ["pinA", "pinB"])
+        // The same bytes with a version 4 header lack the expiry field: refused, not guessed.
+        var bytes = writer.bytes
+        var header = CellWriter()
+        header.count(4)
+        bytes.replaceSubrange(0..<header.bytes.count, with: header.bytes)
+        #expect(throws: CellReader.Malformed.self) { try ServerAccount.decode(bytes) }
     }
 
     @Test func theAccountRecordIsSealedAndRoundTrips() async throws {
@@ -150,8 +176,12 @@ struct SyncStoreTests {
             pins: ["pinA", "pinB"],
             caFile: "/tmp/ca.pem",
             connectAddress: "127.0.0.1",
-            startTLS: true
+            startTLS: true,
+            pinReportURL: "https://reports.example.test/pins",
+            pinExpires: Date(timeIntervalSince1970: 1_900_000_000.75)
         )
+        // Whole seconds, as the record keeps them.
+        #expect(server.pinExpires == Date(timeIntervalSince1970: 1_900_000_000))
         let id = try await world.store.addServerAccount(server)
         let stored = try await world.store.serverAccounts()
         #expect(stored.count == 1)
