@@ -49,11 +49,16 @@ public enum SyncEvent: Sendable, Equatable {
 ///
 /// Every batch of fetched messages is stored with its locations and the folder's highest UID in one transaction,
 /// so a process killed at any point leaves whole messages only, and the next sync continues after the last batch.
+/// A batch holds at most ``batchSize`` messages and ``batchBytes`` bytes of them (a larger message goes alone), and
+/// the next batch is fetched while one is stored: the server's work and the sealing overlap, and at most two batches
+/// are in memory.
 public struct Syncer: Sendable {
     /// The store synced into.
     public let store: MailStore
     /// Messages per UID FETCH and per store transaction.
     public var batchSize: Int
+    /// The most message bytes (RFC822.SIZE) per UID FETCH and per store transaction; a larger message goes alone.
+    public var batchBytes: UInt64 = 16 << 20
     /// The IMAP parser's limits (tests make them small).
     public var limits: IMAPResponseParser.Limits
     /// The TCP and handshake limit.
@@ -368,19 +373,37 @@ public struct Syncer: Sendable {
             locations[index].serverFlags = now
         }
 
-        // New messages, oldest first, in batches stored with their locations.
+        // New messages, oldest first, in batches stored with their locations; the next batch is fetched while one
+        // is stored. One command at a time on the connection: a fetch in flight is awaited before any other.
         var done = 0
         progress(SyncProgress(folder: name, done: 0, total: new.count))
-        for start in stride(from: 0, to: new.count, by: batchSize) {
-            let batch = new[start..<min(start + batchSize, new.count)]
-            let messages = try await client.uidFetch(UIDSet.strings(batch).joined(separator: ","), body: true)
+        var sizes: [UInt32: UInt64] = [:]
+        if !new.isEmpty {
+            for message in try await client.uidFetch(UIDSet.strings(new).joined(separator: ","), body: false) {
+                sizes[message.uid] = message.size
+            }
+        }
+        let batches = Self.batches(new, sizes: sizes, maxCount: batchSize, maxBytes: batchBytes)
+        let fetch = { @Sendable (batch: [UInt32]) in
+            Task { try await client.uidFetch(UIDSet.strings(batch).joined(separator: ","), body: true) }
+        }
+        var next = batches.first.map(fetch)
+        for (index, batch) in batches.enumerated() {
+            guard let current = next else { break }
+            let messages = try await current.value
+            next = index + 1 < batches.count ? fetch(batches[index + 1]) : nil
             let wanted = Set(batch)
             let mails = messages.filter { wanted.contains($0.uid) }.map { message in
                 FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
             }
-            for outcome in try await store.storeFetched(mails, folderID: folder.id) {
-                if case .malformed = outcome { continue }
-                summary.fetched += 1
+            do {
+                for outcome in try await store.storeFetched(mails, folderID: folder.id) {
+                    if case .malformed = outcome { continue }
+                    summary.fetched += 1
+                }
+            } catch {
+                _ = try? await next?.value
+                throw error
             }
             done += batch.count
             progress(SyncProgress(folder: name, done: done, total: new.count))
@@ -411,6 +434,32 @@ public struct Syncer: Sendable {
             summary.flagsPushed += pending.count
         }
         try await store.setHighestModSeq(folderID: folder.id, modSeq)
+    }
+
+    /// `uids` in order, cut into batches of at most `maxCount` messages whose known sizes add up to at most
+    /// `maxBytes`; a message larger than `maxBytes` is a batch of its own. An unknown size counts as 0, and a size
+    /// (the server's word) counts as at most `maxBytes`, so no sum overflows.
+    static func batches(
+        _ uids: [UInt32],
+        sizes: [UInt32: UInt64],
+        maxCount: Int,
+        maxBytes: UInt64
+    ) -> [[UInt32]] {
+        var batches: [[UInt32]] = []
+        var current: [UInt32] = []
+        var bytes: UInt64 = 0
+        for uid in uids {
+            let size = min(sizes[uid] ?? 0, maxBytes)
+            if !current.isEmpty, current.count >= maxCount || bytes + size > maxBytes {
+                batches.append(current)
+                current = []
+                bytes = 0
+            }
+            current.append(uid)
+            bytes += size
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
     }
 
     static let flagNames: [(String, MessageFlags)] = [

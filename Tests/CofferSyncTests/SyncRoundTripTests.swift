@@ -172,3 +172,17 @@ final class SyncEventLog: Sendable {
         #expect(archive.folders == 1 && archive.fetched == 0)
     }
 }
+
+/// How new messages are cut into fetch-and-store batches: by count and by the sizes the server gave.
+struct SyncBatchTests {
+    @Test func batchesKeepOrderAndBoundCountAndBytesAndAHugeMessageGoesAlone() {
+        let uids: [UInt32] = Array(1...7)
+        let sizes: [UInt32: UInt64] = [1: 10, 2: 10, 3: 80, 4: 500, 5: 1, 6: .max, 7: 5]
+        let batches = Syncer.batches(uids, sizes: sizes, maxCount: 3, maxBytes: 100)
+        #expect(batches == [[1, 2, 3], [4], [5], [6], [7]])
+        #expect(batches.flatMap { $0 } == uids)
+        // By count alone when no size is known.
+        #expect(Syncer.batches(uids, sizes: [:], maxCount: 3, maxBytes: 100) == [[1, 2, 3], [4, 5, 6], [7]])
+        #expect(Syncer.batches([], sizes: [:], maxCount: 3, maxBytes: 100).isEmpty)
+    }
+}
