@@ -65,7 +65,12 @@ enum ImportMemoryBench {
         return String(me[..<slash]) + "/" + name
     }
 
-    struct Usage { var maxRSSKiB: Int }
+    struct Usage {
+        /// Peak resident set (ru_maxrss).
+        var maxRSSKiB: Int
+        /// User plus system CPU time.
+        var cpuSeconds: Double = 0
+    }
 
     /// Runs `arguments` with standard input from the file `input` (else empty), standard output into the file
     /// `output` (else discarded), and returns its resource usage.
@@ -88,6 +93,9 @@ enum ImportMemoryBench {
         guard waitStatus == 0 else {
             throw CofferCryptoError.io(operation: "run \(arguments.joined(separator: " "))", errno: EIO)
         }
-        return Usage(maxRSSKiB: Int(usage.ru_maxrss))
+        let cpu =
+            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return Usage(maxRSSKiB: Int(usage.ru_maxrss), cpuSeconds: cpu)
     }
 }
