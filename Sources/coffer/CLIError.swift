@@ -39,10 +39,9 @@ struct CLIError: Error, CustomStringConvertible {
                 || keychain == .deviceSecretMissing
         {
             self = .otherDevice
-        } else if let error = error as? CustomStringConvertible {
-            description = error.description
         } else {
-            description = "An unexpected error occurred."
+            // Every module error's description is a sentence written for people (on Linux every error has one).
+            description = String(describing: error)
         }
     }
 }
