@@ -12,6 +12,8 @@ dpkg -s dovecot-imapd >/dev/null 2>&1 || need+=(dovecot-imapd)
 dpkg -s dovecot-lmtpd >/dev/null 2>&1 || need+=(dovecot-lmtpd)
 # mbsync, the reference beside which `coffer-bench sync` measures `coffer sync`.
 dpkg -s isync >/dev/null 2>&1 || need+=(isync)
+# wrk, the HTTP load generator `coffer-bench notify` runs against coffer-notify's event endpoint.
+dpkg -s wrk >/dev/null 2>&1 || need+=(wrk)
 # CofferTPM builds against tpm2-tss (ESAPI, the TCTI loader); its tests run a private software TPM (swtpm) on
 # loopback, stopped through swtpm_ioctl (swtpm-tools).
 dpkg -s libtss2-dev >/dev/null 2>&1 || need+=(libtss2-dev)

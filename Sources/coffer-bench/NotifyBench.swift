@@ -1,0 +1,445 @@
+import CofferCrypto
+import CofferNotify
+import CofferPush
+import CofferTesting
+import Crypto
+import Foundation
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 11's bench for `coffer-notify`, in two tables.
+///
+/// Throughput: on one task (one core), Dovecot events handled through the library exactly as the server handles
+/// them (`NotifyService.handle` on a `SQLiteNotifyStorage` in a temporary folder, with the FastSync escrow the
+/// server opens), for one user with ``sessions`` live sessions, so each event is ``sessions`` pushes (one RFC 8291
+/// seal, one enqueue and one wake each). Beside it the seal alone (`PushMessage.seal(to:)`, no storage), and the
+/// reference `openssl speed -seconds 3 ecdhp256` in the same run: every RFC 8291 message costs one P-256 ECDH, so
+/// that is the ceiling, and the issue's aim is at least 0.4 of it.
+///
+/// wrk: the built `coffer-notify serve` on loopback (SQLite, then PostgreSQL from `scripts/postgres.sh` when it can
+/// start a cluster), with ``sessions`` sessions made in its storage before it starts, under
+/// `wrk -t2 -c16 -d10s --latency` PUTting Dovecot ox events to `/v1/events/dovecot`: requests per second, p99 and the
+/// pushes the answers say were queued (one 10 s run each). wrk and the server share the machine's cores. The library
+/// loop drops the service's log lines; the server writes them to its standard error, which goes to /dev/null.
+enum NotifyBench {
+    /// Live sessions of the one user; every event makes this many pushes.
+    static let sessions = 4
+    /// Events per timed round of the library loop (each round is `events × sessions` pushes).
+    static let events = 300
+    /// Timed rounds of the library loop; the table shows the median.
+    static let rounds = 5
+    /// The user every event is for.
+    static let user = "bench@example.org"
+    /// A logger that drops everything (the server's own log goes to its standard error).
+    static let quiet = Logger(label: "coffer-bench.notify") { _ in SwiftLogNoOpLogHandler() }
+
+    /// Prints both tables; the wrk rows are skipped, each with one sentence, without wrk or PostgreSQL.
+    static func run() async throws {
+        try await throughput()
+        try await wrkTable()
+    }
+
+    // MARK: - Throughput through the library
+
+    /// Pushes queued per second by `NotifyService.handle` on one task, and seals per second without storage,
+    /// beside `openssl speed ecdhp256`.
+    static func throughput() async throws {
+        let folder = TemporaryDirectory(prefix: "coffer-bench-notify")
+        defer { withExtendedLifetime(folder) {} }
+        // The storage and escrow `serve` opens by default: the home's notify.sqlite and escrow.sqlite.
+        let home = try NotifyHome(explicit: "\(folder.path)/data")
+        let opened = try await NotifyConfig().openStorage(home: home, logger: quiet)
+        let keys = try await makeSessions(in: opened.storage)
+        var service = NotifyService(
+            storage: opened.storage,
+            authenticator: NoRegistration(),
+            settings: NotifyService.Settings(eventSecret: Array("bench".utf8)),
+            logger: quiet
+        )
+        service.escrow = try FastSyncEscrow(records: opened.escrow, masterKey: home.masterKey())
+
+        // Warm up (the database's first pages, the code paths), then time the rounds.
+        var uid: UInt32 = 0
+        func nextEvent() -> DovecotEvent {
+            uid += 1
+            return event(uid: uid)
+        }
+        for _ in 0..<20 { _ = try await service.handle(nextEvent()) }
+        var rates: [Double] = []
+        var cpuShares: [Double] = []
+        for _ in 0..<rounds {
+            let cpuStart = cpuSeconds()
+            let start = Timer.now()
+            var queued = 0
+            for _ in 0..<events { queued += try await service.handle(nextEvent()) }
+            let wall = Double(Timer.now() - start) / 1e9
+            guard queued == events * sessions else {
+                throw BenchError("notify: \(queued) pushes queued for \(events) events to \(sessions) sessions")
+            }
+            rates.append(Double(queued) / wall)
+            cpuShares.append((cpuSeconds() - cpuStart) / wall)
+        }
+        let handleRate = rates.sorted()[rounds / 2]
+        let cpuShare = cpuShares.sorted()[rounds / 2]
+
+        // The seal alone: the same message to one of the same subscriptions, nothing stored.
+        let message = PushMessage(event: event(uid: 1))
+        let subscription = keys[0].subscription
+        // Every seal must open for its device, or the figure measures nothing.
+        _ = try keys[0].open(try message.seal(to: subscription))
+        let sealRate = try Timer.rate(seconds: 1.5) { _ = try message.seal(to: subscription) }
+
+        let openssl = OpenSSLECDH.operationsPerSecond()
+        var table = Table(
+            "notify: pushes per second on one core beside openssl speed -seconds 3 ecdhp256 (one P-256 ECDH per "
+                + "RFC 8291 message); \(sessions) sessions, median of \(rounds) rounds of \(events) events",
+            ["measure", "Coffer pushes/s", "openssl ECDH P-256 ops/s", "ratio", "aim"]
+        )
+        for (name, rate, aim) in [
+            ("NotifyService.handle: seal + enqueue (SQLite) + wake", handleRate, "≥ 0.4"),
+            ("PushMessage.seal(to:) alone, no storage", sealRate, ""),
+        ] {
+            table.add([
+                name, format(rate, 0), openssl.map { format($0, 0) } ?? "n/a",
+                openssl.map { format(rate / $0, 2) } ?? "n/a", aim,
+            ])
+        }
+        table.print()
+        print(
+            "(handle: \(format(cpuShare, 2)) CPU-seconds per second of the loop, this process's user + system time; "
+                + "a seal is \(format(1e6 / sealRate, 1)) µs of the \(format(1e6 / handleRate, 1)) µs a push costs)"
+        )
+        if openssl == nil { print("(openssl is missing or printed no ecdh (nistp256) line: no reference)") }
+    }
+
+    /// Makes ``sessions`` live sessions of ``user`` in `storage`, each with fresh P-256 push keys; returns the
+    /// device side of each (to check that a push opens).
+    static func makeSessions(in storage: any NotifyStorage) async throws -> [WebPush.UserAgentKeys] {
+        let now = Date()
+        var keys: [WebPush.UserAgentKeys] = []
+        for index in 0..<sessions {
+            let device = WebPush.UserAgentKeys()
+            try await storage.createSession(
+                NotifySession(
+                    id: UUID().uuidString.lowercased(),
+                    user: user,
+                    deviceName: "bench device \(index)",
+                    tokenHash: SessionToken().hash,
+                    created: now,
+                    lastSeen: now,
+                    expires: now.addingTimeInterval(30 * 24 * 3600),
+                    pushPublicKey: device.subscription.publicKeyBytes,
+                    pushAuthSecret: device.authSecret.withUnsafeBytes { Array($0) }
+                )
+            )
+            keys.append(device)
+        }
+        return keys
+    }
+
+    /// A new-mail event for ``user``, as Dovecot's ox driver sends it.
+    static func event(uid: UInt32) -> DovecotEvent {
+        DovecotEvent(
+            user: user,
+            folder: "INBOX",
+            uidValidity: 1_700_000_000,
+            uid: uid,
+            from: "Bench Sender <sender@example.org>",
+            subject: "Quarterly figures, draft \(uid)"
+        )
+    }
+
+    /// This process's user + system CPU time, in seconds.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
+    }
+
+    /// Refuses every registration: the bench makes its sessions directly in storage.
+    struct NoRegistration: MailAuthenticator {
+        func verify(user: String, password: String) async throws(NotifyError) {
+            throw .mailServerUnavailable("the bench registers no devices")
+        }
+    }
+
+    // MARK: - wrk on the event endpoint
+
+    /// One wrk run's figures.
+    struct WrkResult {
+        /// Requests per second (wrk's `Requests/sec`).
+        var requestsPerSecond: Double
+        /// The 99th percentile latency, in milliseconds (wrk's `--latency` distribution).
+        var p99Milliseconds: Double
+        /// The run's length, in seconds (wrk's `N requests in Ts`).
+        var seconds: Double
+        /// The sum of the answers' `count`: pushes queued.
+        var queued: Int
+        /// Answers that were not 200.
+        var failed: Int
+        /// wrk's `Socket errors: …` line (connect, read, write, timeout), when it printed one.
+        var socketErrors: String?
+    }
+
+    /// The wrk table: SQLite, then PostgreSQL; a row whose tool is missing is skipped with one sentence.
+    static func wrkTable() async throws {
+        guard let wrk = (["/usr/bin/wrk", "/usr/local/bin/wrk"] as [String]).first(where: { access($0, X_OK) == 0 })
+        else {
+            print(
+                "notify: wrk is missing (Debian: apt-get install wrk; scripts/setup.sh does it); the wrk table is "
+                    + "skipped"
+            )
+            return
+        }
+        var table = Table(
+            "notify: wrk -t2 -c16 -d10s on PUT /v1/events/dovecot (coffer-notify serve on loopback, \(sessions) "
+                + "sessions of one user, so \(sessions) pushes per request; wrk runs on the same cores)",
+            ["storage", "requests/s", "p99 (ms)", "pushes queued", "pushes/s", "answers not 200"]
+        )
+        var notes: [String] = []
+        func add(_ name: String, _ result: WrkResult) {
+            if let errors = result.socketErrors { notes.append("(\(name): wrk's \(errors))") }
+            table.add([
+                name, format(result.requestsPerSecond, 0), format(result.p99Milliseconds, 1), String(result.queued),
+                format(Double(result.queued) / result.seconds, 0), String(result.failed),
+            ])
+        }
+        add("SQLite", try await serveAndLoad(wrk: wrk, postgres: nil))
+
+        if let cluster = startPostgres() {
+            defer { _ = try? ImportMemoryBench.spawn(["/bin/bash", postgresScript, "stop", cluster.dir]) }
+            add("PostgreSQL", try await serveAndLoad(wrk: wrk, postgres: cluster.postgres))
+        }
+        table.print()
+        for note in notes { print(note) }
+    }
+
+    /// `scripts/postgres.sh`: a private PostgreSQL cluster on loopback.
+    static let postgresScript = TestServers.repoRoot.appendingPathComponent("scripts/postgres.sh").path
+
+    /// Starts a private cluster with `scripts/postgres.sh start` and returns how to reach it and its folder (for
+    /// `stop`); nil, after one sentence, when PostgreSQL is missing or the cluster did not start.
+    ///
+    /// Through `posix_spawn` and a file, not Foundation's `Process`: the postmaster outlives the script and would
+    /// keep the socket Foundation watches for the script's end, so `waitUntilExit` would never return. Through
+    /// `env --default-signal`: a child of a Dispatch thread inherits its blocked signals (pg_ctl stops the server
+    /// with SIGINT).
+    static func startPostgres() -> (postgres: NotifyConfig.Postgres, dir: String)? {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        guard versions.contains(where: { access("/usr/lib/postgresql/\($0)/bin/initdb", X_OK) == 0 }) else {
+            print("notify: PostgreSQL is missing (Debian: apt-get install postgresql); the PostgreSQL row is skipped")
+            return nil
+        }
+        let folder = TemporaryDirectory(prefix: "coffer-bench-notify-postgres")
+        defer { withExtendedLifetime(folder) {} }
+        let output = "\(folder.path)/start.out"
+        do {
+            _ = try ImportMemoryBench.spawn(
+                ["/usr/bin/env", "--default-signal", "/bin/bash", postgresScript, "start"],
+                output: output
+            )
+        } catch {
+            print("notify: scripts/postgres.sh could not start a cluster (\(error)); the PostgreSQL row is skipped")
+            return nil
+        }
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        guard let address = value(after: "COFFER_TEST_POSTGRES=", in: text),
+            let dir = value(after: "COFFER_TEST_POSTGRES_DIR=", in: text),
+            let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...])
+        else {
+            print("notify: scripts/postgres.sh printed no address (\(text)); the PostgreSQL row is skipped")
+            return nil
+        }
+        let postgres = NotifyConfig.Postgres(
+            host: String(address[..<colon]),
+            port: port,
+            user: "coffer",
+            database: "postgres",
+            tls: false
+        )
+        return (postgres, dir)
+    }
+
+    /// Prepares a data folder (event secret, master key, sessions in the chosen storage), starts `coffer-notify
+    /// serve` on it, runs wrk against its event endpoint, and kills the server.
+    static func serveAndLoad(wrk: String, postgres: NotifyConfig.Postgres?) async throws -> WrkResult {
+        let folder = TemporaryDirectory(prefix: "coffer-bench-notify-wrk")
+        defer { withExtendedLifetime(folder) {} }
+        let home = try NotifyHome(explicit: "\(folder.path)/data")
+        let secret = (0..<32).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement().map(String.init)! }
+            .joined()
+        try SecureFile.writeAtomically(Array(secret.utf8), to: "\(home.path)/event-secret")
+        var serve = [
+            ImportMemoryBench.siblingBinary("coffer-notify"), "serve", "--port", "0", "--data-dir", home.path,
+        ]
+        let config = NotifyConfig(storage: postgres == nil ? "sqlite" : "postgres", postgres: postgres)
+        if postgres != nil {
+            let path = "\(folder.path)/notify.json"
+            try SecureFile.writeAtomically(Array(try JSONEncoder().encode(config)), to: path)
+            serve += ["--config", path]
+        }
+        // The sessions go into the storage the server will open: the same config, and the home's master key
+        // (made here; the server reads it). Closed before the server starts.
+        do {
+            let opened = try await config.openStorage(home: home, logger: quiet)
+            _ = try await makeSessions(in: opened.storage)
+            opened.postgres?.shutdown()
+        }
+
+        // Through `sh`, which prints its pid and becomes the server (exec), so that the server can be killed with
+        // SIGKILL: a child started by Foundation from a Dispatch thread may ignore SIGTERM. `env --default-signal`
+        // gives the server the signals a shell would.
+        let server = try Background(
+            ["/bin/sh", "-c", #"echo "coffer-bench pid $$"; exec "$0" "$@""#, "/usr/bin/env", "--default-signal"]
+                + serve,
+            watch: .standardOutput
+        )
+        guard server.log.wait(for: "coffer-bench pid ", count: 1, seconds: 10),
+            let pid = value(after: "coffer-bench pid ", in: server.log.text).flatMap({ pid_t($0) })
+        else { throw BenchError("the server's shell did not start: \(server.log.text)") }
+        defer {
+            kill(pid, SIGKILL)
+            server.stop()  // waits until Foundation has reaped it
+        }
+        guard server.log.wait(for: "coffer-notify listening on", count: 1, seconds: 60),
+            let address = value(after: "coffer-notify listening on ", in: server.log.text),
+            let port = address.split(separator: ":").last.flatMap({ Int($0) })
+        else { throw BenchError("coffer-notify did not start: \(server.log.text)") }
+
+        let lua = "\(folder.path)/event.lua"
+        try Data(luaScript(secret: secret).utf8).write(to: URL(fileURLWithPath: lua))
+        let run = try runCommand([
+            wrk, "-t2", "-c16", "-d10s", "--latency", "-s", lua, "http://127.0.0.1:\(port)/v1/events/dovecot",
+        ])
+        guard run.code == 0, let result = parseWrk(run.output) else {
+            throw BenchError("wrk failed or printed no figures: \(run.output)")
+        }
+        return result
+    }
+
+    /// The text after `prefix` on the first line that has it.
+    static func value(after prefix: String, in text: String) -> String? {
+        guard let range = text.range(of: prefix) else { return nil }
+        let rest = text[range.upperBound...]
+        return String(rest.prefix { $0 != "\n" }).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// wrk's Lua: PUT the ox JSON with Basic auth; sum the answers' `count` and the answers that were not 200, and
+    /// print both at the end on one line (`coffer-bench queued N failed N`).
+    static func luaScript(secret: String) -> String {
+        let body =
+            #"{"user":"\#(user)","event":"messageNew","folder":"INBOX","imap-uidvalidity":1700000000,"#
+            + #""imap-uid":42,"from":"Bench Sender <sender@example.org>","subject":"Quarterly figures, draft 42","#
+            + #""snippet":"Please find the figures attached.","unseen":1}"#
+        let authorization = "Basic " + Data("dovecot:\(secret)".utf8).base64EncodedString()
+        return """
+            wrk.method = "PUT"
+            wrk.body = [==[\(body)]==]
+            wrk.headers["Content-Type"] = "application/json"
+            wrk.headers["Authorization"] = "\(authorization)"
+            local threads = {}
+            function setup(thread) table.insert(threads, thread) end
+            function init(args) queued = 0; failed = 0 end
+            function response(status, headers, body)
+              if status == 200 then
+                queued = queued + (tonumber(string.match(body, '"count"%s*:%s*(%d+)')) or 0)
+              else
+                failed = failed + 1
+              end
+            end
+            function done(summary, latency, requests)
+              local q, f = 0, 0
+              for _, thread in ipairs(threads) do q = q + thread:get("queued"); f = f + thread:get("failed") end
+              io.write(string.format("coffer-bench queued %d failed %d\\n", q, f))
+            end
+
+            """
+    }
+
+    /// Requests/sec, the 99% latency, the run's length and the Lua's counts from wrk's `--latency` output; nil when
+    /// any is missing.
+    static func parseWrk(_ output: String) -> WrkResult? {
+        var rate: Double?
+        var p99: Double?
+        var seconds: Double?
+        var counts: (Int, Int)?
+        var socketErrors: String?
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            guard let first = fields.first else { continue }
+            if first == "Requests/sec:", fields.count >= 2 {
+                rate = Double(fields[1])
+            } else if first == "99%", fields.count >= 2 {
+                p99 = milliseconds(fields[1])
+            } else if fields.count >= 4, fields[1] == "requests", fields[2] == "in" {
+                // "76270 requests in 10.01s, 8.87MB read"
+                seconds = milliseconds(String(fields[3].prefix { $0 != "," })).map { $0 / 1000 }
+            } else if first == "coffer-bench", fields.count == 5, let queued = Int(fields[2]),
+                let failed = Int(fields[4])
+            {
+                counts = (queued, failed)
+            } else if first == "Socket", fields.count >= 2, fields[1] == "errors:" {
+                socketErrors = fields.joined(separator: " ")
+            }
+        }
+        guard let rate, let p99, let seconds, seconds > 0, let counts else { return nil }
+        return WrkResult(
+            requestsPerSecond: rate,
+            p99Milliseconds: p99,
+            seconds: seconds,
+            queued: counts.0,
+            failed: counts.1,
+            socketErrors: socketErrors
+        )
+    }
+
+    /// A wrk duration (`635.91us`, `2.03ms`, `1.20s`, `1.50m`) in milliseconds.
+    static func milliseconds(_ text: String) -> Double? {
+        for (unit, scale) in [("us", 0.001), ("ms", 1.0), ("s", 1000.0), ("m", 60_000.0), ("h", 3_600_000.0)]
+        where text.hasSuffix(unit) {
+            return Double(text.dropLast(unit.count)).map { $0 * scale }
+        }
+        return nil
+    }
+}
+
+/// Runs `openssl speed -seconds 3 ecdhp256` (one process).
+enum OpenSSLECDH {
+    /// P-256 ECDH operations per second, or `nil` without openssl or without a figure in its output.
+    static func operationsPerSecond() -> Double? {
+        // `env --default-signal`: openssl speed ends each test with SIGALRM, which a child of a Dispatch thread
+        // inherits blocked (it would never stop).
+        guard
+            let result = try? runCommand([
+                "/usr/bin/env", "--default-signal", "openssl", "speed", "-seconds", "3", "ecdhp256",
+            ]),
+            result.code == 0
+        else { return nil }
+        return parse(result.output)
+    }
+
+    /// The ops/s figure from `openssl speed ecdhp256`'s output (standard output and error together): the table line
+    /// ` 256 bits ecdh (nistp256)   0.0000s  27827.3` (its last field), else the progress line `26930 256-bits ECDH
+    /// ops in 1.00s`.
+    static func parse(_ output: String) -> Double? {
+        let lines = output.split(separator: "\n").map { $0.lowercased() }
+        if let line = lines.last(where: { $0.contains("ecdh") && $0.contains("nistp256") }),
+            let last = line.split(separator: " ").last, let rate = Double(last), rate > 0
+        {
+            return rate
+        }
+        for line in lines.reversed() {
+            let fields = line.split(separator: " ")
+            guard let ops = fields.firstIndex(of: "ops"), ops >= 3, fields[ops - 1] == "ecdh",
+                ops + 2 < fields.count, fields[ops + 1] == "in", let count = Double(fields[ops - 3]),
+                let time = Double(fields[ops + 2].trimmingCharacters(in: CharacterSet(charactersIn: "s"))), time > 0
+            else { continue }
+            return count / time
+        }
+        return nil
+    }
+}
