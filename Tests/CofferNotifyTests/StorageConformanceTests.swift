@@ -214,34 +214,44 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
     }
 }
 
-/// Two services on one PostgreSQL database: an event handled by one wakes a long poll held by the other.
+/// Two services on one PostgreSQL database: an event handled by one wakes a long poll held by the other, and a key
+/// escrowed through one rides the pushes of the other.
 @Suite struct TwoInstanceTests {
     actor Woken {
         var ids: [String] = []
         func add(_ id: String) { ids.append(id) }
     }
 
+    /// Two storages on one fresh database, each with its service and FastSync escrow (in that database).
+    static func instances() async throws -> (
+        PostgresNotifyStorage, PostgresNotifyStorage, NotifyService, NotifyService
+    ) {
+        let configuration = try await Engine.freshPostgresDatabase()
+        var pairs: [(PostgresNotifyStorage, NotifyService)] = []
+        for _ in 0..<2 {
+            let storage = try await PostgresNotifyStorage(
+                configuration: configuration,
+                masterKey: testMasterKey,
+                logger: Engine.quietLogger
+            )
+            var service = NotifyService(
+                storage: storage,
+                authenticator: FakeAuthenticator(passwords: ["alice": "alice-pw"]),
+                settings: NotifyService.Settings(eventSecret: Harness.eventSecret)
+            )
+            service.escrow = try FastSyncEscrow(records: storage, masterKey: testMasterKey)
+            pairs.append((storage, service))
+        }
+        return (pairs[0].0, pairs[1].0, pairs[0].1, pairs[1].1)
+    }
+
     @Test(.enabled(if: Engine.postgresAddress != nil, "set COFFER_TEST_POSTGRES (scripts/postgres.sh start)"))
     func anEventOnOneInstanceWakesAStreamWaiterOnTheOther() async throws {
-        let configuration = try await Engine.freshPostgresDatabase()
-        let storageA = try await PostgresNotifyStorage(
-            configuration: configuration,
-            masterKey: testMasterKey,
-            logger: Engine.quietLogger
-        )
-        let storageB = try await PostgresNotifyStorage(
-            configuration: configuration,
-            masterKey: testMasterKey,
-            logger: Engine.quietLogger
-        )
+        let (storageA, storageB, serviceA, serviceB) = try await Self.instances()
         defer {
             storageA.shutdown()
             storageB.shutdown()
         }
-        let passwords = FakeAuthenticator(passwords: ["alice": "alice-pw"])
-        let settings = NotifyService.Settings(eventSecret: Harness.eventSecret)
-        let serviceA = NotifyService(storage: storageA, authenticator: passwords, settings: settings)
-        let serviceB = NotifyService(storage: storageB, authenticator: passwords, settings: settings)
         let device = Device()
         let (session, _) = try await serviceB.register(
             user: "alice",
@@ -290,27 +300,11 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
 
     @Test(.enabled(if: Engine.postgresAddress != nil, "set COFFER_TEST_POSTGRES (scripts/postgres.sh start)"))
     func aFastSyncKeyEscrowedThroughOneInstanceRidesThePushesOfTheOther() async throws {
-        let configuration = try await Engine.freshPostgresDatabase()
-        let storageA = try await PostgresNotifyStorage(
-            configuration: configuration,
-            masterKey: testMasterKey,
-            logger: Engine.quietLogger
-        )
-        let storageB = try await PostgresNotifyStorage(
-            configuration: configuration,
-            masterKey: testMasterKey,
-            logger: Engine.quietLogger
-        )
+        let (storageA, storageB, serviceA, serviceB) = try await Self.instances()
         defer {
             storageA.shutdown()
             storageB.shutdown()
         }
-        let passwords = FakeAuthenticator(passwords: ["alice": "alice-pw"])
-        let settings = NotifyService.Settings(eventSecret: Harness.eventSecret)
-        var serviceA = NotifyService(storage: storageA, authenticator: passwords, settings: settings)
-        serviceA.escrow = try FastSyncEscrow(records: storageA, masterKey: testMasterKey)
-        var serviceB = NotifyService(storage: storageB, authenticator: passwords, settings: settings)
-        serviceB.escrow = try FastSyncEscrow(records: storageB, masterKey: testMasterKey)
         let device = Device()
         let (session, _) = try await serviceA.register(
             user: "alice",
