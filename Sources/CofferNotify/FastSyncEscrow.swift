@@ -20,7 +20,7 @@ public protocol EscrowRecords: Sendable {
     func sealedEscrowPrivateKey(user: String) async throws(NotifyError) -> [UInt8]?
     /// Stores the session's sealed KEK, replacing an earlier one.
     func putEscrowedKEK(sessionID: String, user: String, sealed: [UInt8], expires: Int64) async throws(NotifyError)
-    /// Deletes every KEK that expired at `now` (Unix seconds), then returns the session's, if any.
+    /// The session's KEK unless it expired at `now` (Unix seconds); a read only (expired rows go in the purge).
     func escrowedKEK(sessionID: String, now: Int64) async throws(NotifyError) -> (sealed: [UInt8], expires: Int64)?
     /// Deletes the session's KEK.
     func deleteEscrowedKEK(sessionID: String) async throws(NotifyError)
@@ -140,7 +140,8 @@ public final class FastSyncEscrow: Sendable {
         )
     }
 
-    /// The session's KEK and expiry while unexpired and the session live; an expired one is deleted.
+    /// The session's KEK and expiry while unexpired and the session live (a session that is not live loses its KEK
+    /// here; an expired KEK is never returned, and the purge deletes it).
     public func kek(
         for session: NotifySession,
         now: Date
@@ -263,16 +264,19 @@ public final class SQLiteEscrowRecords: EscrowRecords {
     ) async throws(NotifyError) -> (
         sealed: [UInt8], expires: Int64
     )? {
-        try await run { db -> (sealed: [UInt8], expires: Int64)? in
-            try db.execute(sql: "DELETE FROM escrow_kek WHERE expires <= ?", arguments: [now])
-            guard
-                let row = try Row.fetchOne(
-                    db,
-                    sql: "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = ?",
-                    arguments: [sessionID]
-                )
-            else { return nil }
-            return (Array(row["sealed_kek"] as Data), row["expires"])
+        do {
+            return try await database.read { db -> (sealed: [UInt8], expires: Int64)? in
+                guard
+                    let row = try Row.fetchOne(
+                        db,
+                        sql: "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = ? AND expires > ?",
+                        arguments: [sessionID, now]
+                    )
+                else { return nil }
+                return (Array(row["sealed_kek"] as Data), row["expires"])
+            }
+        } catch {
+            throw .storage("an escrow read or write failed")
         }
     }
 

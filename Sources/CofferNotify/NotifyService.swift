@@ -200,14 +200,15 @@ public struct NotifyService: Sendable {
         else { throw .unauthorized }
     }
 
-    /// Seals the event to every live session of its user and queues it; returns how many were queued.
+    /// Seals the event to every live session of its user and queues the pushes in one transaction; returns how many
+    /// were queued.
     public func handle(_ event: DovecotEvent) async throws(NotifyError) -> Int {
         guard event.event == nil || event.event == "messageNew" else { return 0 }
         let date = now()
-        var queued = 0
+        var queue: [(message: PendingMessage, endpoint: String?)] = []
         for session in try await storage.sessions(user: event.user) where session.isLive(at: date) {
             var message = PushMessage(event: event)
-            // The session's escrowed FastSync key, while unexpired (FastSyncEscrow checks and deletes).
+            // The session's escrowed FastSync key, while unexpired.
             if let escrowed = try? await escrow?.kek(for: session, now: date) {
                 message.fastSync = PushMessage.FastSyncKey(
                     kek: Base64URL.encode(escrowed.kek),
@@ -233,16 +234,18 @@ public struct NotifyService: Sendable {
                 created: date,
                 expires: date.addingTimeInterval(settings.messageLifetime)
             )
-            try await storage.enqueue(pending)
-            await signal.wake(sessionID: session.id)
+            queue.append((pending, session.pushEndpoint))
+        }
+        try await storage.enqueue(queue.map(\.message))
+        for (pending, endpoint) in queue {
+            await signal.wake(sessionID: pending.sessionID)
             metrics.push("queued")
-            queued += 1
-            if let endpoint = session.pushEndpoint, let webPush {
+            if let endpoint, let webPush {
                 await deliveries.start { await deliver(pending, to: endpoint, with: webPush) }
             }
         }
-        logger.info("event handled", metadata: ["queued": "\(queued)"])
-        return queued
+        logger.info("event handled", metadata: ["queued": "\(queue.count)"])
+        return queue.count
     }
 
     /// Posts a queued push to the session's push service, after the event was answered; once accepted (2xx) it
@@ -354,7 +357,7 @@ public actor BackgroundTasks {
         next += 1
         tasks[id] = Task {
             await body()
-            await self.finished(id)
+            self.finished(id)
         }
     }
 

@@ -28,8 +28,9 @@ public protocol NotifyStorage: Sendable {
     func forgetPushEndpoint(id: String) async throws(NotifyError)
     /// Revokes the session and deletes its pending messages; returns false when there is no such session.
     func revoke(id: String) async throws(NotifyError) -> Bool
-    /// Queues an encrypted message.
-    func enqueue(_ message: PendingMessage) async throws(NotifyError)
+    /// Queues encrypted messages (an event's pushes to each of its user's sessions) in one transaction: all of them
+    /// or, on an error, none.
+    func enqueue(_ messages: [PendingMessage]) async throws(NotifyError)
     /// The session's unexpired pending messages, oldest first, at most `limit`.
     func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage]
     /// Deletes the session's messages with these ids; returns how many were deleted.

@@ -282,22 +282,34 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
         return changed > 0
     }
 
-    /// See ``NotifyStorage/enqueue(_:)``; also notifies every listening instance.
-    public func enqueue(_ message: PendingMessage) async throws(NotifyError) {
-        let body = Data(message.body)
+    /// See ``NotifyStorage/enqueue(_:)``; also notifies every listening instance, once per session, when the
+    /// transaction commits.
+    public func enqueue(_ messages: [PendingMessage]) async throws(NotifyError) {
+        guard !messages.isEmpty else { return }
         try await run("write") {
-            _ = try await client.query(
-                """
-                INSERT INTO pending_message (id, session_id, body, created, expires)
-                VALUES (\(message.id), \(message.sessionID), \(body), \(message.created.timeIntervalSince1970),
-                    \(message.expires.timeIntervalSince1970))
-                """,
-                logger: logger
-            )
-            _ = try await client.query(
-                "SELECT pg_notify(\(Self.channel), \(message.sessionID))",
-                logger: logger
-            )
+            try await client.withConnection { connection in
+                _ = try await connection.query("BEGIN", logger: logger)
+                do {
+                    for message in messages {
+                        let body = Data(message.body)
+                        _ = try await connection.query(
+                            """
+                            INSERT INTO pending_message (id, session_id, body, created, expires)
+                            VALUES (\(message.id), \(message.sessionID), \(body),
+                                \(message.created.timeIntervalSince1970), \(message.expires.timeIntervalSince1970))
+                            """,
+                            logger: logger
+                        )
+                    }
+                    for session in Set(messages.map(\.sessionID)).sorted() {
+                        _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(session))", logger: logger)
+                    }
+                    _ = try await connection.query("COMMIT", logger: logger)
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
         }
     }
 
@@ -422,8 +434,7 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
     ) async throws(NotifyError) -> (
         sealed: [UInt8], expires: Int64
     )? {
-        _ = try await purgeEscrowedKEKs(now: now)
-        return try await run("read") {
+        try await run("read") {
             let rows = try await client.query(
                 "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = \(sessionID) AND expires > \(now)",
                 logger: logger

@@ -300,15 +300,18 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     }
 
     /// See ``NotifyStorage/enqueue(_:)``.
-    public func enqueue(_ message: PendingMessage) async throws(NotifyError) {
+    public func enqueue(_ messages: [PendingMessage]) async throws(NotifyError) {
+        guard !messages.isEmpty else { return }
         try await write { db in
-            try db.execute(
-                sql: "INSERT INTO pending_message (id, session_id, body, created, expires) VALUES (?, ?, ?, ?, ?)",
-                arguments: [
+            let insert = try db.cachedStatement(
+                sql: "INSERT INTO pending_message (id, session_id, body, created, expires) VALUES (?, ?, ?, ?, ?)"
+            )
+            for message in messages {
+                try insert.execute(arguments: [
                     message.id, message.sessionID, Data(message.body), message.created.timeIntervalSince1970,
                     message.expires.timeIntervalSince1970,
-                ]
-            )
+                ])
+            }
         }
     }
 

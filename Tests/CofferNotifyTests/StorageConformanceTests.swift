@@ -156,8 +156,8 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         defer { close() }
         try await storage.createSession(session("s1"))
         try await storage.createSession(session("s2"))
-        for (id, owner, offset) in [("m1", "s1", 0.0), ("m2", "s1", 1.0), ("m3", "s2", 0.0)] {
-            try await storage.enqueue(
+        try await storage.enqueue(
+            [("m1", "s1", 0.0), ("m2", "s1", 1.0), ("m3", "s2", 0.0)].map { id, owner, offset in
                 PendingMessage(
                     id: id,
                     sessionID: owner,
@@ -165,8 +165,8 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
                     created: date + offset,
                     expires: date + 60
                 )
-            )
-        }
+            }
+        )
         #expect(try await storage.pending(sessionID: "s1", now: date, limit: 1).map(\.id) == ["m1"])
         #expect(try await storage.pending(sessionID: "s1", now: date, limit: 10).first?.body.count == 4096)
         #expect(try await storage.ack(sessionID: "s2", ids: ["m1"]) == 0)
@@ -177,11 +177,15 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         #expect(try await storage.pending(sessionID: "s1", now: date, limit: 10).isEmpty)
         #expect(try await storage.purgeExpired(now: date + 61) == 1)
         #expect(try await storage.revoke(id: "unknown") == false)
+        // One transaction: a batch with a message for no session stores none of them.
+        try await storage.createSession(session("s3"))
         await #expect(throws: NotifyError.self) {
-            try await storage.enqueue(
-                PendingMessage(id: "m9", sessionID: "no-session", body: [1], created: date, expires: date + 1)
-            )
+            try await storage.enqueue([
+                PendingMessage(id: "m8", sessionID: "s3", body: [1], created: date, expires: date + 60),
+                PendingMessage(id: "m9", sessionID: "no-session", body: [1], created: date, expires: date + 60),
+            ])
         }
+        #expect(try await storage.pending(sessionID: "s3", now: date, limit: 10).isEmpty)
     }
 
     @Test(arguments: Engine.all)
@@ -203,8 +207,10 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         #expect(replaced?.sealed == [6])
         #expect(replaced?.expires == now + 120)
         #expect(try await records.escrowedKEK(sessionID: "s3", now: now) == nil)
-        // At its expiry a KEK is gone, from the lookup and from the table.
+        // At its expiry a KEK is no longer returned, and the purge deletes it.
         #expect(try await records.escrowedKEK(sessionID: "s2", now: now + 10) == nil)
+        #expect(try await records.escrowedKEK(sessionID: "s2", now: now + 9) != nil)
+        #expect(try await records.purgeEscrowedKEKs(now: now + 10) == 1)
         #expect(try await records.purgeEscrowedKEKs(now: now + 10) == 0)
         #expect(try await records.purgeEscrowedKEKs(now: now + 120) == 1)
         #expect(try await records.escrowedKEK(sessionID: "s1", now: now) == nil)
@@ -272,9 +278,9 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
         // Wait until B listens: a probe queued (and acked) through A reaches B's listener.
         for _ in 0..<300 {
             let probe = UUID().uuidString
-            try await storageA.enqueue(
+            try await storageA.enqueue([
                 PendingMessage(id: probe, sessionID: session.id, body: [0], created: .now, expires: .now + 60)
-            )
+            ])
             _ = try await storageA.ack(sessionID: session.id, ids: [probe])
             if await !woken.ids.isEmpty { break }
             try await Task.sleep(for: .milliseconds(50))

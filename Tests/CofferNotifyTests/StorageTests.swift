@@ -58,11 +58,11 @@ import Testing
         try await harness.storage.createSession(session("s1"))
         try await harness.storage.createSession(session("s2"))
         let now = Date(timeIntervalSince1970: 1_800_000_000)
-        for (id, owner) in [("m1", "s1"), ("m2", "s1"), ("m3", "s2")] {
-            try await harness.storage.enqueue(
+        try await harness.storage.enqueue(
+            [("m1", "s1"), ("m2", "s1"), ("m3", "s2")].map { id, owner in
                 PendingMessage(id: id, sessionID: owner, body: [1, 2, 3], created: now, expires: now + 60)
-            )
-        }
+            }
+        )
         #expect(try await harness.storage.ack(sessionID: "s2", ids: ["m1"]) == 0)
         #expect(try await harness.storage.ack(sessionID: "s1", ids: ["m1", "nope"]) == 1)
         #expect(try await harness.storage.pending(sessionID: "s1", now: now, limit: 10).map(\.id) == ["m2"])
