@@ -251,13 +251,25 @@ public struct NotifyService: Sendable {
     /// Posts a queued push to the session's push service, after the event was answered; once accepted (2xx) it
     /// leaves the stream. A 429, a 5xx or no answer is tried again (``Settings/webPushAttempts`` in all, after the
     /// push service's `Retry-After` or a doubling delay); 404 and 410 mean the subscription is gone, so the session
-    /// loses its endpoint and keeps its stream; any other answer ends the delivery. Whatever happens, an undelivered
-    /// push stays on the stream. Logged without the URL (which identifies the device).
+    /// loses its endpoint and keeps its stream; any other answer ends the delivery, and so does a revocation or an ack
+    /// from the stream before a retry. Whatever happens, an undelivered push stays on the stream. Logged without the
+    /// URL (which identifies the device).
     func deliver(_ message: PendingMessage, to endpoint: String, with sender: WebPushSender) async {
         let session: Logger.Metadata = ["session": "\(message.sessionID)"]
         var delay = settings.webPushRetryDelay
         for attempt in 1...max(1, settings.webPushAttempts) {
             var wait = delay
+            // A retry only while the session is live and the push still waits on its stream (not acked meanwhile).
+            if attempt > 1 {
+                guard let current = try? await storage.session(id: message.sessionID), current.isLive(at: now()),
+                    let waiting = try? await storage.pending(
+                        sessionID: message.sessionID,
+                        now: now(),
+                        limit: settings.streamBatch
+                    ),
+                    waiting.contains(where: { $0.id == message.id })
+                else { return }
+            }
             do {
                 let ttl = Int(max(0, message.expires.timeIntervalSince(now())))
                 let answer = try await sender.send(message.body, to: endpoint, ttl: ttl, now: now())

@@ -221,7 +221,7 @@ actor Received {
 /// push with `http_ece` and verifies its VAPID header with `cryptography`, and answers as each test device's path
 /// asks, so the retries, the `Retry-After`, and a gone subscription are seen from outside.
 @Suite struct WebPushRetryTests {
-    @Test func retriesOn503And429HonourRetryAfterAndAGoneSubscriptionLosesItsEndpoint() async throws {
+    @Test func retriesOn503And429HonourRetryAfterStopAtAnAckAndAGoneSubscriptionLosesItsEndpoint() async throws {
         let python = NotifyOracleTests.python
         try #require(FileManager.default.isExecutableFile(atPath: python), "run scripts/setup.sh")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-push-receiver-\(UUID())")
@@ -230,15 +230,21 @@ actor Received {
         let flaky = Device()
         let gone = Device()
         let busy = Device()
-        func entry(_ device: Device, _ answers: [Int]) -> [String: Any] {
+        let acked = Device()
+        func entry(_ device: Device, _ answers: [Int], retryAfter: Int = 1) -> [String: Any] {
             [
                 "ua_private": Base64URL.encode(device.keys.privateKey.rawRepresentation),
                 "auth": device.keys.authSecret.withUnsafeBytes { Base64URL.encode($0) }, "answers": answers,
+                "retry_after": retryAfter,
             ]
         }
         let config: [String: Any] = [
             "oracle": TestServers.repoRoot.appendingPathComponent("Tests/CofferPushTests").path,
-            "devices": ["/flaky": entry(flaky, [503, 201]), "/gone": entry(gone, [410]), "/busy": entry(busy, [429])],
+            "devices": [
+                "/flaky": entry(flaky, [503, 201]), "/gone": entry(gone, [410]), "/busy": entry(busy, [429]),
+                // Acked from the stream during its 10 s Retry-After: never posted again.
+                "/acked": entry(acked, [503], retryAfter: 10),
+            ],
         ]
         try JSONSerialization.data(withJSONObject: config).write(to: folder.appendingPathComponent("config.json"))
         let output = folder.appendingPathComponent("receiver.log")
@@ -284,7 +290,7 @@ actor Received {
         )
         try await Application(router: NotifyAPI.router(service: service)).test(.router) { client in
             var sessions: [String: String] = [:]
-            for (name, device) in [("flaky", flaky), ("gone", gone), ("busy", busy)] {
+            for (name, device) in [("flaky", flaky), ("gone", gone), ("busy", busy), ("acked", acked)] {
                 var registration = device.registration(user: "alice", password: "alice-pw", name: name)
                 registration.pushEndpoint = "http://127.0.0.1:\(receiverPort)/\(name)"
                 sessions[name] = try await client.register(registration).token
@@ -294,6 +300,22 @@ actor Received {
                 method: .put,
                 headers: basic("dovecot", Harness.eventSecret),
                 body: EventTests.event()
+            ) { #expect($0.status == .ok) }
+            // The "acked" device reads and acks its push from the stream once the push service refused it.
+            for _ in 0..<200 where !lines().contains(where: { $0.contains(#""/acked""#) }) {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            let ackedToken = try #require(sessions["acked"])
+            let waiting = try await client.execute(uri: "/v1/stream", method: .get, headers: bearer(ackedToken)) {
+                try decode(StreamResponse.self, $0.body).messages.map(\.id)
+            }
+            var ackHeaders = bearer(ackedToken)
+            ackHeaders[.contentType] = "application/json"
+            try await client.execute(
+                uri: "/v1/stream/ack",
+                method: .post,
+                headers: ackHeaders,
+                body: try json(AckRequest(ids: waiting))
             ) { #expect($0.status == .ok) }
             await service.deliveries.drain()
 
@@ -316,6 +338,7 @@ actor Received {
             if flakyRecords.count == 2 { #expect(flakyRecords[1].time - flakyRecords[0].time >= 0.9) }
             #expect(records.filter { $0.path == "/gone" }.map(\.status) == [410])
             #expect(records.filter { $0.path == "/busy" }.map(\.status) == [429, 429, 429])
+            #expect(records.filter { $0.path == "/acked" }.map(\.status) == [503])
 
             func pending(_ name: String) async throws -> Int {
                 try await client.execute(uri: "/v1/stream", method: .get, headers: bearer(sessions[name]!)) {
@@ -330,7 +353,7 @@ actor Received {
             #expect(endpoints.first { $0.0 == "gone" }?.1 == nil)
             #expect(endpoints.first { $0.0 == "busy" }?.1 != nil)
             let metrics = service.metrics.registry.emitToString()
-            for (result, count) in [("delivered", 1), ("gone", 1), ("retry", 3), ("failed", 1)] {
+            for (result, count) in [("delivered", 1), ("gone", 1), ("retry", 4), ("failed", 1)] {
                 #expect(metrics.contains(#"notify_web_push_total{result="\#(result)"} \#(count)"#), "\(result)")
             }
         }

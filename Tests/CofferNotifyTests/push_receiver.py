@@ -3,10 +3,10 @@
 
 Usage: push_receiver.py CONFIG.json (the repository's .venv python; scripts/setup.sh installs http_ece and
 cryptography). CONFIG: {"oracle": folder of Tests/CofferPushTests/oracle.py, "devices": {"/path": {"ua_private",
-"auth", "answers": [status, ...]}}}. Listens on 127.0.0.1 (a free port), prints "listening PORT", then for every
+"auth", "answers": [status, ...], "retry_after"?: seconds (default 1)}}}. Listens on 127.0.0.1 (a free port), prints "listening PORT", then for every
 POST prints one JSON line {"path", "time", "status", "subject" or "error"}: the body decrypted with http_ece (aes128gcm) and
 the VAPID header verified with cryptography (oracle.verify_vapid). It answers each path's statuses in turn (the last
-one repeats; 503 and 429 carry "Retry-After: 1"), but a push that does not decrypt or verify gets 400.
+one repeats; 503 and 429 carry the device's "Retry-After"), but a push that does not decrypt or verify gets 400.
 """
 import json
 import sys
@@ -57,7 +57,7 @@ class Handler(BaseHTTPRequestHandler):
         print(json.dumps(record), flush=True)
         self.send_response(status)
         if status in (429, 503):
-            self.send_header("Retry-After", "1")
+            self.send_header("Retry-After", str(device.get("retry_after", 1) if device else 1))
         self.send_header("Content-Length", "0")
         self.end_headers()
 
