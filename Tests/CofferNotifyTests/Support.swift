@@ -1,13 +1,15 @@
 import CofferNotify
 import CofferPush
+import CofferTesting
 import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
 
-/// Runs a program to its end without holding a thread of the cooperative pool (a live test server needs them);
-/// returns its exit status and its output and error output together.
+/// Runs a program to its end without holding a thread of the cooperative pool (a live test server needs them, and a
+/// machine with 2 cores has 2): its output goes to a file, read once it has exited. Returns its exit status and its
+/// output and error output together.
 func runProcess(
     _ executable: String,
     _ arguments: [String],
@@ -15,19 +17,24 @@ func runProcess(
 ) async throws -> (
     status: Int32, output: String
 ) {
+    let log = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-process-\(UUID()).log")
+    guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
+        throw TestSetupError(reason: "cannot make \(log.path)")
+    }
+    defer { try? FileManager.default.removeItem(at: log) }
+    let output = try FileHandle(forWritingTo: log)
+    defer { try? output.close() }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     if let folder { process.currentDirectoryURL = folder }
-    let output = Pipe()
     process.standardOutput = output
     process.standardError = output
-    let reader = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
         process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
         do { try process.run() } catch { continuation.resume(throwing: error) }
     }
-    return (status, String(decoding: await reader.value, as: UTF8.self))
+    return (status, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
 }
 
 /// The master key the test storages seal push keys with.
