@@ -82,8 +82,8 @@ enum NotifyBench {
             rates.append(Double(queued) / wall)
             cpuShares.append((cpuSeconds() - cpuStart) / wall)
         }
-        let handleRate = rates.sorted()[rounds / 2]
-        let cpuShare = cpuShares.sorted()[rounds / 2]
+        let handleRate = percentiles(rates).p50
+        let cpuShare = percentiles(cpuShares).p50
 
         // The seal alone: the same message to one of the same subscriptions, nothing stored.
         let message = PushMessage(event: event(uid: 1))

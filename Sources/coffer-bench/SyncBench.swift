@@ -44,7 +44,7 @@ enum SyncBench {
                 }
             }
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        func median(_ values: [Double]) -> Double { percentiles(values).p50 }
         let cofferSeconds = median(cofferRuns.map(\.seconds))
         let mbsyncSeconds = median(mbsyncRuns.map(\.seconds))
         let cofferCPU = median(cofferRuns.map(\.usage.cpuSeconds))
