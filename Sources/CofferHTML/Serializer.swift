@@ -126,21 +126,42 @@ public enum HTMLSerializer {
         out.append(contentsOf: attribute.name.utf8)
     }
 
+    private enum Escapes {
+        static let amp = Array("&amp;".utf8)
+        static let lt = Array("&lt;".utf8)
+        static let gt = Array("&gt;".utf8)
+        static let quot = Array("&quot;".utf8)
+        static let nbsp = Array("&nbsp;".utf8)
+    }
+
     /// Escapes text (`&`, U+00A0, `<`, `>`) or an attribute value (`&`, U+00A0, `"`, `<`, `>`).
+    ///
+    /// Runs of bytes that need no escape are appended in one copy each: most text and attribute values in mail have
+    /// none of these bytes.
     static func escape(_ string: String, attributeMode: Bool, into out: inout [UInt8]) {
-        var previous: UInt8 = 0
-        for byte in string.utf8 {
-            switch byte {
-            case 0x26: out.append(contentsOf: [0x26, 0x61, 0x6D, 0x70, 0x3B])
-            case 0x3C: out.append(contentsOf: [0x26, 0x6C, 0x74, 0x3B])
-            case 0x3E: out.append(contentsOf: [0x26, 0x67, 0x74, 0x3B])
-            case 0x22 where attributeMode: out.append(contentsOf: [0x26, 0x71, 0x75, 0x6F, 0x74, 0x3B])
-            case 0xA0 where previous == 0xC2:
-                out.removeLast()
-                out.append(contentsOf: [0x26, 0x6E, 0x62, 0x73, 0x70, 0x3B])
-            default: out.append(byte)
+        var string = string
+        string.withUTF8 { bytes in
+            var start = 0
+            var index = 0
+            while index < bytes.count {
+                let byte = bytes[index]
+                let replacement: [UInt8]
+                switch byte {
+                case 0x26: replacement = Escapes.amp
+                case 0x3C: replacement = Escapes.lt
+                case 0x3E: replacement = Escapes.gt
+                case 0x22 where attributeMode: replacement = Escapes.quot
+                case 0xC2 where index + 1 < bytes.count && bytes[index + 1] == 0xA0: replacement = Escapes.nbsp
+                default:
+                    index += 1
+                    continue
+                }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                out.append(contentsOf: replacement)
+                index += byte == 0xC2 ? 2 : 1
+                start = index
             }
-            previous = byte
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
         }
     }
 }

@@ -2,10 +2,10 @@ import CofferApp
 import CofferStore
 import CofferTesting
 import Logging
-import ServiceLifecycle
+import Foundation
 
-/// `status` and `list` through a running agent (a new connection per request, as each CLI command makes) beside the
-/// same calls in-process, 1,000 of each.
+/// `status` and `list` through a running `coffer agent` (a new connection per request, as each CLI command makes)
+/// beside the same calls in-process, 1,000 of each.
 enum AgentBench {
     static let requests = 1_000
 
@@ -20,11 +20,26 @@ enum AgentBench {
         try await user.keymaker.setAutolock(.never)
         _ = try await user.mailStore.importMessages((0..<500).map { RawMessage(bytes: Array(message($0).utf8)) })
 
-        let socket = "\(root)/agent.sock"
-        let server = AgentServer(dependencies: global, socketPath: socket)
-        let group = ServiceGroup(services: [server], logger: logger)
-        let serving = Task { try await group.run() }
-        await server.waitUntilListening()
+        // The agent runs as users run it: `coffer agent` in its own process, so that the bench's blocking client
+        // and the agent do not share one process's two cooperative threads.
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = nil
+        environment["COFFER_HOME"] = nil
+        let agent = try Background(
+            [ImportMemoryBench.siblingBinary("coffer"), "agent", "--home", root],
+            environment: environment,
+            watch: .standardError
+        )
+        defer { agent.stop() }
+        let socket = "\(paths.state)/agent/\(paths.agentSocketName)"
+        var client: AgentClient?
+        for _ in 0..<300 where client == nil {
+            client = try? AgentClient.connect(socketPath: socket)
+            if client == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        guard let first = client else { throw BenchError("coffer agent did not start: \(agent.log.text)") }
+        _ = try await first.hello()
+        first.close()
 
         let status = AgentRequest.status(account: "bench")
         let list = AgentRequest.list(account: "bench", label: nil, limit: 50, offset: 0)
@@ -57,9 +72,6 @@ enum AgentBench {
         }()
         table.add(["status, one kept connection", "", "", format(kept.p50, 1), format(kept.p99, 1), ""])
         table.print()
-
-        await group.triggerGracefulShutdown()
-        try await serving.value
     }
 
     private static func measure(_ body: () async throws -> Void) async throws -> (p50: Double, p99: Double) {

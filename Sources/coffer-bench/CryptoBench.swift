@@ -1,4 +1,5 @@
 import CofferCrypto
+import Crypto
 
 #if canImport(Glibc)
 import Glibc
@@ -13,19 +14,31 @@ enum CryptoBench {
         let context: EnvelopeContext = ["bench", "envelope"]
         var table = Table(
             "Envelope v1 (AES-256-GCM) vs openssl speed -evp aes-256-gcm",
-            ["operation", "size", "Coffer MB/s", "OpenSSL MB/s", "ratio"]
+            [
+                "operation", "size", "Coffer MB/s", "OpenSSL MB/s", "ratio", "swift-crypto AES.GCM alone MB/s",
+                "its ratio",
+            ]
         )
+        // The floor through swift-crypto's public API: one AES.GCM call with a prepared key, nothing else.
+        let bare = SymmetricKey(size: .bits256)
         for size in sizes {
             let plaintext = [UInt8](repeating: 0x5A, count: size)
             let sealed = try Envelope.seal(plaintext, with: key, context: context)
             let sealRate = try Timer.rate { _ = try Envelope.seal(plaintext, with: key, context: context) }
             let openRate = try Timer.rate { _ = try Envelope.open(sealed, with: key, context: context) }
-            for (name, rate, decrypt) in [("seal", sealRate, false), ("open", openRate, true)] {
+            let box = try AES.GCM.seal(plaintext, using: bare)
+            let bareSeal = try Timer.rate { _ = try AES.GCM.seal(plaintext, using: bare) }
+            let bareOpen = try Timer.rate { _ = try AES.GCM.open(box, using: bare) }
+            for (name, rate, floor, decrypt) in [
+                ("seal", sealRate, bareSeal, false), ("open", openRate, bareOpen, true),
+            ] {
                 let coffer = rate * Double(size) / 1e6
+                let swiftCrypto = floor * Double(size) / 1e6
                 let openssl = OpenSSLSpeed.megabytesPerSecond(bytes: size, decrypt: decrypt)
                 table.add([
                     name, label(size), format(coffer, 0), openssl.map { format($0, 0) } ?? "n/a",
-                    openssl.map { format(coffer / $0, 2) } ?? "n/a",
+                    openssl.map { format(coffer / $0, 2) } ?? "n/a", format(swiftCrypto, 0),
+                    openssl.map { format(swiftCrypto / $0, 2) } ?? "n/a",
                 ])
             }
         }
