@@ -1,8 +1,8 @@
 import CofferApp
 import CofferStore
 import CofferTesting
-import Logging
 import Foundation
+import Logging
 
 /// `status` and `list` through a running `coffer agent` (a new connection per request, as each CLI command makes)
 /// beside the same calls in-process, 1,000 of each.

@@ -121,7 +121,8 @@ struct ParseStabilityTests {
     /// Well-nested mail markup is proven without a reparse.
     @Test func acceptsWellNestedMail() {
         let table = element(
-            "table", attributes: ["width": "600"],
+            "table",
+            attributes: ["width": "600"],
             [
                 text("\n"),
                 element(
