@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The agent's frame decoder in its NIO pipeline: bytes in, ``AgentFrame``s out, with the limits of
-/// docs/FORMAT.md ("Agent protocol v2").
+/// docs/FORMAT.md ("Agent protocol v3").
 ///
 /// Each header is checked by ``AgentFrame/header(_:maximumPayload:)`` as its bytes arrive, so garbage or an oversized
 /// announcement is refused (a ``FrameError`` fired down the pipeline) before its payload is read. Once the first

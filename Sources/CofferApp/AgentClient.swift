@@ -76,6 +76,8 @@ public final class AgentClient: Sendable {
             switch frame.kind {
             case .reply:
                 return try AgentCoding.decode(AgentReply.self, frame.payload)
+            case .summaries:
+                return .summaries(try SummaryPage.decode(frame.payload))
             case .event:
                 let event = try AgentCoding.decode(AgentEvent.self, frame.payload)
                 // A chunk's bytes are attachment content: the frame's copy is zeroed once decoded.

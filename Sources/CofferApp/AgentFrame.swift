@@ -1,6 +1,6 @@
-/// One frame of the agent protocol v2 (see docs/FORMAT.md, "Agent protocol v2").
+/// One frame of the agent protocol v3 (see docs/FORMAT.md, "Agent protocol v3").
 ///
-/// Layout: `"CF"` (0x43 0x46), the version byte (2), the kind byte, the payload length as a big-endian `UInt32`,
+/// Layout: `"CF"` (0x43 0x46), the version byte (3), the kind byte, the payload length as a big-endian `UInt32`,
 /// then the payload.
 public struct AgentFrame: Sendable, Equatable {
     /// What a frame carries.
@@ -15,10 +15,13 @@ public struct AgentFrame: Sendable, Equatable {
         case answer = 4
         /// Client → agent: raw secret bytes (a PIN, or an IMAP password) right after the request that announced them; never JSON.
         case secret = 5
+        /// Agent → client: the ``AgentReply/summaries(_:)`` that ends a `list` or `search`, in the binary
+        /// ``SummaryPage`` encoding instead of JSON.
+        case summaries = 6
     }
 
     /// The protocol version this code speaks.
-    public static let version: UInt8 = 2
+    public static let version: UInt8 = 3
     /// The header's size in bytes.
     public static let headerSize = 8
     /// The largest payload the agent accepts from a client (requests, answers and secrets are small).

@@ -395,6 +395,14 @@ enum AgentCoding {
         do { return Array(try JSONEncoder().encode(value)) } catch { throw .malformedMessage }
     }
 
+    /// The frame that ends a request: a page of summaries in its binary encoding, any other reply as JSON.
+    static func frame(_ reply: AgentReply) throws(AppError) -> AgentFrame {
+        if case .summaries(let summaries) = reply {
+            return AgentFrame(kind: .summaries, payload: SummaryPage.encode(summaries))
+        }
+        return AgentFrame(kind: .reply, payload: try encode(reply))
+    }
+
     static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(AppError) -> T {
         do { return try JSONDecoder().decode(type, from: Data(bytes)) } catch { throw .malformedMessage }
     }

@@ -272,7 +272,7 @@ public final class AgentServer: Service, Sendable {
                         "ms": "\(Self.milliseconds(since: start))",
                     ]
                 )
-                try await outbound.write(AgentFrame(kind: .reply, payload: AgentCoding.encode(reply)))
+                try await outbound.write(AgentCoding.frame(reply))
             case .timedOut:
                 logger.notice("a request timed out", metadata: ["op": "\(request.operation.rawValue)"])
                 return

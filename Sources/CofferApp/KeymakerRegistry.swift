@@ -31,12 +31,16 @@ public final class KeymakerRegistry: Sendable {
     /// - Throws: ``AppError/invalidAccountName(_:)``, ``AppError/unknownAccount(_:)``, ``AppError/noAccount`` or
     ///   ``AppError/chooseAccount(count:)``.
     public func chooseAccount(_ requested: String?) throws -> String {
-        if let requested { try AccountName.validate(requested) }
-        let known = try accounts()
         if let requested {
-            guard known.contains(requested) else { throw AppError.unknownAccount(requested) }
+            try AccountName.validate(requested)
+            // One item read, not every item of the keychain opened: this runs for each agent request.
+            let address = KeychainAddress(service: "coffer.protection", account: requested)
+            guard try dependencies.keychain.readIfPresent(address) != nil else {
+                throw AppError.unknownAccount(requested)
+            }
             return requested
         }
+        let known = try accounts()
         switch known.count {
         case 0: throw AppError.noAccount
         case 1: return known[0]

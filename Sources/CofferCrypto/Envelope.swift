@@ -68,8 +68,8 @@ public enum Envelope {
         context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm = .aes256GCM
     ) throws(CofferCryptoError) -> [UInt8] {
-        // One draw from BoringSSL's DRBG (through swift-crypto), not two getrandom system calls per envelope.
-        let nonce = AES.GCM.Nonce().withUnsafeBytes { Array($0) }
+        // One getrandom system call; swift-crypto's AES.GCM.Nonce() makes two (one per 8 bytes).
+        let nonce = SystemRandom.bytes(12)
         return try seal(plaintext, with: key, context: context, algorithm: algorithm, nonce: nonce)
     }
 

@@ -31,10 +31,7 @@ public final class SecretBytes: @unchecked Sendable {
 
     /// Creates `count` bytes from the system's cryptographically secure random number generator.
     public convenience init(randomCount count: Int) {
-        self.init(uninitializedCount: count) { buffer in
-            var generator = SystemRandomNumberGenerator()
-            for index in buffer.indices { buffer[index] = generator.next() }
-        }
+        self.init(uninitializedCount: count) { buffer in SystemRandom.fill(UnsafeMutableRawBufferPointer(buffer)) }
     }
 
     /// Copies `bytes` into locked storage.

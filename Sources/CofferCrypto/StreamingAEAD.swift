@@ -134,10 +134,7 @@ public struct StreamSealer: Sendable {
 
     /// Starts a stream with a fresh random salt.
     public init(key: EnvelopeKey, context: EnvelopeContext, algorithm: EnvelopeAlgorithm = .aes256GCM) {
-        var salt = [UInt8](repeating: 0, count: 32)
-        var generator = SystemRandomNumberGenerator()
-        for index in salt.indices { salt[index] = generator.next() }
-        self.init(key: key, context: context, algorithm: algorithm, salt: salt)
+        self.init(key: key, context: context, algorithm: algorithm, salt: SystemRandom.bytes(32))
     }
 
     /// Starts a stream with a caller-chosen salt. Only for known-answer tests.

@@ -39,6 +39,7 @@ enum AgentBench {
         }
         guard let first = client else { throw BenchError("coffer agent did not start: \(agent.log.text)") }
         _ = try await first.hello()
+        _ = try await first.call(.unlock(account: "bench", method: ProofMethod.none))
         first.close()
 
         let status = AgentRequest.status(account: "bench")

@@ -8,9 +8,9 @@ import Glibc
 /// fails when a ratio falls below half its recorded baseline, so a 2× regression cannot land silently.
 ///
 /// Every measure is a ratio "Coffer speed / reference speed in the same run" (higher is better), never an absolute
-/// time: the store against itself with identity cells, envelopes against `openssl speed`. The baselines file has
+/// time: the store against itself with identity cells, envelopes against `openssl speed`, the sanitizer against nh3. The baselines file has
 /// one line per measure, `name debug release`, the ratio recorded for a debug and a release build; `#` starts a
-/// comment. A measure whose reference is missing (no `openssl`) is reported as skipped.
+/// comment. A measure whose reference is missing (no `openssl`, no `.venv` with nh3) is reported as skipped.
 enum CheckBench {
     /// The committed baselines, relative to the package root.
     static let defaultPath = "Benchmarks/check-baselines.txt"
@@ -33,6 +33,7 @@ enum CheckBench {
         measures.append(Measure(name: "store.show", ratio: store.showPlain / store.showSealed))
         measures.append(Measure(name: "store.search", ratio: store.searchPlain / store.searchSealed))
         measures += try envelopes()
+        measures.append(Measure(name: "sanitize.newsletters", ratio: try SanitizeBench.ratioToNH3(count: 8)))
 
         #if DEBUG
         let build = "debug"

@@ -91,6 +91,19 @@ enum SanitizeBench {
         table.print()
     }
 
+    /// Parse and sanitize (remote content blocked) of `count` newsletters over nh3's default `clean` of the same
+    /// files, in the same run; nil without nh3. For `--check`.
+    static func ratioToNH3(count: Int) throws -> Double? {
+        let corpus = NewsletterCorpus.generate(count: count)
+        let folder = try writeCorpus(corpus)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sanitizer = MailSanitizer()
+        let rate = throughput(corpus.reduce(0) { $0 + $1.count }) {
+            for html in corpus { _ = sanitizer.sanitize(html: html) }
+        }
+        return nh3Rates(folder)?["default"].map { rate / $0 }
+    }
+
     /// MB/s of `body` over `bytes`: the median of five rounds after one warm-up.
     static func throughput(_ bytes: Int, _ body: () -> Void) -> Double {
         body()

@@ -84,6 +84,7 @@ import Testing
         case "event": .event
         case "answer": .answer
         case "secret": .secret
+        case "summaries": .summaries
         default: nil
         }
     }

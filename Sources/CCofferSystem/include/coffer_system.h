@@ -1,6 +1,8 @@
 #ifndef COFFER_SYSTEM_H
 #define COFFER_SYSTEM_H
 
+#include <stddef.h>
+
 /// Marks the process not dumpable (prctl PR_SET_DUMPABLE 0): no core dumps, no same-user ptrace or
 /// /proc/<pid>/mem access without CAP_SYS_PTRACE. Returns 0 on success, -1 with errno set otherwise.
 int coffer_set_not_dumpable(void);
@@ -10,5 +12,9 @@ int coffer_is_dumpable(void);
 
 /// Sets mallopt's trim and mmap thresholds (glibc). Returns 1 when both were accepted.
 int coffer_tune_allocator(int trim_threshold, int mmap_threshold);
+
+/// Fills `count` bytes with the kernel's CSPRNG (getrandom(2), blocking only until the pool is first seeded),
+/// in as few system calls as the kernel allows (one for up to 256 bytes). Returns 0, or -1 with errno set.
+int coffer_random_bytes(void *buffer, size_t count);
 
 #endif

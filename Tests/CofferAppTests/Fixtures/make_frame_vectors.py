@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Known-answer vectors for the agent protocol v2 frames and messages, written from docs/FORMAT.md ("Agent protocol
-v2") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
+"""Known-answer vectors for the agent protocol v3 frames and messages, written from docs/FORMAT.md ("Agent protocol
+v3", "Summary page v1") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
 frame_vectors.json; FrameVectorTests checks that AgentFrame encodes exactly these bytes, that FrameDecoder reads them
 back (whatever the chunking) and refuses the bad ones with the documented reason, and that the JSON payloads decode
-to the documented requests, events, answers and replies."""
+to the documented requests, events, answers and replies; SummaryPageTests checks the summary pages."""
 import json, pathlib, struct
 
-VERSION = 2
-KINDS = {"request": 1, "reply": 2, "event": 3, "answer": 4, "secret": 5}
+VERSION = 3
+KINDS = {"request": 1, "reply": 2, "event": 3, "answer": 4, "secret": 5, "summaries": 6}
 REQUEST_LIMIT = 64 * 1024          # anything a client sends
 REPLY_LIMIT = 48 * 1024 * 1024     # what the agent sends
 
 def frame(kind, payload):
-    """Header: magic "CF", version 2, kind, payload length as big-endian UInt32; then the payload."""
+    """Header: magic "CF", version 3, kind, payload length as big-endian UInt32; then the payload."""
     return b"CF" + bytes([VERSION, KINDS[kind]]) + struct.pack(">I", len(payload)) + payload
 
 def js(obj):
@@ -35,7 +35,7 @@ def add(name, kind, payload, as_pattern=False):
         entry["frame"] = encoded.hex()
     frames.append(entry)
 
-add("hello request", "request", js({"hello": {"version": 2}}))
+add("hello request", "request", js({"hello": {"version": 3}}))
 add("pin unlock request", "request", js({"unlock": {"account": "alice@example.com", "method": "pin"}}))
 add("the PIN after it", "secret", b"246810")
 add("an empty secret", "secret", b"")
@@ -56,14 +56,14 @@ refused = [
     {"name": "HTTP instead of a frame", "bytes": b"GET / HTTP/1.1\r\n".hex(), "maximum": REQUEST_LIMIT,
      "error": "badMagic"},
     {"name": "wrong second magic byte", "bytes": b"CX".hex(), "maximum": REQUEST_LIMIT, "error": "badMagic"},
-    {"name": "version 1", "bytes": (b"CF" + bytes([1])).hex(), "maximum": REQUEST_LIMIT,
-     "error": "unsupportedVersion", "value": 1},
+    {"name": "version 2", "bytes": (b"CF" + bytes([2])).hex(), "maximum": REQUEST_LIMIT,
+     "error": "unsupportedVersion", "value": 2},
     {"name": "version 0", "bytes": (b"CF" + bytes([0, 1]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unsupportedVersion", "value": 0},
     {"name": "kind 0", "bytes": (b"CF" + bytes([VERSION, 0]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unknownKind", "value": 0},
-    {"name": "kind 6", "bytes": (b"CF" + bytes([VERSION, 6]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
-     "error": "unknownKind", "value": 6},
+    {"name": "kind 7", "bytes": (b"CF" + bytes([VERSION, 7]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
+     "error": "unknownKind", "value": 7},
     {"name": "one byte over the request limit", "maximum": REQUEST_LIMIT, "error": "tooLarge",
      "bytes": (b"CF" + bytes([VERSION, 1]) + struct.pack(">I", REQUEST_LIMIT + 1)).hex(), "value": REQUEST_LIMIT + 1},
     {"name": "one byte over the reply limit", "maximum": REPLY_LIMIT, "error": "tooLarge",
@@ -73,7 +73,7 @@ refused = [
 ]
 
 # Bytes that are the start of a valid frame: no frame yet, and no error.
-hello = frame("request", js({"hello": {"version": 2}}))
+hello = frame("request", js({"hello": {"version": 3}}))
 incomplete = [hello[:n].hex() for n in (1, 2, 3, 7, 8, len(hello) - 1)]
 
 # JSON payloads as a client or the agent writes them, with the fields they carry.
@@ -104,8 +104,58 @@ failures = [{"json": js({"failure": {"_0": {"code": code, "message": "A sentence
             for code in ["locked", "bad-frame", "bad-request", "timeout", "busy", "forbidden", "unsupported-version",
                          "failed"]]
 
+# Summary page v1: the payload of a summaries frame (kind 6).
+REFERENCE_DATE = 978307200  # 2001-01-01T00:00:00Z in Unix seconds
+
+def string(text):
+    data = text.encode("utf-8")
+    return struct.pack(">I", len(data)) + data
+
+def optional(text):
+    return b"\x00" if text is None else b"\x01" + string(text)
+
+def page(summaries):
+    out = struct.pack(">I", len(summaries))
+    for s in summaries:
+        out += struct.pack(">qqdqq", s["id"], s["conversationID"], s["unix"] - REFERENCE_DATE, s["flags"], s["size"])
+        out += optional(s["subject"]) + struct.pack(">I", len(s["from"]))
+        for a in s["from"]:
+            out += optional(a["name"]) + string(a["address"]) + optional(a["group"])
+    return out
+
+sample = [
+    {"id": 7, "conversationID": 3, "unix": 1700000000, "flags": 5, "size": 2048, "subject": "Quarterly numbers",
+     "from": [{"name": "Jürgen Müller", "address": "jm@example.de", "group": None}]},
+    {"id": -1, "conversationID": 9223372036854775807, "unix": 1700000000.25, "flags": 0, "size": 0,
+     "subject": None, "from": []},
+    {"id": 12, "conversationID": 12, "unix": 0, "flags": 1, "size": 1,
+     "subject": "", "from": [{"name": None, "address": "a@b", "group": "team"},
+                             {"name": "", "address": "c@d", "group": None}]},
+]
+summary_pages = [
+    {"name": "three summaries", "payload": page(sample).hex(), "summaries": sample},
+    {"name": "an empty page", "payload": page([]).hex(), "summaries": []},
+]
+good = page(sample[:1])
+bad_summary_pages = [
+    {"name": "empty payload", "payload": ""},
+    {"name": "cut inside the count", "payload": good[:3].hex()},
+    {"name": "cut inside the first summary", "payload": good[:20].hex()},
+    {"name": "cut one byte short", "payload": good[:-1].hex()},
+    {"name": "a byte after the last summary", "payload": (good + b"\x00").hex()},
+    {"name": "a count larger than the summaries", "payload": (struct.pack(">I", 2) + good[4:]).hex()},
+    {"name": "the largest count", "payload": (b"\xff\xff\xff\xff" + good[4:]).hex()},
+    {"name": "presence byte 2", "payload": (good[:44] + b"\x02" + good[45:]).hex()},
+    {"name": "a subject that is not UTF-8",
+     "payload": (good[:45] + struct.pack(">I", 2) + b"\xc3\x28" + good[45 + 4 + 17:]).hex()},
+    {"name": "a string length past the end", "payload": (good[:45] + b"\xff\xff\xff\xff" + good[49:]).hex()},
+    {"name": "a date that is not a number",
+     "payload": (good[:20] + struct.pack(">d", float("nan")) + good[28:]).hex()},
+]
+assert good[44] == 1 and good[45:49] == struct.pack(">I", 17)
+
 vectors = {"frames": frames, "stream": {"names": stream_names, "bytes": stream.hex()}, "refused": refused,
-           "incomplete": incomplete, "requests": requests, "failures": failures}
+           "incomplete": incomplete, "requests": requests, "failures": failures, "summaryPages": summary_pages, "badSummaryPages": bad_summary_pages}
 out = pathlib.Path(__file__).with_name("frame_vectors.json")
 out.write_text(json.dumps(vectors, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 print(f"wrote {out}: {len(frames)} frames, {len(refused)} refusals, {len(requests)} requests")
