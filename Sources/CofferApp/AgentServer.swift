@@ -311,29 +311,27 @@ public final class AgentServer: Service, Sendable {
     /// Fired into a connection's pipeline when a wait for a frame is over: it ends the inbound stream.
     struct WaitExpired: Error {}
 
-    /// The next frame of `frames`, racing a sleep of `milliseconds`: if the sleep wins it ends the stream with
-    /// ``WaitExpired`` (a stream that was waited out is not read again), else it is cancelled.
+    /// The next frame of `frames`, racing a timer of `milliseconds` on the connection's event loop: if the timer wins
+    /// it ends the stream with ``WaitExpired`` (a stream that was waited out is not read again), else it is
+    /// cancelled. A timer on the event loop, not a sleeping task: no task is made and woken for every frame.
     static func next(
         _ frames: inout NIOAsyncChannelInboundStream<AgentFrame>.AsyncIterator,
         within milliseconds: Int64,
         channel: any Channel
     ) async -> Received {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                guard (try? await Task.sleep(for: .milliseconds(milliseconds))) != nil else { return }
-                channel.pipeline.fireErrorCaught(WaitExpired())
-            }
-            defer { group.cancelAll() }
-            do {
-                guard let frame = try await frames.next() else { return .end }
-                return .frame(frame)
-            } catch let error as FrameError {
-                return .failed(error)
-            } catch is WaitExpired {
-                return .expired
-            } catch {
-                return .end
-            }
+        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
+            channel.pipeline.fireErrorCaught(WaitExpired())
+        }
+        defer { timer.cancel() }
+        do {
+            guard let frame = try await frames.next() else { return .end }
+            return .frame(frame)
+        } catch let error as FrameError {
+            return .failed(error)
+        } catch is WaitExpired {
+            return .expired
+        } catch {
+            return .end
         }
     }
 

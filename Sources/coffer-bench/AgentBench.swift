@@ -72,6 +72,13 @@ enum AgentBench {
             return try await measure { _ = try await client.call(status) }
         }()
         table.add(["status, one kept connection", "", "", format(kept.p50, 1), format(kept.p99, 1), ""])
+        // hello touches no account: what a round trip through the socket, NIO and the agent's tasks costs alone.
+        let floor = try await {
+            guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
+            defer { client.close() }
+            return try await measure { _ = try await client.hello() }
+        }()
+        table.add(["hello, one kept connection", "", "", format(floor.p50, 1), format(floor.p99, 1), ""])
         table.print()
     }
 

@@ -224,6 +224,19 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         try await agent.stop()
     }
 
+    @Test func aClientThatSendsNothingIsClosedAtTheIdleLimit() async throws {
+        var limits = AgentLimits()
+        limits.idleMilliseconds = 200
+        let agent = try await RunningAgent(limits: limits)
+        let client = try await RawAgentClient.connect(agent.socket)
+        let received = try await client.exchange([], until: .close) { received, _, _ in received }
+        #expect(received.closed)
+        #expect(received.frames.isEmpty)
+        // The agent still serves others.
+        #expect(try await agent.serves())
+        try await agent.stop()
+    }
+
     @Test func aHalfSentFrameIsRefusedAtItsDeadline() async throws {
         var limits = AgentLimits()
         limits.frameMilliseconds = 200
