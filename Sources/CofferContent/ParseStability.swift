@@ -15,29 +15,29 @@ import CofferHTML
 enum ParseStability {
     /// Whether `fragment` (the sanitizer's output) is certain to parse back to itself.
     static func holds(for fragment: HTMLNode) -> Bool {
-        var ancestors: [String] = []
-        var stack: [(node: HTMLNode, depth: Int)] = fragment.children.reversed().map { ($0, 0) }
         guard !hasAdjacentTexts(fragment) else { return false }
+        var scopes: [Scope] = [Scope()]
+        var stack: [(node: HTMLNode, depth: Int)] = fragment.children.reversed().map { ($0, 0) }
         while let (node, depth) = stack.popLast() {
-            ancestors.removeSubrange(depth...)
+            scopes.removeSubrange((depth + 1)...)
+            let parent = scopes[depth]
             switch node.kind {
             case .text:
-                guard isStableText(node.data, parent: ancestors.last) else { return false }
+                guard isStableText(node.data, inTable: parent.context != .none) else { return false }
             case .element:
-                guard node.namespace == .html, attributesAreStable(node.attributes) else { return false }
+                guard node.namespace == .html, let info = elements[node.name], attributesAreStable(node.attributes)
+                else { return false }
                 if node.name == "style" {
-                    guard ancestors.last != "colgroup", isStableStyle(node) else { return false }
+                    guard parent.context != .columnGroup, isStableStyle(node) else { return false }
                     continue
                 }
-                guard MailProfile.keptElements.contains(node.name), isStable(node.name, under: ancestors) else {
-                    return false
-                }
-                if voidElements.contains(node.name) {
+                guard parent.accepts(info) else { return false }
+                if info.flags.contains(.void) {
                     guard node.children.isEmpty else { return false }
                     continue
                 }
                 guard !hasAdjacentTexts(node) else { return false }
-                ancestors.append(node.name)
+                scopes.append(parent.entering(info))
                 for child in node.children.reversed() { stack.append((child, depth + 1)) }
             case .comment, .doctype, .document, .documentFragment:
                 return false
@@ -52,45 +52,123 @@ enum ParseStability {
         return zip(children, children.dropFirst()).contains { $0.kind == .text && $1.kind == .text }
     }
 
-    /// Where an element may stand: the tree construction rules a start tag can trigger, for the elements the profile
-    /// keeps.
-    private static func isStable(_ name: String, under ancestors: [String]) -> Bool {
-        let parent = ancestors.last
-        // Table parts only where a table puts them; inside a table, only table parts (else they are foster-parented).
-        if let parent, let allowed = tableChildren[parent] { return allowed.contains(name) }
-        if let required = tableParents[name] { return parent.map(required.contains) ?? false }
-        if name == "rt" || name == "rp" { return parent == "ruby" }
-        if headings.contains(name) && parent.map(headings.contains) == true { return false }
-        if name == "a" && ancestors.contains("a") { return false }
-        if closesParagraph.contains(name) && hasInButtonScope("p", ancestors) { return false }
-        if name == "li" && closesListItem(["li"], ancestors, stoppers: listStoppers) { return false }
-        if (name == "dd" || name == "dt") && closesListItem(["dd", "dt"], ancestors, stoppers: definitionStoppers) {
-            return false
+    /// What an element's start tag does in tree construction, for the elements the profile keeps.
+    struct Info {
+        struct Flags: OptionSet {
+            let rawValue: UInt16
+            static let void = Flags(rawValue: 1 << 0)
+            static let heading = Flags(rawValue: 1 << 1)
+            /// Closes a `<p>` in button scope (`table` only in no-quirks mode; counted always).
+            static let closesParagraph = Flags(rawValue: 1 << 2)
+            static let paragraph = Flags(rawValue: 1 << 3)
+            /// Ends the button scope.
+            static let scopeBoundary = Flags(rawValue: 1 << 4)
+            static let listItem = Flags(rawValue: 1 << 5)
+            static let definitionItem = Flags(rawValue: 1 << 6)
+            /// Stops the `li` start tag's search for an open `li` (only list and table elements: stricter than the
+            /// parser, whose search stops at any special element other than `address`, `div` and `p`).
+            static let listStopper = Flags(rawValue: 1 << 7)
+            static let definitionStopper = Flags(rawValue: 1 << 8)
+            static let anchor = Flags(rawValue: 1 << 9)
+            static let ruby = Flags(rawValue: 1 << 10)
+            static let rubyText = Flags(rawValue: 1 << 11)
         }
-        return true
+        var flags: Flags = []
+        /// The table context it opens for its children.
+        var context: TableContext = .none
+        /// The table context it must stand in, if it is a table part.
+        var requires: TableContext = .none
     }
 
-    private static func hasInButtonScope(_ target: String, _ ancestors: [String]) -> Bool {
-        for name in ancestors.reversed() {
-            if name == target { return true }
-            if buttonScopeBoundaries.contains(name) { return false }
+    enum TableContext { case none, table, section, row, columnGroup }
+
+    /// What the open elements above a node mean for its start tag, carried down the walk.
+    struct Scope {
+        var context: TableContext = .none
+        var isHeading = false
+        var isRuby = false
+        var anchorOpen = false
+        var paragraphInButtonScope = false
+        var listItemOpen = false
+        var definitionItemOpen = false
+
+        /// Whether `child` stays where it is on a reparse.
+        func accepts(_ child: Info) -> Bool {
+            // Inside a table only its parts stay (anything else is foster-parented); a part stays only there.
+            guard child.requires == context else { return false }
+            if child.flags.contains(.rubyText) && !isRuby { return false }
+            if child.flags.contains(.heading) && isHeading { return false }
+            if child.flags.contains(.anchor) && anchorOpen { return false }
+            if child.flags.contains(.closesParagraph) && paragraphInButtonScope { return false }
+            if child.flags.contains(.listItem) && listItemOpen { return false }
+            if child.flags.contains(.definitionItem) && definitionItemOpen { return false }
+            return true
         }
-        return false
+
+        /// The scope of `child`'s children.
+        func entering(_ child: Info) -> Scope {
+            let flags = child.flags
+            return Scope(
+                context: child.context,
+                isHeading: flags.contains(.heading),
+                isRuby: flags.contains(.ruby),
+                anchorOpen: anchorOpen || flags.contains(.anchor),
+                paragraphInButtonScope: flags.contains(.paragraph)
+                    || (paragraphInButtonScope && !flags.contains(.scopeBoundary)),
+                listItemOpen: flags.contains(.listItem) || (listItemOpen && !flags.contains(.listStopper)),
+                definitionItemOpen: flags.contains(.definitionItem)
+                    || (definitionItemOpen && !flags.contains(.definitionStopper))
+            )
+        }
     }
 
-    /// The `li` (and `dd`/`dt`) start tag's loop: it closes a matching open element unless a special element other
-    /// than `address`, `div` or `p` stands between. Only list and table elements stop it here, which is stricter.
-    private static func closesListItem(_ targets: Set<String>, _ ancestors: [String], stoppers: Set<String>) -> Bool {
-        for name in ancestors.reversed() {
-            if targets.contains(name) { return true }
-            if stoppers.contains(name) { return false }
+    /// Every element the profile keeps, and `style`; any other name is refused.
+    static let elements: [String: Info] = {
+        var elements: [String: Info] = [:]
+        for name in MailProfile.keptElements { elements[name] = Info() }
+        // Names the profile does not keep (form, button, …) are listed for the rules' sake and stay refused.
+        func add(_ names: [String], _ flags: Info.Flags) {
+            for name in names { elements[name]?.flags.formUnion(flags) }
         }
-        return false
-    }
+        add(["area", "br", "col", "hr", "img", "source", "wbr"], .void)
+        add(["h1", "h2", "h3", "h4", "h5", "h6"], .heading)
+        add(
+            [
+                "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
+                "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu", "nav", "ol", "p",
+                "search", "section", "summary", "ul", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "listing", "form",
+                "hr", "table", "li", "dd", "dt", "xmp", "plaintext",
+            ],
+            .closesParagraph
+        )
+        add(["p"], .paragraph)
+        add(["button", "caption", "table", "td", "th"], .scopeBoundary)
+        add(["li"], .listItem)
+        add(["dd", "dt"], .definitionItem)
+        add(["ul", "ol", "menu", "dir", "table", "td", "th", "caption"], .listStopper)
+        add(["dl", "ul", "ol", "menu", "dir", "table", "td", "th", "caption"], .definitionStopper)
+        add(["a"], .anchor)
+        add(["ruby"], .ruby)
+        add(["rt", "rp"], .rubyText)
+        for (name, context) in [
+            ("table", TableContext.table), ("thead", .section), ("tbody", .section), ("tfoot", .section),
+            ("tr", .row), ("colgroup", .columnGroup),
+        ] {
+            elements[name]?.context = context
+        }
+        for (name, context) in [
+            ("caption", TableContext.table), ("colgroup", .table), ("thead", .table), ("tbody", .table),
+            ("tfoot", .table), ("tr", .section), ("td", .row), ("th", .row), ("col", .columnGroup),
+        ] {
+            elements[name]?.requires = context
+        }
+        // `style` is processed by the "in head" rules in a table context too; `colgroup` is checked on its own.
+        elements["style"] = Info()
+        return elements
+    }()
 
-    private static func isStableText(_ text: String, parent: String?) -> Bool {
+    private static func isStableText(_ text: String, inTable: Bool) -> Bool {
         if text.isEmpty { return false }
-        let inTable = parent.map { tableChildren[$0] != nil } ?? false
         for byte in text.utf8 {
             // The input stream turns CR into LF; the tree builder drops or replaces NUL.
             if byte == 0x0D || byte == 0x00 { return false }
@@ -104,10 +182,10 @@ enum ParseStability {
         guard style.children.count <= 1 else { return false }
         guard let text = style.children.first else { return true }
         guard text.kind == .text else { return false }
-        let bytes = Array(text.data.utf8)
-        for (index, byte) in bytes.enumerated() {
-            if byte == 0x0D || byte == 0x00 { return false }
-            if byte == 0x3C && index + 1 < bytes.count && bytes[index + 1] == 0x2F { return false }
+        var previous: UInt8 = 0
+        for byte in text.data.utf8 {
+            if byte == 0x0D || byte == 0x00 || (previous == 0x3C && byte == 0x2F) { return false }
+            previous = byte
         }
         return true
     }
@@ -127,31 +205,4 @@ enum ParseStability {
         }
         return true
     }
-
-    private static let voidElements: Set<String> = ["area", "br", "col", "hr", "img", "source", "wbr"]
-    private static let headings: Set<String> = ["h1", "h2", "h3", "h4", "h5", "h6"]
-    /// What each table context keeps in place (`style` is processed by the "in head" rules there).
-    private static let tableChildren: [String: Set<String>] = [
-        "table": ["caption", "colgroup", "thead", "tbody", "tfoot", "style"],
-        "thead": ["tr", "style"], "tbody": ["tr", "style"], "tfoot": ["tr", "style"],
-        "tr": ["td", "th", "style"],
-        "colgroup": ["col"],
-    ]
-    private static let tableParents: [String: Set<String>] = [
-        "caption": ["table"], "colgroup": ["table"], "thead": ["table"], "tbody": ["table"], "tfoot": ["table"],
-        "tr": ["thead", "tbody", "tfoot"], "td": ["tr"], "th": ["tr"], "col": ["colgroup"],
-    ]
-    /// Start tags that close a `<p>` in button scope (`table` only in no-quirks mode; counted always).
-    private static let closesParagraph: Set<String> = [
-        "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl", "fieldset",
-        "figcaption", "figure", "footer", "header", "hgroup", "main", "menu", "nav", "ol", "p", "search", "section",
-        "summary", "ul", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "listing", "form", "hr", "table", "li", "dd",
-        "dt", "xmp", "plaintext",
-    ]
-    /// The kept elements that end the button scope.
-    private static let buttonScopeBoundaries: Set<String> = ["button", "caption", "table", "td", "th"]
-    private static let listStoppers: Set<String> = ["ul", "ol", "menu", "dir", "table", "td", "th", "caption"]
-    private static let definitionStoppers: Set<String> = [
-        "dl", "ul", "ol", "menu", "dir", "table", "td", "th", "caption",
-    ]
 }
