@@ -48,7 +48,8 @@ public struct AgentLimits: Sendable {
 ///
 /// The socket is a NIO server channel on `eventLoopGroup`; each accepted connection is one child task of
 /// ``run()``'s task group, which reads its frames from an `NIOAsyncChannel` and runs one request at a time. Time
-/// limits are races between a request and a sleep (the loser is cancelled); the agent starts no thread of its own.
+/// limits are races between a request and a timer on the connection's event loop (the loser is cancelled); the agent
+/// starts no thread of its own.
 public final class AgentServer: Service, Sendable {
     /// What it uses.
     public typealias Dependencies = AgentDispatcher.Dependencies
@@ -336,7 +337,7 @@ public final class AgentServer: Service, Sendable {
     }
 
     /// How a request ended.
-    enum Outcome {
+    enum Outcome: Sendable {
         /// With its reply.
         case reply(AgentReply)
         /// Past its time limit: the client got a `timeout` reply.
@@ -345,8 +346,10 @@ public final class AgentServer: Service, Sendable {
         case cancelled
     }
 
-    /// Runs `request`, racing its time limit: the loser is cancelled. On a timeout the client gets its `timeout` reply
-    /// at once, while the request winds down (a presence wait ends at its cancellation).
+    /// Runs `request`, racing its time limit, a timer on the connection's event loop: the loser is cancelled. On a
+    /// timeout the client gets its `timeout` reply at once; the request then winds down (a presence wait ends at its
+    /// cancellation) before the connection goes on. One task per request and no sleeping task: a sleep costs a
+    /// timer and two more wake-ups on the cooperative pool for every request.
     private func run(
         _ request: AgentRequest,
         secret: SecretBytes?,
@@ -354,20 +357,63 @@ public final class AgentServer: Service, Sendable {
         outbound: NIOAsyncChannelOutboundWriter<AgentFrame>
     ) async -> Outcome {
         let dispatcher = self.dispatcher
-        let milliseconds = limits.timeout(for: request.operation)
-        return await withTaskGroup(of: AgentReply?.self) { group in
-            group.addTask { await dispatcher.handle(request, secret: secret, conversation: conversation) }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(milliseconds))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            if let first { return .reply(first) }
-            if Task.isCancelled { return .cancelled }
+        let race = RequestRace()
+        let handler = Task {
+            race.finish(.reply(await dispatcher.handle(request, secret: secret, conversation: conversation)))
+        }
+        let timer = conversation.channel.eventLoop.scheduleTask(
+            in: .milliseconds(limits.timeout(for: request.operation))
+        ) { race.finish(.timedOut) }
+        let outcome = await withTaskCancellationHandler {
+            await race.outcome()
+        } onCancel: {
+            race.finish(.cancelled)
+        }
+        timer.cancel()
+        if case .reply = outcome { return outcome }
+        handler.cancel()
+        if case .timedOut = outcome {
             try? await Self.refuse(outbound, AgentFailure(.timeout, "The request took too long and was abandoned."))
             outbound.finish()
-            return .timedOut
+        }
+        await handler.value
+        return outcome
+    }
+}
+
+/// The first of a request's reply, its timer and its connection's cancellation; the others are ignored.
+final class RequestRace: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<AgentServer.Outcome, Never>?)
+        case finished(AgentServer.Outcome?)
+    }
+
+    private let state = NIOLockedValueBox(State.waiting(nil))
+
+    /// Ends the race with `outcome` unless it has ended.
+    func finish(_ outcome: AgentServer.Outcome) {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<AgentServer.Outcome, Never>? in
+            guard case .waiting(let continuation) = state else { return nil }
+            state = .finished(continuation == nil ? outcome : nil)
+            return continuation
+        }
+        waiter?.resume(returning: outcome)
+    }
+
+    /// The outcome, once there is one.
+    func outcome() async -> AgentServer.Outcome {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLockedValue { state -> AgentServer.Outcome? in
+                switch state {
+                case .waiting:
+                    state = .waiting(continuation)
+                    return nil
+                case .finished(let outcome):
+                    state = .finished(nil)
+                    return outcome
+                }
+            }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 }

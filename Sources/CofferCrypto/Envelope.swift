@@ -68,8 +68,8 @@ public enum Envelope {
         context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm = .aes256GCM
     ) throws(CofferCryptoError) -> [UInt8] {
-        // One getrandom system call; swift-crypto's AES.GCM.Nonce() makes two (one per 8 bytes).
-        let nonce = SystemRandom.bytes(12)
+        // From the process's buffer of kernel randomness: swift-crypto's AES.GCM.Nonce() makes two getrandom calls.
+        let nonce = SystemRandom.publicBytes(12)
         return try seal(plaintext, with: key, context: context, algorithm: algorithm, nonce: nonce)
     }
 
@@ -85,18 +85,30 @@ public enum Envelope {
         nonce: [UInt8]
     ) throws(CofferCryptoError) -> [UInt8] {
         precondition(nonce.count == 12, "an envelope nonce is 12 bytes")
-        // The associated data is the 34-byte header, then the encoded context; it is built once, and the envelope is
-        // its first 22 bytes followed by the AEAD's combined output (nonce ‖ ciphertext ‖ tag): two allocations and
-        // one copy of the ciphertext, whatever the size.
-        var aad: [UInt8] = []
-        aad.reserveCapacity(headerCount + context.encoded.count)
-        aad += magic
-        aad.append(version)
-        aad.append(algorithm.rawValue)
-        aad += key.id
-        key.appendContextTag(context, to: &aad)
-        aad += nonce
-        aad += context.encoded
+        // The associated data is the 34-byte header, then the encoded context, built on the stack; the envelope is
+        // its first 22 bytes followed by the AEAD's combined output (nonce ‖ ciphertext ‖ tag).
+        let result = withAssociatedData(context: context) { aad in
+            let raw = UnsafeMutableRawBufferPointer(aad)
+            raw.copyBytes(from: magic)
+            raw[4] = version
+            raw[5] = algorithm.rawValue
+            UnsafeMutableRawBufferPointer(rebasing: raw[6..<14]).copyBytes(from: key.id)
+            key.withContextTag(context) { UnsafeMutableRawBufferPointer(rebasing: raw[14..<22]).copyMemory(from: $0) }
+            UnsafeMutableRawBufferPointer(rebasing: raw[22..<34]).copyBytes(from: nonce)
+            return Result { () throws(CofferCryptoError) in
+                try sealAEAD(plaintext, key: key, algorithm: algorithm, nonce: nonce, aad: UnsafeRawBufferPointer(aad))
+            }
+        }
+        return try result.get()
+    }
+
+    private static func sealAEAD(
+        _ plaintext: UnsafeRawBufferPointer,
+        key: EnvelopeKey,
+        algorithm: EnvelopeAlgorithm,
+        nonce: [UInt8],
+        aad: UnsafeRawBufferPointer
+    ) throws(CofferCryptoError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(overhead + plaintext.count)
         out += aad[0..<22]
@@ -124,6 +136,19 @@ public enum Envelope {
             throw .primitiveFailure("seal")
         }
         return out
+    }
+
+    /// Calls `body` with stack space for the associated data, the context already written after the header's 34
+    /// bytes, which `body` fills in.
+    private static func withAssociatedData<T>(
+        context: EnvelopeContext,
+        _ body: (UnsafeMutableBufferPointer<UInt8>) -> T
+    ) -> T {
+        let count = headerCount + context.encoded.count
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { aad in
+            _ = UnsafeMutableBufferPointer(rebasing: aad[headerCount...]).initialize(from: context.encoded)
+            return body(aad)
+        }
     }
 
     /// Opens an envelope sealed for `context` under `key`.
@@ -181,23 +206,14 @@ public enum Envelope {
             key.id.withUnsafeBytes { ConstantTime.equals(UnsafeRawBufferPointer(rebasing: raw[6..<14]), $0) }
         }
         guard idMatches else { throw .wrongKey }
-        var aad: [UInt8] = []
-        aad.reserveCapacity(headerCount + context.encoded.count)
-        aad += envelope[0..<headerCount]
-        aad += context.encoded
-        do {
-            // nonce ‖ ciphertext ‖ tag is exactly the AEADs' combined representation.
-            let combined = envelope[22...]
-            switch algorithm {
-            case .aes256GCM:
-                return try AES.GCM.open(AES.GCM.SealedBox(combined: combined), using: key.aeadKey, authenticating: aad)
-            case .chaCha20Poly1305:
-                return try ChaChaPoly.open(
-                    ChaChaPoly.SealedBox(combined: combined),
-                    using: key.aeadKey,
-                    authenticating: aad
-                )
+        let opened = withAssociatedData(context: context) { aad in
+            _ = UnsafeMutableBufferPointer(rebasing: aad[..<headerCount]).initialize(from: envelope[..<headerCount])
+            return Result { () throws(CryptoKitMetaError) in
+                try openAEAD(envelope, key: key, algorithm: algorithm, aad: UnsafeRawBufferPointer(aad))
             }
+        }
+        do {
+            return try opened.get()
         } catch {
             // The header (with its context tag) and the context are both associated data, so an envelope that opens
             // was sealed for this context: the tag (an HMAC, about 1 µs through swift-crypto) is only computed to
@@ -207,6 +223,22 @@ public enum Envelope {
             }
             guard contextMatches else { throw .wrongContext }
             throw .authenticationFailed
+        }
+    }
+
+    private static func openAEAD(
+        _ envelope: [UInt8],
+        key: EnvelopeKey,
+        algorithm: EnvelopeAlgorithm,
+        aad: UnsafeRawBufferPointer
+    ) throws(CryptoKitMetaError) -> Data {
+        // nonce ‖ ciphertext ‖ tag is exactly the AEADs' combined representation.
+        let combined = envelope[22...]
+        switch algorithm {
+        case .aes256GCM:
+            return try AES.GCM.open(AES.GCM.SealedBox(combined: combined), using: key.aeadKey, authenticating: aad)
+        case .chaCha20Poly1305:
+            return try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: key.aeadKey, authenticating: aad)
         }
     }
 

@@ -64,7 +64,7 @@ public struct EnvelopeKey: Sendable {
 
     /// Calls `body` with the 8-byte tag that binds `context` under this key (truncated HMAC-SHA256), in place in the
     /// MAC's own storage, so no array is built per envelope.
-    func withContextTag<T>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) -> T) -> T {
+    package func withContextTag<T>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) -> T) -> T {
         var hmac = contextHMAC
         hmac.update(data: context.encoded)
         return hmac.finalize().withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0.prefix(8))) }

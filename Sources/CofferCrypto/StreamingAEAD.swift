@@ -134,7 +134,7 @@ public struct StreamSealer: Sendable {
 
     /// Starts a stream with a fresh random salt.
     public init(key: EnvelopeKey, context: EnvelopeContext, algorithm: EnvelopeAlgorithm = .aes256GCM) {
-        self.init(key: key, context: context, algorithm: algorithm, salt: SystemRandom.bytes(32))
+        self.init(key: key, context: context, algorithm: algorithm, salt: SystemRandom.publicBytes(32))
     }
 
     /// Starts a stream with a caller-chosen salt. Only for known-answer tests.

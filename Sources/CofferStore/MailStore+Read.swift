@@ -15,41 +15,58 @@ package struct SummaryRow: Sendable {
     package var time: Int64 = 0
     package var flags: Int64 = 0
     package var size: Int64 = 0
-    package var subject = Data()
-    package var fromList = Data()
+    /// The subject and senders cells: read only for rows without a summary cell.
+    package var subject: Data?
+    package var fromList: Data?
     /// The summary cell; `nil` in rows written before migration `v3-summary`, which are listed from the two cells
     /// above.
     package var summary: Data?
     /// Whether a column held a value of the wrong type.
     package var isDamaged = false
 
-    package static let columns = "m.id, m.conversationID, m.time, m.flags, m.size, m.subject, m.fromList, m.summary"
+    /// The selected columns, in the order ``init(row:)`` reads them by position. The subject and senders cells are
+    /// only read where the summary cell is missing: a page of 50 copies 50 cells out of SQLite, not 150.
+    package static let columns = """
+        m.id, m.conversationID, m.time, m.flags, m.size, m.summary,
+        CASE WHEN m.summary IS NULL THEN m.subject END, CASE WHEN m.summary IS NULL THEN m.fromList END
+        """
 
-    /// Decodes a row of ``columns``; `nil` only if even the id is unreadable (SQLite keeps a rowid an integer).
+    /// Decodes a row of ``columns`` by position; `nil` only if even the id is unreadable (SQLite keeps a rowid an
+    /// integer).
     package init?(row: Row) {
-        let strict: StrictRow
-        do {
-            strict = try StrictRow(row, table: "messages")
-        } catch {
-            return nil
+        guard case .int64(let id) = (row[0] as DatabaseValue).storage else { return nil }
+        self.id = id
+        func integer(_ index: Int) -> Int64? {
+            guard case .int64(let value) = (row[index] as DatabaseValue).storage else { return nil }
+            return value
         }
-        id = strict.id
-        do {
-            conversationID = try strict.int64("conversationID")
-            time = try strict.int64("time")
-            flags = try strict.int64("flags")
-            size = try strict.int64("size")
-            subject = try strict.blob("subject")
-            fromList = try strict.blob("fromList")
-            summary = try strict.optionalBlob("summary")
-        } catch {
-            self = SummaryRow(damaged: strict.id)
+        /// `.some(nil)` for NULL, `nil` for another type.
+        func optionalBlob(_ index: Int) -> Data?? {
+            switch (row[index] as DatabaseValue).storage {
+            case .null: return .some(nil)
+            case .blob(let data): return data
+            default: return nil
+            }
         }
+        guard let conversationID = integer(1), let time = integer(2), let flags = integer(3), let size = integer(4),
+            let summary = optionalBlob(5), let subject = optionalBlob(6), let fromList = optionalBlob(7),
+            summary != nil || (subject != nil && fromList != nil)
+        else {
+            isDamaged = true
+            return
+        }
+        (self.conversationID, self.time, self.flags, self.size) = (conversationID, time, flags, size)
+        (self.summary, self.subject, self.fromList) = (summary, subject, fromList)
     }
 
-    private init(damaged id: Int64) {
-        self.id = id
-        isDamaged = true
+    /// Every row of `sql` (which selects ``columns``), read through a cursor.
+    static func fetchAll(_ db: Database, sql: String, arguments: StatementArguments) throws -> [SummaryRow] {
+        var rows: [SummaryRow] = []
+        let cursor = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+        while let row = try cursor.next() {
+            if let decoded = SummaryRow(row: row) { rows.append(decoded) }
+        }
+        return rows
     }
 }
 
@@ -80,20 +97,20 @@ extension MailStore {
                         arguments: [lookup]
                     )
                 else { return [] }
-                return try Row.fetchAll(
+                return try SummaryRow.fetchAll(
                     db,
                     sql: """
                         SELECT \(SummaryRow.columns) FROM messageLabels l JOIN messages m ON m.id = l.messageID
                         WHERE l.labelID = ? ORDER BY l.time DESC, l.messageID DESC LIMIT ? OFFSET ?
                         """,
                     arguments: [labelID, limit, offset]
-                ).compactMap(SummaryRow.init(row:))
+                )
             }
-            return try Row.fetchAll(
+            return try SummaryRow.fetchAll(
                 db,
                 sql: "SELECT \(SummaryRow.columns) FROM messages m ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?",
                 arguments: [limit, offset]
-            ).compactMap(SummaryRow.init(row:))
+            )
         }
         return await summaries(rows, keys: keys)
     }
@@ -127,7 +144,7 @@ extension MailStore {
             .joined(separator: " INTERSECT ")
             var arguments = StatementArguments(terms)
             arguments += [limit, offset]
-            return try Row.fetchAll(
+            return try SummaryRow.fetchAll(
                 db,
                 sql: """
                     WITH hits(id) AS (\(intersection))
@@ -135,7 +152,7 @@ extension MailStore {
                     ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: arguments
-            ).compactMap(SummaryRow.init(row:))
+            )
         }
         return await summaries(rows, keys: keys)
     }

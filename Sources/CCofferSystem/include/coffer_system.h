@@ -17,4 +17,11 @@ int coffer_tune_allocator(int trim_threshold, int mmap_threshold);
 /// in as few system calls as the kernel allows (one for up to 256 bytes). Returns 0, or -1 with errno set.
 int coffer_random_bytes(void *buffer, size_t count);
 
+/// Fills `count` (at most 64) bytes of a public random value (a nonce, a salt) from a process-wide buffer of the
+/// kernel's CSPRNG output, refilled with one getrandom(2) call per 4,032 bytes. Each byte is handed out once and
+/// then overwritten. The buffer lives in a page marked MADV_WIPEONFORK, so a forked child finds it empty and
+/// refills it from the kernel instead of repeating its parent's values; where the kernel refuses that mark, every
+/// call goes to getrandom(2). Never for key material. Returns 0, or -1 with errno set.
+int coffer_random_public_bytes(void *buffer, size_t count);
+
 #endif
