@@ -238,7 +238,11 @@ public enum Envelope {
         case .aes256GCM:
             return try AES.GCM.open(AES.GCM.SealedBox(combined: combined), using: key.aeadKey, authenticating: aad)
         case .chaCha20Poly1305:
-            return try ChaChaPoly.open(ChaChaPoly.SealedBox(combined: combined), using: key.aeadKey, authenticating: aad)
+            return try ChaChaPoly.open(
+                ChaChaPoly.SealedBox(combined: combined),
+                using: key.aeadKey,
+                authenticating: aad
+            )
         }
     }
 

@@ -75,7 +75,9 @@ enum CryptoBench {
         // A store list opens one summary cell of a few hundred bytes per message.
         for algorithm in EnvelopeAlgorithm.allCases {
             let cell = try Envelope.seal(Array(plaintext[..<256]), with: key, context: context, algorithm: algorithm)
-            try row("open: a 256-byte Envelope, \(algorithm)") { _ = try Envelope.open(cell, with: key, context: context) }
+            try row("open: a 256-byte Envelope, \(algorithm)") {
+                _ = try Envelope.open(cell, with: key, context: context)
+            }
         }
         table.print()
     }
