@@ -1,3 +1,5 @@
+import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 #if canImport(Glibc)
@@ -147,10 +149,151 @@ final class PresenceAnswers: ChannelInboundHandler {
     }
 }
 
+/// The time limits of one connection, kept on its event loop, where the frames pass: the wait for a request
+/// (``AgentLimits/idleMilliseconds``) starts when the connection opens and whenever a reply ends a request; a
+/// request's own limit (``AgentLimits/requestMilliseconds``, or a longer one the connection asks for with
+/// ``extend(to:)``) starts when its frame is read. No timer is set, moved or cancelled from another thread, so a
+/// request wakes the event loop only to read it and to write its reply.
+///
+/// When a request runs out of time, the client gets the `timeout` reply at once, the connection's task is cancelled
+/// (the request winds down at its cancellation: a presence wait ends, an import stops) and whatever reply it still
+/// writes is dropped. When the wait for a request runs out, the connection is closed.
+final class AgentDeadlines: ChannelDuplexHandler {
+    typealias InboundIn = AgentFrame
+    typealias InboundOut = AgentFrame
+    typealias OutboundIn = AgentFrame
+    typealias OutboundOut = AgentFrame
+
+    private let limits: AgentLimits
+    private let task: ConnectionTask
+    private let logger: Logger
+    private var timer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+    /// Requests read and not yet answered (a client may send the next before the reply).
+    private var outstanding = 0
+    private var timedOut = false
+
+    init(limits: AgentLimits, task: ConnectionTask, logger: Logger) {
+        self.limits = limits
+        self.task = task
+        self.logger = logger
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        if context.channel.isActive { waitForRequest(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if timer == nil { waitForRequest(context) }
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        disarm()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if unwrapInboundIn(data).kind == .request {
+            outstanding += 1
+            if outstanding == 1 { limitRequest(context, milliseconds: limits.requestMilliseconds) }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !timedOut else {
+            promise?.fail(ChannelError.outputClosed)
+            return
+        }
+        let kind = unwrapOutboundIn(data).kind
+        if kind == .reply || kind == .summaries, outstanding > 0 {
+            outstanding -= 1
+            if outstanding > 0 {
+                limitRequest(context, milliseconds: limits.requestMilliseconds)
+            } else {
+                waitForRequest(context)
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    /// Gives the request being served `milliseconds` from now instead of the default limit (an unlock may wait for
+    /// a person; an import or a sync takes long). Call on the event loop.
+    func extend(to milliseconds: Int64) {
+        guard let context, outstanding > 0, !timedOut else { return }
+        limitRequest(context, milliseconds: milliseconds)
+    }
+
+    private func waitForRequest(_ context: ChannelHandlerContext) {
+        arm(context, milliseconds: limits.idleMilliseconds) { context in context.close(promise: nil) }
+    }
+
+    private func limitRequest(_ context: ChannelHandlerContext, milliseconds: Int64) {
+        arm(context, milliseconds: milliseconds) { [self] context in
+            timedOut = true
+            logger.notice("a request timed out")
+            let failure = AgentReply.failure(AgentFailure(.timeout, "The request took too long and was abandoned."))
+            if let payload = try? AgentCoding.encode(failure) {
+                context.writeAndFlush(wrapOutboundOut(AgentFrame(kind: .reply, payload: payload)), promise: nil)
+            }
+            task.cancel()
+        }
+    }
+
+    private func arm(
+        _ context: ChannelHandlerContext,
+        milliseconds: Int64,
+        _ fire: @escaping (ChannelHandlerContext) -> Void
+    ) {
+        timer?.cancel()
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) { fire(context) }
+    }
+
+    private func disarm() {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// The task that serves one connection, for its event loop to cancel when a request runs out of time.
+final class ConnectionTask: Sendable {
+    private let state = NIOLockedValueBox<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
+
+    /// Hands over the connection's task (cancelled at once if a cancellation came first).
+    func run(_ task: Task<Void, Never>) {
+        let cancelled = state.withLockedValue { state in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
+    }
+
+    /// Cancels the connection's task.
+    func cancel() {
+        state.withLockedValue { state in
+            state.cancelled = true
+            return state.task
+        }?.cancel()
+    }
+}
+
 /// One accepted connection, as the child channel initializer leaves it.
 enum AcceptedConnection: Sendable {
-    /// A peer of the agent's own user, with its frames and its presence answers.
-    case served(NIOAsyncChannel<AgentFrame, AgentFrame>, answers: NIOLoopBound<PresenceAnswers>)
+    /// A peer of the agent's own user, with its frames, its presence answers, its time limits and the handle of the
+    /// task that will serve it.
+    case served(
+        NIOAsyncChannel<AgentFrame, AgentFrame>,
+        answers: NIOLoopBound<PresenceAnswers>,
+        deadlines: NIOLoopBound<AgentDeadlines>,
+        task: ConnectionTask
+    )
     /// A peer of another user (or whose credentials could not be read): refused and being closed.
     case refused
 
@@ -159,7 +302,8 @@ enum AcceptedConnection: Sendable {
     static func accept(
         _ channel: any Channel,
         ownUID: UInt32,
-        limits: AgentLimits
+        limits: AgentLimits,
+        logger: Logger
     ) -> EventLoopFuture<AcceptedConnection> {
         peerUID(channel).flatMapThrowing { uid -> AcceptedConnection in
             let sync = channel.pipeline.syncOperations
@@ -180,8 +324,16 @@ enum AcceptedConnection: Sendable {
             try sync.addHandler(ByteToMessageHandler(decoder))
             let answers = PresenceAnswers()
             try sync.addHandler(answers)
+            let task = ConnectionTask()
+            let deadlines = AgentDeadlines(limits: limits, task: task, logger: logger)
+            try sync.addHandler(deadlines)
             let wrapped = try NIOAsyncChannel<AgentFrame, AgentFrame>(wrappingChannelSynchronously: channel)
-            return .served(wrapped, answers: NIOLoopBound(answers, eventLoop: channel.eventLoop))
+            return .served(
+                wrapped,
+                answers: NIOLoopBound(answers, eventLoop: channel.eventLoop),
+                deadlines: NIOLoopBound(deadlines, eventLoop: channel.eventLoop),
+                task: task
+            )
         }.flatMapErrorThrowing { _ in
             channel.close(promise: nil)
             return .refused

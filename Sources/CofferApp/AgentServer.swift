@@ -47,9 +47,9 @@ public struct AgentLimits: Sendable {
 /// went to the background", and on shutdown (SIGTERM, SIGINT) locks every Keymaker, zeroing the keys.
 ///
 /// The socket is a NIO server channel on `eventLoopGroup`; each accepted connection is one child task of
-/// ``run()``'s task group, which reads its frames from an `NIOAsyncChannel` and runs one request at a time. Time
-/// limits are races between a request and a timer on the connection's event loop (the loser is cancelled); the agent
-/// starts no thread of its own.
+/// ``run()``'s task group, which reads its frames from an `NIOAsyncChannel` and runs one request at a time. The time
+/// limits are timers on the connection's event loop (``AgentDeadlines``): a request that runs out of time gets its
+/// `timeout` reply from there, and the connection's task is cancelled. The agent starts no thread of its own.
 public final class AgentServer: Service, Sendable {
     /// What it uses.
     public typealias Dependencies = AgentDispatcher.Dependencies
@@ -107,7 +107,7 @@ public final class AgentServer: Service, Sendable {
                 logger.warning("could not open an account", metadata: ["account": "\(account)", "error": "\(error)"])
             }
         }
-        let server = try await listen()
+        let server = try await listen(logger: logger)
         logger.info("listening", metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
         for waiter in started.withLockedValue({ waiting in
             defer { waiting = nil }
@@ -160,7 +160,7 @@ public final class AgentServer: Service, Sendable {
     /// The listening channel: the socket file is made 0600 right after bind, in the 0700 folder (which keeps
     /// everyone else out meanwhile). Not by umask: it is process-wide, so a thread or child process started while
     /// it is narrowed would inherit it.
-    private func listen() async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
+    private func listen(logger: Logger) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let ownUID = getuid()
         let limits = self.limits
         let server: NIOAsyncChannel<AcceptedConnection, Never>
@@ -169,7 +169,7 @@ public final class AgentServer: Service, Sendable {
                 .serverChannelOption(.backlog, value: 64)
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .bind(unixDomainSocketPath: socketPath) { channel in
-                    AcceptedConnection.accept(channel, ownUID: ownUID, limits: limits)
+                    AcceptedConnection.accept(channel, ownUID: ownUID, limits: limits, logger: logger)
                 }
         } catch {
             throw AppError.socket(operation: "listen on \(socketPath)", errno: (error as? IOError)?.errnoCode ?? EIO)
@@ -188,7 +188,7 @@ public final class AgentServer: Service, Sendable {
         into group: inout ThrowingDiscardingTaskGroup<any Error>,
         logger: Logger
     ) {
-        guard case .served(let channel, let answers) = connection else {
+        guard case .served(let channel, let answers, let deadlines, let task) = connection else {
             logger.warning("refused a connection from another user")
             return
         }
@@ -205,10 +205,24 @@ public final class AgentServer: Service, Sendable {
                 }
                 return
             }
-            let conversation = ConnectionConversation(channel: channel.channel, answers: answers, limits: limits)
+            let conversation = ConnectionConversation(
+                channel: channel.channel,
+                answers: answers,
+                deadlines: deadlines,
+                limits: limits
+            )
             defer { conversation.finish() }
             try? await channel.executeThenClose { inbound, outbound in
-                try await serve(inbound, outbound, conversation: conversation, logger: logger)
+                // Its own task, so that the event loop can cancel it when a request runs out of time.
+                let serving = Task { () async -> Void in
+                    try? await serve(inbound, outbound, conversation: conversation, logger: logger)
+                }
+                task.run(serving)
+                await withTaskCancellationHandler {
+                    await serving.value
+                } onCancel: {
+                    serving.cancel()
+                }
             }
         }
     }
@@ -230,7 +244,7 @@ public final class AgentServer: Service, Sendable {
         var frames = inbound.makeAsyncIterator()
         while true {
             let frame: AgentFrame
-            switch await Self.next(&frames, within: limits.idleMilliseconds, channel: conversation.channel) {
+            switch await Self.next(&frames) {
             case .frame(let next): frame = next
             case .end, .expired: return
             case .failed(let error):
@@ -247,6 +261,8 @@ public final class AgentServer: Service, Sendable {
                 try await Self.refuse(outbound, AgentFailure(.badRequest, "The request could not be read."))
                 return
             }
+            let limit = limits.timeout(for: request.operation)
+            if limit != limits.requestMilliseconds { conversation.extendDeadline(to: limit) }
             var secret: SecretBytes?
             if request.expectsSecret {
                 var received = await Self.next(&frames, within: limits.frameMilliseconds, channel: conversation.channel)
@@ -264,22 +280,17 @@ public final class AgentServer: Service, Sendable {
                 for index in next.payload.indices { next.payload[index] = 0 }
             }
             let start = ContinuousClock.now
-            switch await run(request, secret: secret, conversation: conversation, outbound: outbound) {
-            case .reply(let reply):
-                logger.debug(
-                    "request",
-                    metadata: [
-                        "op": "\(request.operation.rawValue)", "ok": "\(reply.failure == nil)",
-                        "ms": "\(Self.milliseconds(since: start))",
-                    ]
-                )
-                try await outbound.write(AgentCoding.frame(reply))
-            case .timedOut:
-                logger.notice("a request timed out", metadata: ["op": "\(request.operation.rawValue)"])
-                return
-            case .cancelled:
-                return
-            }
+            let reply = await dispatcher.handle(request, secret: secret, conversation: conversation)
+            // Cancelled: the request ran out of time (the client has its `timeout` reply) or the agent shuts down.
+            guard !Task.isCancelled else { return }
+            logger.debug(
+                "request",
+                metadata: [
+                    "op": "\(request.operation.rawValue)", "ok": "\(reply.failure == nil)",
+                    "ms": "\(Self.milliseconds(since: start))",
+                ]
+            )
+            try await outbound.write(AgentCoding.frame(reply))
         }
     }
 
@@ -312,18 +323,8 @@ public final class AgentServer: Service, Sendable {
     /// Fired into a connection's pipeline when a wait for a frame is over: it ends the inbound stream.
     struct WaitExpired: Error {}
 
-    /// The next frame of `frames`, racing a timer of `milliseconds` on the connection's event loop: if the timer wins
-    /// it ends the stream with ``WaitExpired`` (a stream that was waited out is not read again), else it is
-    /// cancelled. A timer on the event loop, not a sleeping task: no task is made and woken for every frame.
-    static func next(
-        _ frames: inout NIOAsyncChannelInboundStream<AgentFrame>.AsyncIterator,
-        within milliseconds: Int64,
-        channel: any Channel
-    ) async -> Received {
-        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
-            channel.pipeline.fireErrorCaught(WaitExpired())
-        }
-        defer { timer.cancel() }
+    /// The next frame of `frames`; the connection's ``AgentDeadlines`` closes it when none comes in time.
+    static func next(_ frames: inout NIOAsyncChannelInboundStream<AgentFrame>.AsyncIterator) async -> Received {
         do {
             guard let frame = try await frames.next() else { return .end }
             return .frame(frame)
@@ -336,85 +337,19 @@ public final class AgentServer: Service, Sendable {
         }
     }
 
-    /// How a request ended.
-    enum Outcome: Sendable {
-        /// With its reply.
-        case reply(AgentReply)
-        /// Past its time limit: the client got a `timeout` reply.
-        case timedOut
-        /// The connection's task was cancelled (shutdown).
-        case cancelled
-    }
-
-    /// Runs `request`, racing its time limit, a timer on the connection's event loop: the loser is cancelled. On a
-    /// timeout the client gets its `timeout` reply at once; the request then winds down (a presence wait ends at its
-    /// cancellation) before the connection goes on. One task per request and no sleeping task: a sleep costs a
-    /// timer and two more wake-ups on the cooperative pool for every request.
-    private func run(
-        _ request: AgentRequest,
-        secret: SecretBytes?,
-        conversation: ConnectionConversation,
-        outbound: NIOAsyncChannelOutboundWriter<AgentFrame>
-    ) async -> Outcome {
-        let dispatcher = self.dispatcher
-        let race = RequestRace()
-        let handler = Task {
-            race.finish(.reply(await dispatcher.handle(request, secret: secret, conversation: conversation)))
+    /// The next frame of `frames` within `milliseconds` (the secret frame that follows its request), racing a timer
+    /// on the connection's event loop: if the timer wins it ends the stream with ``WaitExpired`` (a stream that was
+    /// waited out is not read again), else it is cancelled.
+    static func next(
+        _ frames: inout NIOAsyncChannelInboundStream<AgentFrame>.AsyncIterator,
+        within milliseconds: Int64,
+        channel: any Channel
+    ) async -> Received {
+        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
+            channel.pipeline.fireErrorCaught(WaitExpired())
         }
-        let timer = conversation.channel.eventLoop.scheduleTask(
-            in: .milliseconds(limits.timeout(for: request.operation))
-        ) { race.finish(.timedOut) }
-        let outcome = await withTaskCancellationHandler {
-            await race.outcome()
-        } onCancel: {
-            race.finish(.cancelled)
-        }
-        timer.cancel()
-        if case .reply = outcome { return outcome }
-        handler.cancel()
-        if case .timedOut = outcome {
-            try? await Self.refuse(outbound, AgentFailure(.timeout, "The request took too long and was abandoned."))
-            outbound.finish()
-        }
-        await handler.value
-        return outcome
-    }
-}
-
-/// The first of a request's reply, its timer and its connection's cancellation; the others are ignored.
-final class RequestRace: Sendable {
-    private enum State {
-        case waiting(CheckedContinuation<AgentServer.Outcome, Never>?)
-        case finished(AgentServer.Outcome?)
-    }
-
-    private let state = NIOLockedValueBox(State.waiting(nil))
-
-    /// Ends the race with `outcome` unless it has ended.
-    func finish(_ outcome: AgentServer.Outcome) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<AgentServer.Outcome, Never>? in
-            guard case .waiting(let continuation) = state else { return nil }
-            state = .finished(continuation == nil ? outcome : nil)
-            return continuation
-        }
-        waiter?.resume(returning: outcome)
-    }
-
-    /// The outcome, once there is one.
-    func outcome() async -> AgentServer.Outcome {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLockedValue { state -> AgentServer.Outcome? in
-                switch state {
-                case .waiting:
-                    state = .waiting(continuation)
-                    return nil
-                case .finished(let outcome):
-                    state = .finished(nil)
-                    return outcome
-                }
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
+        defer { timer.cancel() }
+        return await next(&frames)
     }
 }
 
@@ -423,15 +358,28 @@ final class ConnectionConversation: AgentConversation {
     /// The connection.
     let channel: any Channel
     private let answers: NIOLoopBound<PresenceAnswers>
+    private let deadlines: NIOLoopBound<AgentDeadlines>
     private let limits: AgentLimits
     /// The connection's preview folder, and whether the connection is over (a handler that outlived it must not
     /// leave a preview behind).
     private let preview = NIOLockedValueBox<(folder: String?, finished: Bool)>((nil, false))
 
-    init(channel: any Channel, answers: NIOLoopBound<PresenceAnswers>, limits: AgentLimits) {
+    init(
+        channel: any Channel,
+        answers: NIOLoopBound<PresenceAnswers>,
+        deadlines: NIOLoopBound<AgentDeadlines>,
+        limits: AgentLimits
+    ) {
         self.channel = channel
         self.answers = answers
+        self.deadlines = deadlines
         self.limits = limits
+    }
+
+    /// Gives the request being served `milliseconds` from now instead of the default limit.
+    func extendDeadline(to milliseconds: Int64) {
+        let deadlines = self.deadlines
+        channel.eventLoop.execute { deadlines.value.extend(to: milliseconds) }
     }
 
     /// Sends the question and waits for the answer frame until it comes, the client's side closes, or the request

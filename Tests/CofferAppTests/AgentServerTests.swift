@@ -203,6 +203,46 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         #expect(try await user.keymaker.isLocked)
     }
 
+    @Test func aRequestPastItsLimitGetsTheTimeoutReplyAndItsConnectionCloses() async throws {
+        var limits = AgentLimits()
+        limits.unlockMilliseconds = 300
+        let agent = try await RunningAgent(limits: limits)
+        let user = try await agent.presenceAccount("erin")
+        let client = try await RawAgentClient.connect(agent.socket)
+        // Nobody answers the presence question: the limit (the unlock's, not the default 30 s) ends the request.
+        let received = try await client.exchange(try secureElementUnlock("erin"), until: .close) { received, _, _ in
+            received
+        }
+        #expect(received.events.map(\.name) == ["presence"])
+        #expect(
+            received.replies.map(\.failure) == [AgentFailure(.timeout, "The request took too long and was abandoned.")]
+        )
+        #expect(received.closed)
+        #expect(try await user.keymaker.isLocked)
+        #expect(try await agent.serves())
+        try await agent.stop()
+    }
+
+    @Test func twoRequestsInOneWriteGetTwoRepliesInOrderThenTheIdleLimitCloses() async throws {
+        var limits = AgentLimits()
+        limits.idleMilliseconds = 300
+        let agent = try await RunningAgent(limits: limits)
+        let client = try await RawAgentClient.connect(agent.socket)
+        let hello = try requestFrame(.hello(version: Int(AgentFrame.version)))
+        let unknown = try requestFrame(.status(account: "nobody"))
+        // The second request waits in line; after its reply the wait for a third starts, and runs out.
+        let received = try await client.exchange(hello + unknown, until: .close) { received, _, _ in received }
+        let replies = received.replies
+        #expect(replies.count == 2)
+        guard case .hello? = replies.first else {
+            Issue.record("the first reply is not hello's: \(replies)")
+            return
+        }
+        #expect(replies.last?.failure != nil)
+        #expect(received.closed)
+        try await agent.stop()
+    }
+
     @Test func anOversizedFrameGetsATypedErrorAndTheAgentLivesOn() async throws {
         let agent = try await RunningAgent()
         let limit = AgentFrame.maximumRequestPayload
