@@ -262,6 +262,19 @@ final class AgentDeadlines: ChannelDuplexHandler {
     }
 }
 
+/// Runs a task's jobs on an event loop: the task of a connection runs on its channel's loop, so that a frame read
+/// there resumes it, and its reply is written there, without waking another thread.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let eventLoop: any EventLoop
+
+    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
 /// The task that serves one connection, for its event loop to cancel when a request runs out of time.
 final class ConnectionTask: Sendable {
     private let state = NIOLockedValueBox<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))

@@ -15,6 +15,20 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case serverAdd = "server-add"
     case serverShow = "server-show"
     case serverRemove = "server-remove"
+
+    /// Whether the agent runs it on the connection's event loop: small reads and changes of state that take well
+    /// under a millisecond. The others (key derivation, MIME and HTML work, files, the network) run on the
+    /// cooperative pool, so that they never hold up the sockets of the loop.
+    var runsOnEventLoop: Bool {
+        switch self {
+        case .hello, .status, .account, .lock, .autolock, .background, .list, .search, .attachments, .previewEnd,
+            .serverShow:
+            true
+        case .create, .unlock, .protect, .logout, .erase, .message, .attachmentContent, .preview, .save, .import,
+            .sync, .serverAdd, .serverRemove:
+            false
+        }
+    }
 }
 
 /// How a person proves they may unlock (or change, or log out) an account.

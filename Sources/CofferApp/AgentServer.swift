@@ -116,7 +116,11 @@ public final class AgentServer: Service, Sendable {
 
         var failure: (any Error)?
         do {
-            try await serve(server, registry: registry, logger: logger)
+            // Accepting runs on the listening socket's event loop, and each connection on its own (below): a client's
+            // connection reaches its task without waking a thread of the cooperative pool.
+            try await withTaskExecutorPreference(EventLoopTaskExecutor(server.channel.eventLoop)) {
+                try await serve(server, registry: registry, logger: logger)
+            }
         } catch {
             failure = error
         }
@@ -194,7 +198,8 @@ public final class AgentServer: Service, Sendable {
         }
         let admitted =
             active.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= limits.maximumConnections
-        group.addTask { [self] in
+        let executor = EventLoopTaskExecutor(channel.channel.eventLoop)
+        group.addTask(executorPreference: executor) { [self] in
             defer { active.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
             guard admitted else {
                 try? await channel.executeThenClose { _, outbound in
@@ -214,7 +219,8 @@ public final class AgentServer: Service, Sendable {
             defer { conversation.finish() }
             try? await channel.executeThenClose { inbound, outbound in
                 // Its own task, so that the event loop can cancel it when a request runs out of time.
-                let serving = Task { () async -> Void in
+                // On the connection's event loop (see ``AgentOperation/runsOnEventLoop`` for what leaves it).
+                let serving = Task(executorPreference: executor) { [self] () async -> Void in
                     try? await serve(inbound, outbound, conversation: conversation, logger: logger)
                 }
                 task.run(serving)
@@ -280,7 +286,14 @@ public final class AgentServer: Service, Sendable {
                 for index in next.payload.indices { next.payload[index] = 0 }
             }
             let start = ContinuousClock.now
-            let reply = await dispatcher.handle(request, secret: secret, conversation: conversation)
+            let reply =
+                if request.operation.runsOnEventLoop {
+                    await dispatcher.handle(request, secret: secret, conversation: conversation)
+                } else {
+                    await withTaskExecutorPreference(globalConcurrentExecutor) {
+                        await dispatcher.handle(request, secret: secret, conversation: conversation)
+                    }
+                }
             // Cancelled: the request ran out of time (the client has its `timeout` reply) or the agent shuts down.
             guard !Task.isCancelled else { return }
             logger.debug(

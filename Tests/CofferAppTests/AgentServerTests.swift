@@ -213,7 +213,9 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let received = try await client.exchange(try secureElementUnlock("erin"), until: .close) { received, _, _ in
             received
         }
-        #expect(received.events.map(\.name) == ["presence"])
+        // The question is asked unless the limit ran out first (this process's task pool can stall that long while
+        // other suites wait on processes); the limit is the unlock's either way, not the default 30 s.
+        #expect(received.events.allSatisfy { $0.name == "presence" })
         #expect(
             received.replies.map(\.failure) == [AgentFailure(.timeout, "The request took too long and was abandoned.")]
         )
@@ -272,8 +274,15 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let received = try await client.exchange([], until: .close) { received, _, _ in received }
         #expect(received.closed)
         #expect(received.frames.isEmpty)
-        // The agent still serves others.
-        #expect(try await agent.serves())
+        // The agent still serves others. The CLI's client connects and sends in one stretch, with no suspension
+        // between: a client that stalls past the 200 ms limit before its first frame is closed as idle, and this
+        // process's task pool can stall that long while other suites wait on processes.
+        let other = try #require(try AgentClient.connect(socketPath: agent.socket))
+        defer { other.close() }
+        guard case .status = try await other.call(.status(account: nil)) else {
+            Issue.record("status got another reply")
+            return
+        }
         try await agent.stop()
     }
 
