@@ -57,11 +57,6 @@ public struct EnvelopeKey: Sendable {
         id = derive("key-id", 8).withUnsafeBytes { Array($0) }
     }
 
-    /// Appends the context tag (``withContextTag(_:_:)``) to `bytes`.
-    func appendContextTag(_ context: EnvelopeContext, to bytes: inout [UInt8]) {
-        withContextTag(context) { bytes.append(contentsOf: $0) }
-    }
-
     /// Calls `body` with the 8-byte tag that binds `context` under this key (truncated HMAC-SHA256), in place in the
     /// MAC's own storage, so no array is built per envelope.
     package func withContextTag<T>(_ context: EnvelopeContext, _ body: (UnsafeRawBufferPointer) -> T) -> T {
