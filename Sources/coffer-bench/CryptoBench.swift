@@ -13,7 +13,7 @@ enum CryptoBench {
         let key = try EnvelopeKey(SecretBytes(randomCount: 32))
         let context: EnvelopeContext = ["bench", "envelope"]
         var table = Table(
-            "Envelope v1 (AES-256-GCM) vs openssl speed -evp aes-256-gcm",
+            "Envelope v1 (AES-256-GCM) vs openssl speed -evp aes-256-gcm (3 alternating rounds, medians)",
             [
                 "operation", "size", "Coffer MB/s", "OpenSSL MB/s", "ratio", "swift-crypto AES.GCM alone MB/s",
                 "its ratio",
@@ -24,23 +24,23 @@ enum CryptoBench {
         for size in sizes {
             let plaintext = [UInt8](repeating: 0x5A, count: size)
             let sealed = try Envelope.seal(plaintext, with: key, context: context)
-            let sealRate = try Timer.rate { _ = try Envelope.seal(plaintext, with: key, context: context) }
-            let openRate = try Timer.rate { _ = try Envelope.open(sealed, with: key, context: context) }
+            let seal = try OpenSSLSpeed.alternating(bytes: size, decrypt: false) {
+                try Timer.rate { _ = try Envelope.seal(plaintext, with: key, context: context) }
+            }
+            let open = try OpenSSLSpeed.alternating(bytes: size, decrypt: true) {
+                try Timer.rate { _ = try Envelope.open(sealed, with: key, context: context) }
+            }
             let nonce = AES.GCM.Nonce()
             let box = try AES.GCM.seal(plaintext, using: bare, nonce: nonce)
             // A fixed nonce, only to time the AEAD itself (the envelope draws one per call).
             let bareSeal = try Timer.rate { _ = try AES.GCM.seal(plaintext, using: bare, nonce: nonce) }
             let bareOpen = try Timer.rate { _ = try AES.GCM.open(box, using: bare) }
-            for (name, rate, floor, decrypt) in [
-                ("seal", sealRate, bareSeal, false), ("open", openRate, bareOpen, true),
-            ] {
-                let coffer = rate * Double(size) / 1e6
+            for (name, measured, floor) in [("seal", seal, bareSeal), ("open", open, bareOpen)] {
                 let swiftCrypto = floor * Double(size) / 1e6
-                let openssl = OpenSSLSpeed.megabytesPerSecond(bytes: size, decrypt: decrypt)
                 table.add([
-                    name, label(size), format(coffer, 0), openssl.map { format($0, 0) } ?? "n/a",
-                    openssl.map { format(coffer / $0, 2) } ?? "n/a", format(swiftCrypto, 0),
-                    openssl.map { format(swiftCrypto / $0, 2) } ?? "n/a",
+                    name, label(size), format(measured.coffer, 0), measured.openssl.map { format($0, 0) } ?? "n/a",
+                    measured.ratio.map { format($0, 2) } ?? "n/a", format(swiftCrypto, 0),
+                    measured.openssl.map { format(swiftCrypto / $0, 2) } ?? "n/a",
                 ])
             }
         }
@@ -151,6 +151,29 @@ struct CountingSink: ByteSink {
 
 /// Runs `openssl speed` for one buffer size.
 enum OpenSSLSpeed {
+    /// Coffer's MB/s at `bytes` (from `coffer`, operations per second) beside `openssl speed`'s, in `rounds` rounds
+    /// that alternate the two, so that both see the same machine: the medians of each and of the rounds' ratios.
+    static func alternating(
+        bytes: Int,
+        decrypt: Bool,
+        rounds: Int = 3,
+        _ coffer: () throws -> Double
+    ) rethrows -> (coffer: Double, openssl: Double?, ratio: Double?) {
+        var cofferRates: [Double] = []
+        var opensslRates: [Double] = []
+        var ratios: [Double] = []
+        for _ in 0..<rounds {
+            let rate = try coffer() * Double(bytes) / 1e6
+            cofferRates.append(rate)
+            if let reference = megabytesPerSecond(bytes: bytes, decrypt: decrypt) {
+                opensslRates.append(reference)
+                ratios.append(rate / reference)
+            }
+        }
+        func median(_ values: [Double]) -> Double? { values.isEmpty ? nil : values.sorted()[values.count / 2] }
+        return (median(cofferRates) ?? 0, median(opensslRates), median(ratios))
+    }
+
     /// MB/s (10^6 bytes per second) from `openssl speed -evp aes-256-gcm -bytes N`, or `nil` without openssl.
     static func megabytesPerSecond(bytes: Int, decrypt: Bool) -> Double? {
         let command =
