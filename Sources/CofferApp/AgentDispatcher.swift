@@ -52,6 +52,17 @@ public final class AgentDispatcher: Sendable {
         try dependencies.keymakerRegistry.user(dependencies.keymakerRegistry.chooseAccount(account))
     }
 
+    /// The container of `account` with its mail store open. Opening it (and any migration of an old store) runs on
+    /// the cooperative pool, not on the caller's executor: the agent runs `list`, `search` and `attachments` on a
+    /// connection's event loop, which must not wait on a migration.
+    private func mailUser(_ account: String) async throws -> UserContainer {
+        let user = try user(account)
+        if !user.hasOpenedMailStore {
+            try await withTaskExecutorPreference(globalConcurrentExecutor) { _ = try user.mailStore }
+        }
+        return user
+    }
+
     /// Runs `request` and throws what the modules throw: the one-shot CLI calls this in its own process, so its
     /// errors keep their types (the socket path goes through ``handle(_:secret:conversation:)``).
     ///
@@ -130,16 +141,20 @@ public final class AgentDispatcher: Sendable {
                 )
         case .list(let account, let label, let limit, let offset):
             return .summaries(
-                try await MailHandler(dependencies: try user(account)).list(label: label, limit: limit, offset: offset)
+                try await MailHandler(dependencies: try await mailUser(account))
+                    .list(label: label, limit: limit, offset: offset)
             )
         case .search(let account, let words, let limit, let offset):
             return .summaries(
-                try await MailHandler(dependencies: try user(account)).search(words, limit: limit, offset: offset)
+                try await MailHandler(dependencies: try await mailUser(account))
+                    .search(words, limit: limit, offset: offset)
             )
         case .message(let account, let id):
             return .message(try await MailHandler(dependencies: try user(account)).message(id))
         case .attachments(let account, let message):
-            return .attachments(try await MailHandler(dependencies: try user(account)).attachments(of: message))
+            return .attachments(
+                try await MailHandler(dependencies: try await mailUser(account)).attachments(of: message)
+            )
         case .attachmentContent(let account, let id):
             return .attachment(try await MailHandler(dependencies: try user(account)).stream(id, to: conversation))
         case .preview(let account, let source):
