@@ -15,14 +15,6 @@ package enum SystemRandom {
         }
     }
 
-    /// `count` random bytes, straight from the kernel.
-    package static func bytes(_ count: Int) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            fill(UnsafeMutableRawBufferPointer(buffer))
-            initialized = count
-        }
-    }
-
     /// `count` (at most 64) random bytes for a value that is written in the clear: a nonce or a salt, never a key.
     ///
     /// They come from a buffer refilled with one getrandom call per 4,032 bytes; each byte is handed out once and

@@ -234,22 +234,20 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         // The second request waits in line; after its reply the wait for a third starts, and runs out. A blocking
         // socket connects and sends in one stretch: this process's task pool can stall past the 300 ms limit while
         // other suites wait on processes, and a client that stalls before its first frame is closed as idle.
-        let (frames, closed) = try Self.blockingExchange(agent.socket, hello + unknown)
-        let replies = frames.filter { $0.kind == .reply }.compactMap {
-            try? JSONDecoder().decode(AgentReply.self, from: Data($0.payload))
-        }
+        let received = try Self.blockingExchange(agent.socket, hello + unknown)
+        let replies = received.replies
         #expect(replies.count == 2)
         guard case .hello? = replies.first else {
             Issue.record("the first reply is not hello's: \(replies)")
             return
         }
         #expect(replies.last?.failure != nil)
-        #expect(closed)
+        #expect(received.closed)
         try await agent.stop()
     }
 
     /// Connects, sends `bytes` and reads frames until the agent closes (at most 10 s), all on this thread.
-    static func blockingExchange(_ socket: String, _ bytes: [UInt8]) throws -> (frames: [AgentFrame], closed: Bool) {
+    static func blockingExchange(_ socket: String, _ bytes: [UInt8]) throws -> RawAgentClient.Received {
         guard let fd = try AgentSocket.connect(socket) else { throw AppError.agentClosed }
         defer { close(fd) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -257,12 +255,15 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         #expect(sent == bytes.count)
         var decoder = FrameDecoder(maximumPayload: AgentFrame.maximumReplyPayload)
-        var frames: [AgentFrame] = []
+        var received = RawAgentClient.Received()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
-            while let frame = try decoder.next() { frames.append(frame) }
+            while let frame = try decoder.next() { received.frames.append(frame) }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return (frames, count == 0) }
+            guard count > 0 else {
+                received.closed = count == 0
+                return received
+            }
             decoder.feed(chunk[0..<count])
         }
     }
