@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "CofferMIMETests",
             dependencies: ["CofferMIME", "CofferSampleMail"],
-            exclude: ["make_corpus.py", "oracle.py"]
+            exclude: ["make_corpus.py", "oracle.py", "compose_oracle.py"]
         ),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML", "CofferSampleMail"]),
         .testTarget(
