@@ -66,11 +66,22 @@ public final class AgentDispatcher: Sendable {
     /// Runs `request` and throws what the modules throw: the one-shot CLI calls this in its own process, so its
     /// errors keep their types (the socket path goes through ``handle(_:secret:conversation:)``).
     ///
+    /// Every request here is a person's, so it runs under ``KeyUse/userRequest``: each use of the MainKey it makes
+    /// counts as activity for the autolock. Nothing else does (background work runs under ``KeyUse/background``).
+    ///
     /// - Parameters:
     ///   - request: The request.
     ///   - secret: The secret frame's bytes when ``AgentRequest/expectsSecret`` (a PIN, PINs, or a password).
     ///   - conversation: Where presence questions, progress and chunks go, and who owns a preview.
     public func perform(
+        _ request: AgentRequest,
+        secret: SecretBytes?,
+        conversation: any AgentConversation
+    ) async throws -> AgentReply {
+        try await KeyUse.userRequest.run { try await serve(request, secret: secret, conversation: conversation) }
+    }
+
+    private func serve(
         _ request: AgentRequest,
         secret: SecretBytes?,
         conversation: any AgentConversation

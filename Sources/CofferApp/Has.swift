@@ -34,3 +34,9 @@ public protocol HasMailStore: Sendable { var mailStore: MailStore { get throws }
 public protocol HasPushTokens: Sendable { var pushTokens: PushTokens { get throws } }
 /// One account's attachment cache.
 public protocol HasAttachmentCache: Sendable { var attachmentCache: AttachmentCache { get throws } }
+/// One account's key source (its Keymaker, and a key granted to a background job).
+public protocol HasAccountKeys: Sendable { var accountKeys: AccountKeys { get throws } }
+/// Drops one account's store and cache instances with their derived keys.
+public protocol HasMailStateReset: Sendable { func resetMailState() }
+/// The owner of one account's background work.
+public protocol HasAccountCoordinator: Sendable { var coordinator: AccountCoordinator { get throws } }

@@ -128,31 +128,32 @@ public final class PushStreamHolder: Service, Sendable {
             let push = try PushHandler.open(body, keys: keys)
             let folder = push.folder ?? "INBOX"
             let user = try global.keymakerRegistry.user(account)
-            let keymaker = try user.keymaker
-            if !(await keymaker.isLocked) {
-                let summary = try await SyncHandler(dependencies: user).sync(id: nil, folders: [folder], batch: nil)
-                log.info(
-                    "push: synced while unlocked",
-                    metadata: ["account": "\(account)", "new": "\(summary.fetched)"]
-                )
-                return
+            let locked = await (try user.keymaker).isLocked
+            if locked, showNotifications { _ = PushHandler.showDesktopNotification(push) }
+            // One route for both states; only the key differs. Unlocked: the Keymaker's key, as background work that
+            // never restarts the autolock. Locked: FastSync's key, granted to this one job and wiped after it.
+            let key: AccountCoordinator.KeySupply
+            if locked {
+                guard
+                    let secret = try FastSync.mainKey(
+                        for: push,
+                        keychain: keychain,
+                        account: account,
+                        sessionID: sessionID
+                    )
+                else {
+                    log.info("push: shown while locked", metadata: ["account": "\(account)"])
+                    return
+                }
+                key = .granted(secret)
+            } else {
+                key = .account
             }
-            if showNotifications { _ = PushHandler.showDesktopNotification(push) }
-            guard
-                let summary = try await BackgroundSync.run(
-                    push: push,
-                    keychain: keychain,
-                    account: account,
-                    sessionID: sessionID,
-                    device: try global.deviceIdentity,
-                    storeFolder: global.paths.store(account)
-                )
-            else {
-                log.info("push: shown while locked", metadata: ["account": "\(account)"])
-                return
+            let summary = try await KeyUse.background.run {
+                try await user.coordinator.run(.sync(server: nil, folders: [folder], batch: nil), key: key)
             }
             log.info(
-                "push: FastSync synced while locked",
+                locked ? "push: FastSync synced while locked" : "push: synced while unlocked",
                 metadata: ["account": "\(account)", "new": "\(summary.fetched)"]
             )
         } catch {

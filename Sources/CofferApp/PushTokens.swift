@@ -45,7 +45,7 @@ public final class PushTokens: Sendable {
             forget(account)
             return nil
         }
-        let key = try await keymaker.subkey(PushSessionStore.tokenSubkey)
+        let key = try await keymaker.mainKey().subkey(PushSessionStore.tokenSubkey)
         var token = try store.token(of: record, key: key)
         if record.expires.timeIntervalSinceNow < Self.refreshAhead {
             do {

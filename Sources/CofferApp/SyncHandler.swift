@@ -4,34 +4,15 @@ import CofferSync
 /// `sync` in the agent: the agent's own store (it holds the unlocked key) and an IMAP connection from the agent.
 public struct SyncHandler: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasMailStore
+    public typealias Dependencies = HasMailStore & HasAccountCoordinator
 
     private let dependencies: any Dependencies
 
     /// A handler over one account's container.
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
 
-    /// The IMAP account `id`, or the only one.
-    public func serverAccount(_ id: Int64?) async throws -> (id: Int64, server: ServerAccount) {
-        let accounts = try await dependencies.mailStore.serverAccounts()
-        if let id {
-            guard let found = accounts.first(where: { $0.id == id }) else {
-                throw AgentFailure(
-                    .badRequest,
-                    "There is no mail server account \(id)."
-                )
-            }
-            return found
-        }
-        guard let only = accounts.first else { throw SyncError.noAccount }
-        guard accounts.count == 1 else {
-            throw AgentFailure(.badRequest, "There are several mail server accounts; choose one with --id.")
-        }
-        return only
-    }
-
-    /// Syncs the IMAP account `id` (or the only one), telling `progress` how each folder goes, and returns what it
-    /// did.
+    /// Syncs the IMAP account `id` (or the only one) through the account's coordinator, telling `progress` how each
+    /// folder goes, and returns what it did.
     ///
     /// - Throws: `StoreError.locked` when the key is not in memory (the dispatcher's usual locked reply), else the
     ///   ``SyncError``.
@@ -39,19 +20,9 @@ public struct SyncHandler: Sendable {
         id: Int64?,
         folders: [String],
         batch: Int?,
-        progress: @Sendable (SyncProgress) -> Void = { _ in }
+        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
     ) async throws -> SyncSummary {
-        let store = try dependencies.mailStore
-        do {
-            let chosen = try await serverAccount(id).id
-            return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
-                accountID: chosen,
-                folders: folders,
-                progress: progress
-            )
-        } catch SyncError.locked {
-            throw StoreError.locked
-        }
+        try await dependencies.coordinator.run(.sync(server: id, folders: folders, batch: batch), progress: progress)
     }
 
     /// Checks a login to `settings` with `password` (pinned as the settings say), then stores the account sealed.

@@ -43,11 +43,19 @@ public final class UserContainer: Sendable {
         }
     }
 
+    /// The account's key source: its Keymaker, and the key a FastSync job is granted while locked.
+    public var accountKeysFactory: Factory<AccountKeys> {
+        Factory(storage, scope: .perUser) { [self] in AccountKeys(keymaker: try keymaker) }
+    }
+
+    /// The turns of the account's jobs (one per account, so two syncs of its store never run at once).
+    public var jobTurnsFactory: Factory<JobTurns> { Factory(storage, scope: .perUser) { JobTurns() } }
+
     /// The account's sealed mail store (opening needs no key).
     public var mailStoreFactory: Factory<MailStore> {
         Factory(storage, scope: .perUser) { [self] in
             global.paths.migrateLegacyMail(account)
-            return try MailStore(folder: global.paths.store(account), keymaker: keymaker)
+            return try MailStore(folder: global.paths.store(account), keys: accountKeys)
         }
     }
 
@@ -55,7 +63,11 @@ public final class UserContainer: Sendable {
     public var attachmentCacheFactory: Factory<AttachmentCache> {
         Factory(storage, scope: .perUser) { [self] in
             global.paths.migrateLegacyMail(account)
-            return try AttachmentCache(folder: global.paths.cache(account), keymaker: keymaker, clock: global.clock)
+            return try AttachmentCache(
+                folder: global.paths.cache(account),
+                keys: accountKeys,
+                clock: global.clock
+            )
         }
     }
 
@@ -81,6 +93,23 @@ extension UserContainer: HasPaths {
 extension UserContainer: HasKeymaker {
     /// See ``keymakerFactory``.
     public var keymaker: Keymaker { get throws { try keymakerFactory() } }
+}
+
+extension UserContainer: HasAccountKeys {
+    /// See ``accountKeysFactory``.
+    public var accountKeys: AccountKeys { get throws { try accountKeysFactory() } }
+}
+
+extension UserContainer: HasAccountCoordinator {
+    /// The owner of the account's background work: every sync of its store goes through it.
+    public var coordinator: AccountCoordinator {
+        get throws { AccountCoordinator(dependencies: self, turns: try jobTurnsFactory()) }
+    }
+}
+
+extension UserContainer: HasMailStateReset {
+    /// See ``dropMailState()``.
+    public func resetMailState() { dropMailState() }
 }
 
 extension UserContainer: HasMailStore {

@@ -34,7 +34,7 @@ public final class AttachmentCache: Sendable {
     /// Seconds an entry lives.
     public let ttlSeconds: Int64
 
-    private let keymaker: Keymaker
+    private let keys: any MainKeySource
     private let clock: any KeymakerClock
     private let derivedKeys = DerivedKeyCache<CacheKeys>()
 
@@ -44,13 +44,13 @@ public final class AttachmentCache: Sendable {
     ///   - folder: The cache folder.
     ///   - previewFolder: Where previews are decrypted; by default ``PreviewFolder/choose(cacheFolder:)`` (memory:
     ///     `$XDG_RUNTIME_DIR`, else `/dev/shm`; the disk only when neither is usable).
-    ///   - keymaker: The account's Keymaker.
+    ///   - keys: The account's key source (the running task's ``KeyUse`` decides whether a use is activity).
     ///   - ttlSeconds: Seconds an entry lives (3 days by default); must be positive.
     ///   - clock: The clock used for expiry (tests inject one).
     public init(
         folder: String,
         previewFolder: String? = nil,
-        keymaker: Keymaker,
+        keys: any MainKeySource,
         ttlSeconds: Int64 = AttachmentCache.defaultTTLSeconds,
         clock: any KeymakerClock = SystemClock()
     ) throws(AttachmentError) {
@@ -62,7 +62,7 @@ public final class AttachmentCache: Sendable {
             self.previewFolder = PreviewFolder.choose(cacheFolder: folder)
         }
         self.ttlSeconds = ttlSeconds
-        self.keymaker = keymaker
+        self.keys = keys
         self.clock = clock
         do {
             try SecureFile.makePrivateDirectory(folder)
@@ -388,7 +388,7 @@ public final class AttachmentCache: Sendable {
     }
 
     private func keys() async throws(AttachmentError) -> CacheKeys {
-        try await derivedKeys.value(from: keymaker) { error in
+        try await derivedKeys.value(from: keys) { error in
             error == .locked ? .locked : .keymaker(error)
         } derive: {
             (mainKey) throws(AttachmentError) in

@@ -28,7 +28,7 @@ public struct ScryptParameters: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Warning: Tests only. Never a default; ``PINKeyDerivation`` refuses them unless the caller passes
     ///   `allowInsecureParameters: true`.
-    public static let insecureForTestingOnly = ScryptParameters(unchecked: 10, r: 8, p: 1)
+    package static let insecureForTestingOnly = ScryptParameters(unchecked: 10, r: 8, p: 1)
 
     /// Validated parameters: logN 10...22, r 1...32, p 1...16.
     public init(logN: UInt8, r: UInt32, p: UInt32) throws(CofferCryptoError) {

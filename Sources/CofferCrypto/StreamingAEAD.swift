@@ -140,7 +140,7 @@ public struct StreamSealer: Sendable {
     /// Starts a stream with a caller-chosen salt. Only for known-answer tests.
     ///
     /// - Warning: Never call this outside tests; a repeated salt repeats nonces.
-    public init(key: EnvelopeKey, context: EnvelopeContext, algorithm: EnvelopeAlgorithm, salt: [UInt8]) {
+    package init(key: EnvelopeKey, context: EnvelopeContext, algorithm: EnvelopeAlgorithm, salt: [UInt8]) {
         precondition(salt.count == 32, "a stream salt is 32 bytes")
         var header = StreamingAEAD.magic
         header.append(StreamingAEAD.version)

@@ -25,8 +25,8 @@ public actor Keymaker {
     public struct Configuration: Sendable {
         /// scrypt cost for new PINs.
         public var scrypt: ScryptParameters
-        /// Accept scrypt parameters below the minimum (tests only).
-        public var allowInsecureKDF: Bool
+        /// Accept scrypt parameters below the minimum (tests and benchmarks only; never settable outside the package).
+        package var allowInsecureKDF: Bool
         /// Failed PIN attempts that destroy the MainKey.
         public var maxFailedAttempts: Int
         /// Shortest accepted PIN or passphrase, in characters (``PINPolicy``).
@@ -42,7 +42,23 @@ public actor Keymaker {
         /// autolock after 5 minutes.
         public init(
             scrypt: ScryptParameters = .standard,
-            allowInsecureKDF: Bool = false,
+            maxFailedAttempts: Int = 10,
+            minimumPINLength: Int = PINPolicy.minimumLength,
+            defaultAutolock: AutolockPolicy = .after(seconds: 300),
+            onDestroy: (@Sendable (_ account: String) -> Void)? = nil
+        ) {
+            self.scrypt = scrypt
+            self.allowInsecureKDF = false
+            self.maxFailedAttempts = maxFailedAttempts
+            self.minimumPINLength = minimumPINLength
+            self.defaultAutolock = defaultAutolock
+            self.onDestroy = onDestroy
+        }
+
+        /// A configuration that accepts scrypt parameters below the minimum: tests and benchmarks only.
+        package init(
+            scrypt: ScryptParameters,
+            allowInsecureKDF: Bool,
             maxFailedAttempts: Int = 10,
             minimumPINLength: Int = PINPolicy.minimumLength,
             defaultAutolock: AutolockPolicy = .after(seconds: 300),
@@ -278,18 +294,16 @@ public actor Keymaker {
     /// Removes the MainKey from memory and zeroes it.
     public func lock(reason: LockReason = .user) { removeKey(reason: reason) }
 
-    /// The MainKey, while unlocked. Each call counts as activity for the autolock interval.
+    /// The MainKey, while unlocked. A ``KeyUse/userRequest`` counts as activity for the autolock interval; a
+    /// ``KeyUse/background`` use never does, so background work cannot hold the account unlocked.
     ///
     /// - Throws: ``KeymakerError/locked`` while locked.
-    public func key() throws(KeymakerError) -> MainKey {
+    public func mainKey(for use: KeyUse) throws(KeymakerError) -> MainKey {
         guard mainKey != nil else { throw .locked }
-        perform(autolock.activity(clock.now()))
+        if use == .userRequest { perform(autolock.activity(clock.now())) }
         guard let current = self.mainKey else { throw .locked }
         return current
     }
-
-    /// A subkey of the MainKey for `label`; see ``MainKey/subkey(_:)``.
-    public func subkey(_ label: String) throws(KeymakerError) -> EnvelopeKey { try key().subkey(label) }
 
     /// The app went to the background: locks at once under ``AutolockPolicy/onBackground``.
     public func enteredBackground() { perform(autolock.enteredBackground(clock.now())) }
@@ -299,7 +313,7 @@ public actor Keymaker {
 
     /// Changes the autolock policy; the policy is stored sealed under the MainKey.
     public func setAutolock(_ policy: AutolockPolicy) throws(KeymakerError) {
-        let key = try key()
+        let key = try mainKey(for: .userRequest)
         try storeAutolock(policy, with: key)
         autolockFallback = nil
         perform(autolock.policyChanged(to: policy, clock.now()))

@@ -192,6 +192,22 @@ public enum FastSync {
         return record
     }
 
+    /// The MainKey a push's FastSync key opens: `nil` when the push carries no key or this device keeps no FastSync
+    /// record for the account; otherwise the record is checked against the wall clock and the session
+    /// (``unwrap(record:kek:kekExpires:sessionID:now:)``). The caller hands the bytes to the account's coordinator,
+    /// which grants them to one background sync and wipes them.
+    ///
+    /// - Returns: the MainKey's 32 octets, or `nil`.
+    public static func mainKey(
+        for push: PushMessage,
+        keychain: any Keychain,
+        account: String,
+        sessionID: String
+    ) throws(NotifyClientError) -> SecretBytes? {
+        guard let key = push.fastSync, let record = try load(keychain: keychain, account: account) else { return nil }
+        return try unwrap(record: record, kek: key.kek, kekExpires: key.expires, sessionID: sessionID)
+    }
+
     /// Opens the MainKey with a KEK that came in a push, after checking with the wall clock that the record is
     /// unexpired and that the push's expiry and session are the record's: an expired KEK is refused even when the
     /// service sends it, and a replayed push never brings back an expired or replaced record.

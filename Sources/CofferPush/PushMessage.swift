@@ -67,3 +67,37 @@ public struct PushMessage: Codable, Sendable, Equatable {
         try WebPush.seal(encoded(), to: subscription, padding: .standard)
     }
 }
+
+extension PushMessage.FastSyncKey: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The expiry only: the KEK never prints.
+    public var description: String { "FastSyncKey(kek: <redacted>, expires: \(expires))" }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The expiry only.
+    public var customMirror: Mirror { Mirror(self, children: ["expires": expires], displayStyle: .struct) }
+}
+
+extension PushMessage: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The folder and UID only: sender, subject and any FastSync key never print.
+    public var description: String {
+        "PushMessage(v\(v), \(type), folder: \(folder ?? "-"), uid: \(uid.map(String.init) ?? "-"), "
+            + "from: <redacted>, subject: <redacted>\(fastSync == nil ? "" : ", fastSync: <redacted>"))"
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The fields that are not the message's text or a key.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "v": v, "type": type, "folder": folder as Any, "uidValidity": uidValidity as Any, "uid": uid as Any,
+                "fastSync": fastSync as Any,
+            ],
+            displayStyle: .struct
+        )
+    }
+}

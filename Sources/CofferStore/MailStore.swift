@@ -16,8 +16,9 @@ import Foundation
 /// The encrypted mail store of one account: a SQLite database (through GRDB) whose sensitive columns are sealed
 /// envelopes under per-column subkeys of the account's MainKey, with a blind index for search.
 ///
-/// Every operation first asks the ``Keymaker`` for the MainKey, so the store is unusable while it is locked
-/// (``StoreError/locked``). Subkeys are derived once per unlock and reused for every cell; they are dropped as soon
+/// Every operation first asks the account's ``MainKeySource`` for the MainKey, for the running task's ``KeyUse``
+/// (a person's request counts as autolock activity, background work never does), so the store is unusable while
+/// it is locked (``StoreError/locked``). Subkeys are derived once per unlock and reused for every cell; they are dropped as soon
 /// as an operation finds the Keymaker locked, and by ``forgetKeys()``.
 ///
 /// See `docs/STORE.md` for the schema, which columns are clear, and the cell and index formats.
@@ -33,7 +34,7 @@ public final class MailStore: Sendable {
     public let events: AsyncStream<StoreEvent>
 
     let database: DatabasePool
-    let keymaker: Keymaker
+    let keys: any MainKeySource
     let eventSink: AsyncStream<StoreEvent>.Continuation
     private let derivedKeys = DerivedKeyCache<StoreKeys>()
     /// The sealing step of every cell.
@@ -48,9 +49,9 @@ public final class MailStore: Sendable {
     ///
     /// - Parameters:
     ///   - folder: The store folder; created with mode 0700.
-    ///   - keymaker: The account's Keymaker.
-    public convenience init(folder: String, keymaker: Keymaker) throws(StoreError) {
-        try self.init(folder: folder, keymaker: keymaker, cellCipher: EnvelopeCellCipher())
+    ///   - keys: The account's key source (its ``AccountKeys``, or a ``Keymaker``).
+    public convenience init(folder: String, keys: any MainKeySource) throws(StoreError) {
+        try self.init(folder: folder, keys: keys, cellCipher: EnvelopeCellCipher())
     }
 
     /// Opens the store with another sealing step for its cells: only for `coffer-bench`, which compares the store
@@ -58,9 +59,10 @@ public final class MailStore: Sendable {
     ///
     /// - Parameters:
     ///   - folder: The store folder; created with mode 0700.
-    ///   - keymaker: The account's Keymaker.
+    ///   - keys: The account's key source.
     ///   - cellCipher: The sealing step.
-    @_spi(Benchmark) public init(folder: String, keymaker: Keymaker, cellCipher: any CellCipher) throws(StoreError) {
+    @_spi(Benchmark) public init(folder: String, keys: any MainKeySource, cellCipher: any CellCipher) throws(StoreError)
+    {
         self.cellCipher = cellCipher
         do {
             try SecureFile.makePrivateDirectory(folder)
@@ -68,7 +70,7 @@ public final class MailStore: Sendable {
             throw .crypto(error)
         }
         self.folder = folder
-        self.keymaker = keymaker
+        self.keys = keys
         (events, eventSink) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
         var configuration = Configuration()
         configuration.foreignKeysEnabled = true
@@ -114,7 +116,7 @@ public final class MailStore: Sendable {
     /// The keys for the current unlock.
     func keys() async throws(StoreError) -> StoreKeys {
         let cipher = cellCipher
-        return try await derivedKeys.value(from: keymaker) { error in
+        return try await derivedKeys.value(from: keys) { error in
             error == .locked ? .locked : .keymaker(error)
         } derive: {
             (mainKey) throws(StoreError) in

@@ -86,8 +86,8 @@ enum StoreBenchmark {
             searchPlain: 0
         )
 
-        let plain = try MailStore(folder: "\(folder)/plain", keymaker: keymaker, cellCipher: PlaintextCellCipher())
-        let store = try MailStore(folder: "\(folder)/sealed", keymaker: keymaker)
+        let plain = try MailStore(folder: "\(folder)/plain", keys: keymaker, cellCipher: PlaintextCellCipher())
+        let store = try MailStore(folder: "\(folder)/sealed", keys: keymaker)
         // Batches alternate between the two stores, so both see the same warm-up, page cache and machine load.
         for batch in batches {
             var start = ContinuousClock.now

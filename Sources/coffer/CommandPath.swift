@@ -277,6 +277,9 @@ struct LocalAccount {
         _ pin: PINOptions
     ) async throws -> String {
         try await unlock(home, pin)
-        return try store.token(of: record, key: await user.keymaker.subkey(PushSessionStore.tokenSubkey))
+        return try store.token(
+            of: record,
+            key: await user.keymaker.mainKey(for: .userRequest).subkey(PushSessionStore.tokenSubkey)
+        )
     }
 }

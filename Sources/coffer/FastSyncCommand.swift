@@ -52,7 +52,7 @@ struct FastSyncCommand: AsyncParsableCommand {
                     let keymaker = try local.user.keymaker
                     let lifetime = FastSyncCommand.seconds(duration) ?? 8 * 3600
                     let fastSync = try await FastSync.enable(
-                        mainKey: await keymaker.key(),
+                        mainKey: await keymaker.mainKey(for: .userRequest),
                         keychain: keychain,
                         account: local.name,
                         session: record,

@@ -57,7 +57,7 @@ struct NotifyCommand: AsyncParsableCommand {
                     let user = local.user
                     let store = PushSessionStore(keychain: try user.keychain, account: local.name)
                     if try store.loadSession() != nil { throw NotifyClientError.alreadyRegistered }
-                    let imap = try await SyncHandler(dependencies: user).serverAccount(id).server
+                    let imap = try await AccountCoordinator.serverAccount(id, in: try user.mailStore).server
                     let name =
                         deviceName
                         ?? (ProcessInfo.processInfo.hostName.isEmpty ? "coffer" : ProcessInfo.processInfo.hostName)
@@ -70,7 +70,9 @@ struct NotifyCommand: AsyncParsableCommand {
                         keys: keys
                     )
                     do {
-                        let tokenKey = try await user.keymaker.subkey(PushSessionStore.tokenSubkey)
+                        let tokenKey = try await user.keymaker.mainKey(for: .userRequest).subkey(
+                            PushSessionStore.tokenSubkey
+                        )
                         try store.saveKeys(keys)
                         try store.saveSession(
                             server: target,

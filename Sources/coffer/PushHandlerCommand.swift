@@ -42,15 +42,18 @@ struct PushHandlerCommand: AsyncParsableCommand {
                 if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
                 guard !noSync, push.fastSync != nil,
                     let session = try sessions.loadSession(),
-                    let summary = try await BackgroundSync.run(
-                        push: push,
+                    let secret = try FastSync.mainKey(
+                        for: push,
                         keychain: keychain,
                         account: account,
-                        sessionID: session.sessionID,
-                        device: try local.user.global.deviceIdentity,
-                        storeFolder: local.path.paths.store(account)
+                        sessionID: session.sessionID
                     )
                 else { return }
+                // The agent's route: the account's coordinator, with the key granted to this one background job.
+                let summary = try await local.user.coordinator.run(
+                    .sync(server: nil, folders: [push.folder ?? "INBOX"], batch: nil),
+                    key: .granted(secret)
+                )
                 print(
                     "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
                 )

@@ -56,11 +56,14 @@ struct SyncCommand: AsyncParsableCommand {
             try await CommandPath.local(home) { local in
                 try await local.unlock(home, pinOptions)
                 let user = local.user
-                let server = try await SyncHandler(dependencies: user).serverAccount(id)
+                let server = try await AccountCoordinator.serverAccount(id, in: try user.mailStore)
                 let line = ProgressLine()
                 let syncer = Syncer(store: try user.mailStore, batchSize: batch)
                 while true {
-                    let summary = try await syncer.sync(accountID: server.id, folders: folder) { progress in
+                    // Each round is a background job of the account's coordinator: it never restarts the autolock.
+                    let summary = try await user.coordinator.run(
+                        .sync(server: server.id, folders: folder, batch: batch)
+                    ) { progress in
                         guard progress.total > 0 else { return }
                         line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
                     }

@@ -52,7 +52,11 @@ struct Tour: AsyncParsableCommand {
         let mailMarkers = try await mailTour(root: root, account: account, keymaker: keymaker)
 
         let marker = "ACCESS-TOKEN-\(UInt32.random(in: 100_000...999_999))"
-        let token = try Locked(clearValue: marker, with: await keymaker.key(), label: "account.token")
+        let token = try Locked(
+            clearValue: marker,
+            with: await keymaker.mainKey(for: .userRequest),
+            label: "account.token"
+        )
         try SecureFile.makePrivateDirectory(home.data)
         try SecureFile.writeAtomically(token.encrypted, to: "\(home.data)/token.sealed")
         print("Sealed an access token with Locked<String> under a MainKey subkey (\(token.encrypted.count) bytes).")
@@ -73,7 +77,7 @@ struct Tour: AsyncParsableCommand {
         await keymaker.lock()
         print("The MainKey left memory and its bytes were zeroed. Reading the token now fails: ", terminator: "")
         do {
-            _ = try await keymaker.key()
+            _ = try await keymaker.mainKey(for: .userRequest)
         } catch {
             print(error)
         }
@@ -87,7 +91,7 @@ struct Tour: AsyncParsableCommand {
 
         step("unlock --with pin    # with 246813")
         try await keymaker.unlock(.pin(SecretBytes(copying: Array("246813".utf8))))
-        let key = try await keymaker.key()
+        let key = try await keymaker.mainKey(for: .userRequest)
         let reopened = try Locked<String>(encrypted: token.encrypted, label: "account.token").unlock(with: key)
         print("Unlocked; the failure count is back to \(try await keymaker.failedAttempts()).")
         print("The sealed token opens again: \(reopened == marker ? "yes" : "no").")
@@ -99,7 +103,7 @@ struct Tour: AsyncParsableCommand {
         print("\nWhat is on disk? Scanning every file under the home (except the sample mbox itself) for the token,")
         print("the MainKey bytes, and the subjects and addresses of the imported mail...")
         let needles =
-            [Array(marker.utf8), try await keymaker.key().withUnsafeBytes { Array($0) }]
+            [Array(marker.utf8), try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) }]
             + mailMarkers.map { Array($0.utf8) }
         // Positive control: a planted file holding a canary must be found, or the scan proves nothing.
         let canary = Array("SCAN-CONTROL-\(UInt64.random(in: 1_000_000_000...9_999_999_999))".utf8)
@@ -158,7 +162,7 @@ struct Tour: AsyncParsableCommand {
         try await command(["list", "--limit", "5"] + home)
 
         let paths = try HomeOptions.paths(home: root)
-        let store = try MailStore(folder: paths.store(account), keymaker: keymaker)
+        let store = try MailStore(folder: paths.store(account), keys: keymaker)
         let newest = try await store.list(limit: 50)
         guard let first = newest.first else { throw CLIError("The tour's sample import stored no messages.") }
         let word = (first.subject ?? "").split(separator: " ").map(String.init).first { $0.count > 4 } ?? "meeting"

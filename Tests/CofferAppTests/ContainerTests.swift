@@ -44,7 +44,7 @@ import Testing
         let user = try await app.account("alice")
         try await user.keymaker.unlock(.none)
         #expect(try await !user.keymaker.isLocked)
-        _ = try await user.keymaker.key()
+        _ = try await user.keymaker.mainKey(for: .userRequest)
         // The unlock started the autolock timer; let it reach its sleep on the test clock before the clock is closed.
         while app.clock.sleeperCount == 0 { await Task.yield() }
 
@@ -53,7 +53,7 @@ import Testing
         clock.forbid()
         try await SessionHandler(dependencies: user).lock()
         #expect(try await user.keymaker.isLocked)
-        await #expect(throws: KeymakerError.locked) { _ = try await user.keymaker.key() }
+        await #expect(throws: KeymakerError.locked) { _ = try await user.keymaker.mainKey(for: .userRequest) }
     }
 
     @Test func aPINUnlockNeverAsksForPresence() async throws {

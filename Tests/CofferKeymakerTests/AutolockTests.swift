@@ -91,7 +91,7 @@ import Testing
         #expect(await keymaker.isLocked == false)
         world.clock.advance(seconds: 10)
         #expect(await eventually { await keymaker.isLocked })
-        await #expect(throws: KeymakerError.locked) { try await keymaker.key() }
+        await #expect(throws: KeymakerError.locked) { try await keymaker.mainKey(for: .userRequest) }
     }
 
     @Test func backgroundLocksAtOnce() async throws {

@@ -38,7 +38,7 @@ import Testing
 
         let first = keymaker()
         try await first.createMainKey(injected: SecretBytes(copying: knownKey))
-        let key = try await first.key()
+        let key = try await first.mainKey(for: .userRequest)
         try SecureFile.makePrivateDirectory(folders.data)
         for (index, marker) in markers.enumerated() {
             let sealed = try Locked(clearValue: marker, with: key, label: "canary.\(index)")

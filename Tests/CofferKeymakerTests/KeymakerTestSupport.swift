@@ -34,7 +34,7 @@ struct World {
 
 extension Keymaker {
     /// The MainKey's bytes, for comparing keys across rewraps (tests only).
-    func keyBytes() throws -> [UInt8] { try key().withUnsafeBytes { Array($0) } }
+    func keyBytes() throws -> [UInt8] { try mainKey(for: .userRequest).withUnsafeBytes { Array($0) } }
 }
 
 /// Waits (bounded, about two seconds) for a condition that another task makes true; returns whether it did.

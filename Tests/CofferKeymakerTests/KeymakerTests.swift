@@ -22,8 +22,8 @@ import Testing
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
         await keymaker.lock()
-        await #expect(throws: KeymakerError.locked) { try await keymaker.key() }
-        await #expect(throws: KeymakerError.locked) { try await keymaker.subkey("x") }
+        await #expect(throws: KeymakerError.locked) { try await keymaker.mainKey(for: .userRequest) }
+        await #expect(throws: KeymakerError.locked) { try await keymaker.mainKey(for: .userRequest).subkey("x") }
         await #expect(throws: KeymakerError.locked) { try await keymaker.setAutolock(.never) }
     }
 
@@ -31,7 +31,7 @@ import Testing
         let world = try World()
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
-        let kept = try await keymaker.key()
+        let kept = try await keymaker.mainKey(for: .userRequest)
         #expect(kept.withUnsafeBytes { $0.contains { $0 != 0 } })
         await keymaker.lock()
         #expect(kept.isWiped)
@@ -143,7 +143,7 @@ import Testing
         try await keymaker.createMainKey()
         try await keymaker.activatePIN(Fixtures.pin("123456"), authorizedBy: .none)
         try await keymaker.activateSecureElement(authorizedBy: .pin(Fixtures.pin("123456")))
-        let sealed = try Locked(clearValue: "token", with: await keymaker.key(), label: "token")
+        let sealed = try Locked(clearValue: "token", with: await keymaker.mainKey(for: .userRequest), label: "token")
         try await keymaker.logout(authorizedBy: .secureElement(reason: "test"))
         #expect(await keymaker.isLocked)
         #expect(try await keymaker.isSetUp() == false)
@@ -152,7 +152,7 @@ import Testing
         await #expect(throws: KeymakerError.notSetUp) { try await keymaker.unlock(.none) }
         // A new login gets a new key; what the old key sealed stays sealed.
         try await keymaker.createMainKey()
-        let newKey = try await keymaker.key()
+        let newKey = try await keymaker.mainKey(for: .userRequest)
         #expect(throws: KeymakerError.self) { try sealed.unlock(with: newKey) }
     }
 

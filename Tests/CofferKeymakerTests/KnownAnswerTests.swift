@@ -152,7 +152,7 @@ func bytes(_ hex: String) throws -> [UInt8] { try #require([UInt8](hexString: he
         #expect(await keymaker.autolockPolicy == .after(seconds: 120))
         #expect(await keymaker.autolockSettingFallback == nil)
         let token = Locked<String>(encrypted: try bytes(vectors.lockedString.sealed), label: vectors.lockedString.label)
-        let key = try await keymaker.key()
+        let key = try await keymaker.mainKey(for: .userRequest)
         #expect(try token.unlock(with: key) == "token-2718")
         // Under another label the same bytes do not open.
         let moved = Locked<String>(encrypted: try bytes(vectors.lockedString.sealed), label: "account.other")

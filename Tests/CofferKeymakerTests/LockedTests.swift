@@ -13,7 +13,7 @@ import Testing
         let world = try World()
         let keymaker = world.keymaker()
         try await keymaker.createMainKey()
-        let key = try await keymaker.key()
+        let key = try await keymaker.mainKey(for: .userRequest)
         let value = Account(username: "alice", token: "t0ken")
         let locked = try Locked(clearValue: value, with: key, label: "account")
         #expect(try locked.unlock(with: key) == value)

@@ -124,6 +124,63 @@ final class LogCollector: @unchecked Sendable {
         }
     }
 
+    /// Issue 23: mail arriving more often than the autolock interval must not hold the account unlocked. Autolock
+    /// 30 s, a mail every 5 s for 90 s, each synced by the agent on its push while unlocked: the account still locks
+    /// (before, every push-driven sync counted as activity and it stayed unlocked for as long as mail came).
+    @Test func pushDrivenSyncsNeverHoldTheAutolockOpen() async throws {
+        try await FastSyncCLITests().withStack { stack in
+            let cli = stack.cli
+            let agent = Process()
+            agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
+            agent.arguments = ["agent", "--home", cli.home.path]
+            agent.environment = cli.environment
+            agent.standardOutput = FileHandle.nullDevice
+            let errors = Pipe()
+            agent.standardError = errors
+            let log = LogCollector()
+            log.attach(errors)
+            try agent.run()
+            defer {
+                kill(agent.processIdentifier, SIGTERM)
+                agent.waitUntilExit()
+            }
+            var ready = false
+            for _ in 0..<200 where !ready {
+                ready = try await cli.runOffPool(["status"]).stdout.contains("mode: agent")
+                if !ready { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(ready, "the agent did not come up")
+            #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let set = try await cli.runOffPool(["autolock", "30s", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(set.status == 0, "\(set.stderr)")
+            // The last command a person gave: from here on only mail arrives.
+            let start = Date()
+            var lockedAfter: Double?
+            var delivered = 0
+            while Date().timeIntervalSince(start) < 90 {
+                try deliver(stack, subject: "Autolock probe \(delivered)")
+                delivered += 1
+                try await Task.sleep(for: .seconds(5))
+                let status = try await cli.runOffPool(["status"]).stdout
+                if lockedAfter == nil, status.contains("state: locked") {
+                    lockedAfter = Date().timeIntervalSince(start)
+                }
+            }
+            // Mail kept arriving and the agent synced it while unlocked; the account locked anyway, and the pushes
+            // after that were handled as locked ones (shown, no sync: FastSync is off).
+            #expect(delivered >= 15)
+            #expect(await log.wait(for: "push: synced while unlocked", count: 2), "\(log.contents)")
+            #expect(lockedAfter != nil, "still unlocked after 90 s of mail every 5 s: \(log.contents)")
+            #expect(await log.wait(for: "push: shown while locked"), "\(log.contents)")
+            print(
+                "autolock 30s with a mail every 5s: locked \(lockedAfter.map { String(Int($0)) } ?? "never") s after the last command"
+            )
+            let final = try await cli.runOffPool(["status"]).stdout
+            #expect(final.contains("state: locked"), "\(final)")
+            #expect(try await cli.runOffPool(["list"]).status == 1)
+        }
+    }
+
     func deliver(_ stack: FastSyncCLITests.Stack, subject: String) throws {
         try stack.dovecot.deliver(
             Array(

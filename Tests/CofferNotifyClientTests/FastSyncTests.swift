@@ -55,11 +55,11 @@ import Testing
             expires: token.expires,
             deviceName: "d",
             token: token.token,
-            key: await keymaker.subkey(PushSessionStore.tokenSubkey)
+            key: await keymaker.mainKey(for: .userRequest).subkey(PushSessionStore.tokenSubkey)
         )
         let session = try #require(try store.loadSession())
         let record = try await FastSync.enable(
-            mainKey: await keymaker.key(),
+            mainKey: await keymaker.mainKey(for: .userRequest),
             keychain: keychain,
             account: "alice",
             session: session,
@@ -103,7 +103,10 @@ import Testing
             )
             // The unwrapped bytes are the MainKey: a Keymaker made from them derives the same subkeys.
             let copy = try await Fixtures.unlockedKeymaker(mainKey: mainKey.withUnsafeBytes { Array($0) })
-            #expect(try await copy.subkey("x").id == world.keymaker.subkey("x").id)
+            #expect(
+                try await copy.mainKey(for: .userRequest).subkey("x").id
+                    == world.keymaker.mainKey(for: .userRequest).subkey("x").id
+            )
 
             // The device refuses an expired record by its own clock, even with the right key.
             #expect(throws: NotifyClientError.fastSyncExpired) {

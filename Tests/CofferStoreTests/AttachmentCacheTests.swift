@@ -23,7 +23,7 @@ struct CacheWorld {
         try AttachmentCache(
             folder: cacheFolder,
             previewFolder: previewFolder,
-            keymaker: keymaker,
+            keys: keymaker,
             ttlSeconds: ttl,
             clock: clock
         )

@@ -99,7 +99,7 @@ struct CacheRefillTests {
         let world = try await CacheWorld()
         let cache = try world.cache()
         try await cache.put([1, 2, 3], for: "attachment:77")
-        let mainKey = try await world.keymaker.key()
+        let mainKey = try await world.keymaker.mainKey(for: .userRequest)
         let mac = HMAC<SHA256>.authenticationCode(
             for: Array("attachment:77".utf8),
             using: try mainKey.hashKey("attachments.names")

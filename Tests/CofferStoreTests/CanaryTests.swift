@@ -40,7 +40,7 @@ struct CanaryTests {
         }
         // Ordinary addresses and words of the generated mail must not appear either.
         needles += ["person1@example1.org", "me0@coffer.example", "Inbox", "Person 1"].map { Array($0.utf8) }
-        needles.append(try await world.keymaker.key().withUnsafeBytes { Array($0) })
+        needles.append(try await world.keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) })
 
         for start in stride(from: 0, to: messages.count, by: 40) {
             _ = try await world.store.importMessages(Array(messages[start..<(start + 40)]))
@@ -48,7 +48,7 @@ struct CanaryTests {
         let cache = try AttachmentCache(
             folder: "\(world.root.path)/cache",
             previewFolder: "\(world.root.path)/previews",
-            keymaker: world.keymaker,
+            keys: world.keymaker,
             clock: world.clock
         )
         for summary in try await world.store.search(SyntheticMail.Canaries(index: 0).subject) {

@@ -49,7 +49,7 @@ struct CellVectorTests {
     /// The column keys the store derives from a MainKey with the vectors' bytes.
     static func keys(_ vector: CellVector) async throws -> StoreKeys {
         let keymaker = try await Fixtures.unlockedKeymaker(account: "vectors", mainKey: hexBytes(vector.mainKey))
-        return try StoreKeys(mainKey: try await keymaker.key())
+        return try StoreKeys(mainKey: try await keymaker.mainKey(for: .userRequest))
     }
 
     @Test("the store opens the Python-sealed cell to exactly the vector's plaintext", arguments: vectors)

@@ -41,7 +41,7 @@ struct StoreCrashChild {
         let key = try #require(environment[CrashEnvironment.key].flatMap { [UInt8](hexString: $0) })
         let store = try MailStore(
             folder: try #require(environment[CrashEnvironment.store]),
-            keymaker: try await CrashEnvironment.keymaker(key: key)
+            keys: try await CrashEnvironment.keymaker(key: key)
         )
         _ = try await store.importSource(
             at: try #require(environment[CrashEnvironment.source]),
@@ -74,7 +74,7 @@ struct StoreCrashTests {
 
     /// Opens the store and checks that every committed message is whole.
     func check(folder: String, keymaker: Keymaker) async throws -> Int {
-        let store = try MailStore(folder: folder, keymaker: keymaker)
+        let store = try MailStore(folder: folder, keys: keymaker)
         let count = try await store.count()
         #expect(count % CrashEnvironment.batch == 0 || count == Self.total, "only whole batches are committed")
         let problems = try await store.database.read { db in
@@ -131,7 +131,7 @@ struct StoreCrashTests {
         #expect(zip(counts, counts.dropFirst()).allSatisfy { $0 <= $1 }, "committed batches are never lost")
         #expect(try runChild(environment: environment, killAfter: nil).status == 0)
         #expect(try await check(folder: folder, keymaker: keymaker) == Self.total)
-        let store = try MailStore(folder: folder, keymaker: keymaker)
+        let store = try MailStore(folder: folder, keys: keymaker)
         let again = try await store.importSource(at: mbox)
         #expect(again.duplicates == Self.total && again.imported == 0)
         try store.close()

@@ -204,7 +204,7 @@ struct MailStoreTests {
             try Data.fetchOne(db, sql: "SELECT subject FROM messages WHERE id = ?", arguments: [id])
         }
         let sealed = Array(try #require(cell))
-        let key = try await world.keymaker.subkey("store.messages.subject")
+        let key = try await world.keymaker.mainKey(for: .userRequest).subkey("store.messages.subject")
         let context = EnvelopeContext(["store", "messages", "subject", String(id)])
         #expect(StoreKeys.context(.messageSubject, row: id) == context)
         #expect(try CellReader.text(Envelope.open(sealed, with: key, context: context)) == "ctx")

@@ -105,7 +105,7 @@ struct SummaryCellTests {
             try db.execute(sql: "ALTER TABLE messages DROP COLUMN summary")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v3-summary'")
         }
-        let reopened = try MailStore(folder: "\(world.root.path)/store", keymaker: world.keymaker)
+        let reopened = try MailStore(folder: "\(world.root.path)/store", keys: world.keymaker)
         let nulls = try await world.rawQueue().read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM messages WHERE summary IS NULL")
         }

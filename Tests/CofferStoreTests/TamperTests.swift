@@ -139,7 +139,7 @@ struct TamperTests {
         _ = try await seed(world)
         let other = try await Fixtures.unlockedKeymaker(account: "mallory")
         try world.store.close()
-        let reopened = try MailStore(folder: "\(world.root.path)/store", keymaker: other)
+        let reopened = try MailStore(folder: "\(world.root.path)/store", keys: other)
         #expect(try await reopened.list().allSatisfy(\.isCorrupt))
         #expect(try await reopened.settings() == .mostPrivate)
     }

@@ -43,7 +43,7 @@ struct SyncStoreTests {
             try queue.close()
         }
 
-        let upgraded = try MailStore(folder: folder, keymaker: world.keymaker)
+        let upgraded = try MailStore(folder: folder, keys: world.keymaker)
         #expect(try await upgraded.count() == 2)
         #expect(try await upgraded.accounts().map(\.username) == ["old-user"])
         #expect(try await upgraded.search("oldtwo").count == 1)

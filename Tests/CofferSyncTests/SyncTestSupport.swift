@@ -17,7 +17,7 @@ struct SyncWorld {
 
     init() async throws {
         keymaker = try await Fixtures.unlockedKeymaker(clock: clock)
-        store = try MailStore(folder: "\(root.path)/store", keymaker: keymaker)
+        store = try MailStore(folder: "\(root.path)/store", keys: keymaker)
     }
 }
 

@@ -41,7 +41,7 @@ final class BoundWorld {
     func bound(pin: String = "135790") async throws -> (Keymaker, [UInt8]) {
         let keymaker = keymaker()
         try await keymaker.createMainKey()
-        let bytes = try await keymaker.key().withUnsafeBytes { Array($0) }
+        let bytes = try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) }
         try await keymaker.activatePIN(Fixtures.pin(pin), authorizedBy: .none, element: .tpm)
         await keymaker.lock()
         return (keymaker, bytes)
@@ -81,7 +81,7 @@ struct KeymakerTPMTests {
         }
         let fresh = world.keymaker()
         try await fresh.unlock(.pin(Fixtures.pin("135790")))
-        #expect(try await fresh.key().withUnsafeBytes { Array($0) } == bytes)
+        #expect(try await fresh.mainKey(for: .userRequest).withUnsafeBytes { Array($0) } == bytes)
         #expect(try await fresh.failedAttempts() == 0)
     }
 
@@ -159,7 +159,7 @@ struct KeymakerTPMTests {
         try world.fixture.tpm.restart()
         let keymaker = world.keymaker()
         try await keymaker.unlock(.pin(Fixtures.pin("135790")))
-        #expect(try await keymaker.key().withUnsafeBytes { Array($0) } == bytes)
+        #expect(try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) } == bytes)
     }
 
     @Test func changingTheBoundPINKeepsItsCounterAndRemovingOrLoggingOutDeletesIt() async throws {
@@ -184,7 +184,7 @@ struct KeymakerTPMTests {
         #expect(throws: KeymakerError.tpmMismatch) { _ = try world.binder.counterValue(second, counterPepper: pepper) }
         let fresh = world.keymaker()
         try await fresh.unlock(.pin(Fixtures.pin("975310")))
-        #expect(try await fresh.key().withUnsafeBytes { Array($0) } == bytes)
+        #expect(try await fresh.mainKey(for: .userRequest).withUnsafeBytes { Array($0) } == bytes)
         // Bound again, then logged out: the new counter goes too.
         try await fresh.activatePIN(Fixtures.pin("135790"), authorizedBy: .pin(Fixtures.pin("975310")), element: .tpm)
         let (third, _) = try world.bindingAndKEK(pin: "135790")
@@ -212,7 +212,7 @@ struct KeymakerTPMTests {
             let world = try BoundWorld()
             let keymaker = world.keymaker()
             try await keymaker.createMainKey()
-            let bytes = try await keymaker.key().withUnsafeBytes { Array($0) }
+            let bytes = try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) }
             let seen = StepCounter(stopAt: stopAt)
             await keymaker.setStepHook { try seen.hook($0) }
             _ = try? await keymaker.activatePIN(Fixtures.pin("135790"), authorizedBy: .none, element: .tpm)
@@ -224,7 +224,7 @@ struct KeymakerTPMTests {
                 #expect(strategies == [.pin])
                 try await restarted.unlock(.pin(Fixtures.pin("135790")))
             }
-            #expect(try await restarted.key().withUnsafeBytes { Array($0) } == bytes)
+            #expect(try await restarted.mainKey(for: .userRequest).withUnsafeBytes { Array($0) } == bytes)
         }
     }
 }

@@ -1,0 +1,149 @@
+import CofferCrypto
+import CofferKeymaker
+import CofferStore
+import CofferSync
+import NIOConcurrencyHelpers
+
+/// The one owner of an account's background work: every sync of its store (a `coffer sync`, `--watch`, a push while
+/// unlocked, FastSync while locked) runs here, one job at a time, in the order asked, with one rule for choosing the
+/// server account. The outbox will drain here too: a ``Job`` names what to do, the coordinator decides when and with
+/// which key.
+///
+/// The two push routes differ only in their key: unlocked, the job uses the account's Keymaker under
+/// ``KeyUse/background`` (so it never restarts the autolock); locked, FastSync's key is granted to this one job
+/// (``AccountKeys/withBackgroundKey(_:_:)``) and wiped with every key derived from it when the job ends.
+public struct AccountCoordinator: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasMailStore & HasAccountKeys & HasMailStateReset
+
+    /// A unit of work on the account's store.
+    public enum Job: Sendable {
+        /// Sync `folders` (all when empty) of the server account `server` (or the only one).
+        case sync(server: Int64?, folders: [String], batch: Int?)
+    }
+
+    /// Where a job's key comes from.
+    public enum KeySupply: Sendable {
+        /// The Keymaker's key, for the running task's ``KeyUse`` (a person's request counts as activity).
+        case account
+        /// A key granted to this job alone while the account is locked (FastSync); wiped when the job ends.
+        case granted(SecretBytes)
+    }
+
+    private let dependencies: any Dependencies
+    private let turns: JobTurns
+
+    /// The coordinator of one account's container, whose jobs take `turns` (one per account).
+    init(dependencies: any Dependencies, turns: JobTurns) {
+        self.dependencies = dependencies
+        self.turns = turns
+    }
+
+    /// Runs `job` after every job asked before it has ended.
+    ///
+    /// - Parameters:
+    ///   - job: What to do.
+    ///   - key: Where its key comes from.
+    ///   - progress: How each folder goes.
+    /// - Returns: The sync's summary.
+    /// - Throws: `StoreError.locked` when no key is available, else the job's error (``SyncError``).
+    public func run(
+        _ job: Job,
+        key: KeySupply = .account,
+        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
+    ) async throws -> SyncSummary {
+        try await turns.inTurn {
+            switch key {
+            case .account:
+                return try await perform(job, progress: progress)
+            case .granted(let secret):
+                defer { dependencies.resetMailState() }
+                return try await dependencies.accountKeys.withBackgroundKey(secret) {
+                    try await perform(job, progress: progress)
+                }
+            }
+        }
+    }
+
+    private func perform(_ job: Job, progress: @escaping @Sendable (SyncProgress) -> Void) async throws -> SyncSummary {
+        switch job {
+        case .sync(let server, let folders, let batch):
+            let store = try dependencies.mailStore
+            do {
+                let chosen = try await Self.serverAccount(server, in: store).id
+                return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
+                    accountID: chosen,
+                    folders: folders,
+                    progress: progress
+                )
+            } catch SyncError.locked {
+                throw StoreError.locked
+            }
+        }
+    }
+
+    /// The one rule for choosing a server account: the one numbered `id`, or the only one.
+    ///
+    /// - Throws: ``AgentFailure`` (`badRequest`) for an unknown number or several accounts without one;
+    ///   ``SyncError/noAccount`` when there is none.
+    public static func serverAccount(
+        _ id: Int64?,
+        in store: MailStore
+    ) async throws -> (id: Int64, server: ServerAccount) {
+        let accounts = try await store.serverAccounts()
+        if let id {
+            guard let found = accounts.first(where: { $0.id == id }) else {
+                throw AgentFailure(.badRequest, "There is no mail server account \(id).")
+            }
+            return found
+        }
+        guard let only = accounts.first else { throw SyncError.noAccount }
+        guard accounts.count == 1 else {
+            throw AgentFailure(.badRequest, "There are several mail server accounts; choose one with its number.")
+        }
+        return only
+    }
+}
+
+/// First come, first served turns for one account's jobs: a job waits until every job before it has ended.
+public final class JobTurns: Sendable {
+    private struct State {
+        var busy = false
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = NIOLockedValueBox(State())
+
+    /// No job running.
+    public init() {}
+
+    func inTurn<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        await take()
+        defer { give() }
+        return try await body()
+    }
+
+    private func take() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLockedValue { state -> Bool in
+                guard state.busy else {
+                    state.busy = true
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func give() {
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard !state.waiting.isEmpty else {
+                state.busy = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
+    }
+}

@@ -1,0 +1,24 @@
+/// A server account prints and mirrors without its password, so `print`, string interpolation, `dump` and a
+/// debugger's view of it never show the secret.
+extension ServerAccount: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The account without its password.
+    public var description: String {
+        "ServerAccount(\(username)@\(host):\(port)\(startTLS ? " STARTTLS" : ""), password: <redacted>)"
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// Every field but the password.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "host": host, "port": port, "startTLS": startTLS, "username": username, "password": "<redacted>",
+                "pins": pins, "caFile": caFile as Any, "connectAddress": connectAddress as Any,
+                "pinReportURL": pinReportURL as Any, "pinExpires": pinExpires as Any,
+            ],
+            displayStyle: .struct
+        )
+    }
+}

@@ -1,0 +1,27 @@
+import CofferStore
+import Foundation
+import Testing
+
+/// Issue 23: a settings type that holds a password prints and dumps without it.
+@Suite struct RedactionTests {
+    @Test func aServerAccountNeverPrintsOrDumpsItsPassword() {
+        let password = "hunter2-canary-\(UUID().uuidString)"
+        let account = ServerAccount(
+            host: "imap.example.org",
+            port: 993,
+            username: "alice",
+            password: password,
+            pins: ["pin"],
+            pinReportURL: "https://report.example.org/"
+        )
+        var dumped = ""
+        dump(account, to: &dumped)
+        for text in [
+            String(describing: account), String(reflecting: account), "\(account)", dumped, "\([account])",
+        ] {
+            #expect(!text.contains(password), "\(text)")
+            #expect(text.contains("alice") && text.contains("imap.example.org"), "\(text)")
+        }
+        #expect(dumped.contains("<redacted>") && dumped.contains("report.example.org"))
+    }
+}
