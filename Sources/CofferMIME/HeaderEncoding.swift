@@ -112,7 +112,7 @@ enum HeaderEncoding {
     }
 
     /// The local part as written: a dot-atom as is, a well-formed quoted string as is, other printable ASCII
-    /// quoted; `nil` when empty, too long or not printable.
+    /// without quotes or backslashes quoted; `nil` otherwise, or when empty or too long.
     static func localPart(_ local: String) -> String? {
         let scalars = Array(local.unicodeScalars)
         guard !scalars.isEmpty, scalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else {
@@ -125,8 +125,11 @@ enum HeaderEncoding {
             let inner = unquotedLocal(scalars.dropFirst().dropLast())
         {
             written = quoted(inner)
-        } else {
+        } else if !local.contains("\"") && !local.contains("\\") {
             written = quoted(local)
+        } else {
+            // Quotes or backslashes outside a well-formed quoted string: no reader would give the same address back.
+            return nil
         }
         return written.utf8.count <= 64 ? written : nil
     }
