@@ -116,8 +116,13 @@ public actor IMAPClient {
     public private(set) var capabilities: Set<String> = []
     /// The extensions ENABLE turned on.
     public private(set) var enabled: Set<String> = []
-    /// The selected mailbox, if any.
+    /// The selected mailbox, if any (its ``SelectedMailbox/exists`` follows EXISTS, EXPUNGE and VANISHED).
     public private(set) var selected: SelectedMailbox?
+    /// How many messages the server reported expunged (`EXPUNGE`, or a `VANISHED` without `EARLIER`) since the
+    /// connection opened: a caller walking the mailbox by sequence numbers sees when they shifted under it.
+    public private(set) var expungedCount = 0
+    /// Whether the connection is still open (false after a failure, BYE or LOGOUT: make a new client).
+    public var isConnected: Bool { !closed }
     private var unsolicited: [UntaggedResponse] = []
     /// What the pin policy decided about the server's validated chain.
     public private(set) var pinEvaluation: PinEvaluation
@@ -381,12 +386,30 @@ public actor IMAPClient {
         return mailboxState
     }
 
-    /// UID SEARCH with the given criteria (`ALL`, `UNSEEN`, `UID 100:*`…, as atoms).
+    /// UID SEARCH with the given criteria (`ALL`, `UNSEEN`, `UID 100:*`…, as atoms): the UIDs found, in the order
+    /// the server sent them (see ``uidSearchRanges(_:)``).
     public func uidSearch(_ criteria: [String] = ["ALL"]) async throws(IMAPError) -> [UInt32] {
-        let untagged = try await run(IMAPCommand("UID SEARCH", criteria.map { .atom($0) }))
-        var uids: [UInt32] = []
-        for case .search(let found, _) in untagged { uids += found }
-        return uids
+        try await uidSearchRanges(criteria).flatMap { Array($0) }
+    }
+
+    /// UID SEARCH with the given criteria, the UIDs found as ranges: with ESEARCH (RFC 4731) offered, as
+    /// `UID SEARCH RETURN (ALL) …`, whose answer names runs of UIDs (`1:100000`) instead of every one; otherwise as
+    /// a plain `UID SEARCH`, each UID its own range. Either answer is one line: a caller that may find many UIDs
+    /// narrows the criteria (for example to a window of sequence numbers) so that it stays under the parser's
+    /// line limit.
+    public func uidSearchRanges(_ criteria: [String] = ["ALL"]) async throws(IMAPError) -> [ClosedRange<UInt32>] {
+        let extended = capabilities.contains("ESEARCH")
+        let prefix: [IMAPArgument] = extended ? [.atom("RETURN"), .list([.atom("ALL")])] : []
+        let untagged = try await run(IMAPCommand("UID SEARCH", prefix + criteria.map { .atom($0) }))
+        var ranges: [ClosedRange<UInt32>] = []
+        for response in untagged {
+            switch response {
+            case .search(let found, _): ranges += found.map { $0...$0 }
+            case .esearch(let result) where result.uid || !extended: ranges += result.all
+            default: break
+            }
+        }
+        return ranges
     }
 
     /// UID FETCH of FLAGS, INTERNALDATE, RFC822.SIZE (and MODSEQ with CONDSTORE), and BODY.PEEK[] when `body`.
@@ -643,6 +666,13 @@ public actor IMAPClient {
         case .condition(_, .capability(let names)?, _): setCapabilities(names)
         case .enabled(let names): enabled.formUnion(names.map { $0.uppercased() })
         case .exists(let count): selected?.exists = count
+        case .expunge:
+            expungedCount += 1
+            if let exists = selected?.exists, exists > 0 { selected?.exists = exists - 1 }
+        case .vanished(false, let set):
+            let removed = (UIDSet.ranges(set) ?? []).reduce(0) { $0 + $1.count }
+            expungedCount += removed
+            if let exists = selected?.exists { selected?.exists = exists - UInt32(clamping: min(removed, Int(exists))) }
         default: break
         }
         untagged.append(response)

@@ -102,14 +102,53 @@ public enum UntaggedResponse: Sendable, Equatable {
     case expunge(UInt32)
     /// `* SEARCH n …` with the optional `(MODSEQ n)` of RFC 7162.
     case search([UInt32], modSeq: UInt64?)
+    /// `* ESEARCH …` (RFC 4731): the answer to a SEARCH with `RETURN`, its matches as ranges.
+    case esearch(ExtendedSearchResult)
     /// `* n FETCH (…)`.
     case fetch(sequence: UInt32, items: [FetchItem])
     /// `* VANISHED [(EARLIER)] set` (RFC 7162): UIDs that were expunged.
     case vanished(earlier: Bool, uids: String)
     /// `* METADATA mailbox (entry value …)` or `* METADATA mailbox entry …` (RFC 5464); nil values are NIL.
     case metadata(mailbox: String, entries: [MetadataEntry])
-    /// Any other untagged response (ID, NAMESPACE, ESEARCH, …): its keyword; the rest was read and skipped.
+    /// Any other untagged response (ID, NAMESPACE, …): its keyword; the rest was read and skipped.
     case other(keyword: String)
+}
+
+/// An `ESEARCH` response (RFC 4731): what a `SEARCH RETURN (…)` asked for, as the server sent it.
+public struct ExtendedSearchResult: Sendable, Equatable {
+    /// The tag of the command it answers (the search correlator), nil when the server sent none.
+    public var tag: String?
+    /// Whether the numbers are UIDs (the answer to `UID SEARCH`).
+    public var uid: Bool = false
+    /// `ALL`: every match, as ranges in the order sent; empty when nothing matched (the server then omits ALL).
+    public var all: [ClosedRange<UInt32>] = []
+    /// `MIN`, the lowest match.
+    public var min: UInt32?
+    /// `MAX`, the highest match.
+    public var max: UInt32?
+    /// `COUNT`, the number of matches.
+    public var count: UInt32?
+    /// `MODSEQ` (RFC 7162), the highest mod-sequence of the matches.
+    public var modSeq: UInt64?
+
+    /// Creates a result.
+    public init(
+        tag: String? = nil,
+        uid: Bool = false,
+        all: [ClosedRange<UInt32>] = [],
+        min: UInt32? = nil,
+        max: UInt32? = nil,
+        count: UInt32? = nil,
+        modSeq: UInt64? = nil
+    ) {
+        self.tag = tag
+        self.uid = uid
+        self.all = all
+        self.min = min
+        self.max = max
+        self.count = count
+        self.modSeq = modSeq
+    }
 }
 
 /// One line of a LIST or LSUB response.

@@ -78,6 +78,8 @@ struct ResponseGrammar {
             return .status(mailbox: mailbox, items: try statusItems())
         case "SEARCH":
             return try search()
+        case "ESEARCH":
+            return .esearch(try extendedSearch())
         case "VANISHED":
             try space()
             var earlier = false
@@ -307,6 +309,43 @@ struct ResponseGrammar {
             }
         }
         return .search(numbers, modSeq: modSeq)
+    }
+
+    /// `ESEARCH [(TAG tag)] [UID] *(SP name SP value)` (RFC 4731); unknown result names are read and skipped.
+    private mutating func extendedSearch() throws(IMAPError) -> ExtendedSearchResult {
+        var result = ExtendedSearchResult()
+        if peek == 0x20, index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "(") {
+            index += 2
+            let word = try atom(what: "TAG").uppercased()
+            guard word == "TAG" else { throw .syntax(expected: "TAG", offset: index) }
+            try space()
+            result.tag = try astring()
+            try expect(UInt8(ascii: ")"), "')'")
+        }
+        while peek == 0x20 {
+            index += 1
+            if peek == 0x0D { break }
+            let word = try atom(what: "a search result").uppercased()
+            if word == "UID" {
+                result.uid = true
+                continue
+            }
+            try space()
+            switch word {
+            case "ALL":
+                let start = index
+                guard let ranges = UIDSet.ranges(try sequenceSet()) else {
+                    throw .syntax(expected: "a set of numbers", offset: start)
+                }
+                result.all += ranges
+            case "MIN": result.min = try number32()
+            case "MAX": result.max = try number32()
+            case "COUNT": result.count = try number32()
+            case "MODSEQ": result.modSeq = try number64()
+            default: try skipValue(depth: 0)
+            }
+        }
+        return result
     }
 
     private mutating func metadataEntries() throws(IMAPError) -> [MetadataEntry] {

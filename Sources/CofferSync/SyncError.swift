@@ -18,6 +18,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
     case noAccount
     /// The server did not report a UIDVALIDITY for a folder, so its UIDs cannot be trusted across sessions.
     case noUIDValidity
+    /// Messages were expunged from a folder so fast while its UIDs were listed that the listing could not finish.
+    case folderKeptChanging
 
     /// A sentence for people.
     public var description: String {
@@ -29,6 +31,8 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noAccount: "No mail server account is set up; run `coffer account add` first."
         case .noUIDValidity:
             "The IMAP server did not report a UIDVALIDITY for a folder, so it cannot be synced safely."
+        case .folderKeptChanging:
+            "Messages kept being deleted from a folder on the server while it was read; it was left for the next sync."
         }
     }
 

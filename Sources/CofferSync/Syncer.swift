@@ -18,9 +18,44 @@ public struct SyncSummary: Sendable, Equatable, Codable {
     public var flagsPushed = 0
     /// Folders whose UIDVALIDITY changed, so they were forgotten and fetched again.
     public var resynced = 0
+    /// Folders that could not be synced, each with why; every other folder was synced.
+    public var failures: [SyncFolderFailure] = []
 
     /// Empty counters.
     public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case folders, fetched, deleted, flagsPulled, flagsPushed, resynced, failures
+    }
+
+    /// Decodes a summary; counters added after the first version read as zero when absent.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        folders = try container.decode(Int.self, forKey: .folders)
+        fetched = try container.decode(Int.self, forKey: .fetched)
+        deleted = try container.decode(Int.self, forKey: .deleted)
+        flagsPulled = try container.decode(Int.self, forKey: .flagsPulled)
+        flagsPushed = try container.decode(Int.self, forKey: .flagsPushed)
+        resynced = try container.decode(Int.self, forKey: .resynced)
+        failures = try container.decodeIfPresent([SyncFolderFailure].self, forKey: .failures) ?? []
+    }
+}
+
+/// A folder a sync could not bring up to date, and why (the error's sentence, which carries no message text).
+///
+/// A sync that brought at least one folder up to date returns its summary with the others' failures; one that
+/// brought none throws the first folder's error.
+public struct SyncFolderFailure: Sendable, Equatable, Codable {
+    /// The folder's name.
+    public var folder: String
+    /// Why, as a sentence for people.
+    public var reason: String
+
+    /// Creates one.
+    public init(folder: String, reason: String) {
+        self.folder = folder
+        self.reason = reason
+    }
 }
 
 /// Where a sync is: folder, and messages fetched of those to fetch in it.
@@ -203,7 +238,7 @@ public struct Syncer: Sendable {
         progress: @Sendable (SyncProgress) -> Void = { _ in }
     ) async throws(SyncError) -> SyncSummary {
         let server = try await account(accountID)
-        let client = try await connect(server)
+        var client = try await connect(server)
         var summary = SyncSummary()
         do {
             _ = try await client.enable(["QRESYNC", "CONDSTORE"])
@@ -211,10 +246,24 @@ public struct Syncer: Sendable {
                 folders.isEmpty
                 ? try await Self.subscribedFolders(client)
                 : folders.map { (name: $0, wire: MailboxName.encode($0)) }
-            for folder in targets {
-                try await syncFolder(folder, accountID: accountID, client: client, summary: &summary, progress)
-                summary.folders += 1
+            var firstFailure: (any Error)?
+            for (index, folder) in targets.enumerated() {
+                do {
+                    try await syncFolder(folder, accountID: accountID, client: client, summary: &summary, progress)
+                    summary.folders += 1
+                } catch let error where Self.isFolderFailure(error) {
+                    // This folder is reported; the others are synced all the same, over a new connection when
+                    // the failure took this one down.
+                    firstFailure = firstFailure ?? error
+                    summary.failures.append(SyncFolderFailure(folder: folder.name, reason: "\(error)"))
+                    if index + 1 < targets.count, !(await client.isConnected) {
+                        client = try await connect(server)
+                        _ = try await client.enable(["QRESYNC", "CONDSTORE"])
+                    }
+                }
             }
+            // Not one folder synced: the sync failed, with the first folder's error.
+            if summary.folders == 0, let firstFailure { throw firstFailure }
         } catch let error as SyncError {
             await client.logout()
             throw error
@@ -230,6 +279,25 @@ public struct Syncer: Sendable {
         }
         await client.logout()
         return summary
+    }
+
+    /// Whether `error` stops one folder only: a server's refusal or answer the client could not take (the next
+    /// folder may be fine, over a new connection if need be). A locked or failing store, a pin failure or a
+    /// cancellation stops the whole sync.
+    static func isFolderFailure(_ error: any Error) -> Bool {
+        let imap: IMAPError
+        switch error {
+        case let error as IMAPError: imap = error
+        case SyncError.imap(let error): imap = error
+        case SyncError.noUIDValidity, SyncError.folderKeptChanging: return true
+        default: return false
+        }
+        switch imap {
+        case .lineTooLong, .literalTooLarge, .responseTooLarge, .syntax, .nestingTooDeep, .commandFailed,
+            .unexpectedResponse, .unencodable, .missingCapability:
+            return true
+        case .connectionClosed, .plaintextAfterStartTLS, .cancelled, .stalled, .transport: return false
+        }
     }
 
     /// Waits until `folder` of the account changes on the server (IDLE, RFC 2177) or `timeout` passes, on a
@@ -332,26 +400,31 @@ public struct Syncer: Sendable {
             for message in selected.changed { serverFlags[message.uid] = Self.flags(message.flags) }
             let next = selected.uidNext ?? UInt32.max
             if selected.exists > 0, folder.highestUID < UInt32.max, next > folder.highestUID &+ 1 {
-                new = try await client.uidSearch(["UID", "\(folder.highestUID + 1):*"])
-                    .filter { $0 > folder.highestUID }.sorted()
+                // The new messages are the last ones by sequence number: at most UIDNEXT - 1 - highest of them.
+                let atMost = UInt32(clamping: UInt64(next) - UInt64(folder.highestUID) - 1)
+                let first = selected.exists > atMost ? selected.exists - atMost + 1 : 1
+                new = try await listUIDs(client, above: folder.highestUID, from: first)
             } else {
                 new = []
             }
         } else {
             // Every UID the server still has against the ones stored.
             observer?(.comparedUIDs)
-            let serverUIDs = selected.exists == 0 ? [] : try await client.uidSearch(["ALL"])
+            let serverUIDs = try await listUIDs(client, above: 0, from: 1)
             let present = Set(serverUIDs)
             gone = locations.map(\.uid).filter { !present.contains($0) }
             // Flags, unless CONDSTORE says nothing changed since the last complete sync; only the changed ones
-            // when it can say which.
-            let remaining = locations.contains { present.contains($0.uid) }
-            if remaining, modSeq == 0 || modSeq != folder.highestModSeq {
+            // when it can say which. Asked for in sets of stored UIDs, so no answer grows with the folder.
+            let remaining = locations.map(\.uid).filter { present.contains($0) }
+            if !remaining.isEmpty, modSeq == 0 || modSeq != folder.highestModSeq {
                 let since = modSeq > 0 && folder.highestModSeq > 0 ? folder.highestModSeq : nil
-                let fetched = try await client.uidFetch("1:\(folder.highestUID)", body: false, changedSince: since)
-                for message in fetched { serverFlags[message.uid] = Self.flags(message.flags) }
+                for set in UIDSet.strings(remaining, maxRanges: Self.rangesPerCommand) {
+                    for message in try await client.uidFetch(set, body: false, changedSince: since) {
+                        serverFlags[message.uid] = Self.flags(message.flags)
+                    }
+                }
             }
-            new = serverUIDs.filter { $0 > folder.highestUID }.sorted()
+            new = serverUIDs.filter { $0 > folder.highestUID }
         }
         summary.deleted += try await store.deleteLocations(folderID: folder.id, uids: gone)
         let goneSet = Set(gone)
@@ -377,21 +450,17 @@ public struct Syncer: Sendable {
         // is stored. One command at a time on the connection: a fetch in flight is awaited before any other.
         var done = 0
         progress(SyncProgress(folder: name, done: 0, total: new.count))
-        var sizes: [UInt32: UInt64] = [:]
-        if !new.isEmpty {
-            for message in try await client.uidFetch(UIDSet.strings(new).joined(separator: ","), body: false) {
-                sizes[message.uid] = message.size
-            }
-        }
-        let batches = Self.batches(new, sizes: sizes, maxCount: batchSize, maxBytes: batchBytes)
+        // Sizes are asked for a slice of the new UIDs at a time (no answer grows with the folder), just before the
+        // batches that need them; a batch's fetch is sent only when no other command is in flight.
+        var planner = BatchPlanner(uids: new, maxCount: batchSize, maxBytes: batchBytes)
         let fetch = { @Sendable (batch: [UInt32]) in
             Task { try await client.uidFetch(UIDSet.strings(batch).joined(separator: ","), body: true) }
         }
-        var next = batches.first.map(fetch)
-        for (index, batch) in batches.enumerated() {
-            guard let current = next else { break }
+        var next = try await planner.next(client).map(fetch)
+        while let current = next {
             let messages = try await current.value
-            next = index + 1 < batches.count ? fetch(batches[index + 1]) : nil
+            let batch = planner.last
+            next = try await planner.next(client).map(fetch)
             let wanted = Set(batch)
             let mails = messages.filter { wanted.contains($0.uid) }.map { message in
                 FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
@@ -434,6 +503,51 @@ public struct Syncer: Sendable {
             summary.flagsPushed += pending.count
         }
         try await store.setHighestModSeq(folderID: folder.id, modSeq)
+    }
+
+    /// The most ranges in one command's set of UIDs (a few KB of command line; servers refuse lines of 64 KB).
+    static let rangesPerCommand = 400
+
+    /// How many sequence numbers one `UID SEARCH` covers: as many as keep its one-line answer under the parser's
+    /// line limit when every UID is a 10-digit number of its own (11 bytes each), at most 4,096.
+    var searchWindow: UInt32 {
+        UInt32(max(1, min(4096, (limits.maxLineLength - 256) / 11)))
+    }
+
+    /// Every UID above `floor` in the selected folder, ascending, from the message at sequence number `first` on.
+    ///
+    /// Asked for in windows of ``searchWindow`` sequence numbers (`UID SEARCH RETURN (ALL) s:e UID floor+1:*` with
+    /// ESEARCH, else a plain `UID SEARCH`), so no answer grows with the folder. An expunge reported during a
+    /// window may shift the sequence numbers under the walk: that window is asked again from as many numbers
+    /// lower, and the UID condition keeps what was already found from coming twice.
+    func listUIDs(_ client: IMAPClient, above floor: UInt32, from first: UInt32) async throws -> [UInt32] {
+        let window = searchWindow
+        var found: [UInt32] = []
+        var highest = floor
+        var start = max(1, first)
+        var repeats = 0
+        while highest < UInt32.max {
+            let exists = await client.selected?.exists ?? 0
+            guard start <= exists else { break }
+            let end = UInt32(min(UInt64(exists), UInt64(start) + UInt64(window) - 1))
+            var criteria = ["\(start):\(end)"]
+            if highest > 0 { criteria += ["UID", "\(highest + 1):*"] }
+            let expunged = await client.expungedCount
+            let uids = try await client.uidSearchRanges(criteria).flatMap { Array($0) }.filter { $0 > highest }
+                .sorted()
+            found += uids
+            highest = uids.last ?? highest
+            let shifted = await client.expungedCount - expunged
+            if shifted > 0 {
+                repeats += 1
+                guard repeats <= 64 else { throw SyncError.folderKeptChanging }
+                start = UInt32(max(1, Int(start) - shifted))
+                continue
+            }
+            repeats = 0
+            start = end + 1
+        }
+        return found
     }
 
     /// `uids` in order, cut into batches of at most `maxCount` messages whose known sizes add up to at most
@@ -480,5 +594,52 @@ public struct Syncer: Sendable {
     /// IMAP flag names of `flags`.
     static func names(_ flags: MessageFlags) -> [String] {
         flagNames.filter { flags.contains($0.1) }.map(\.0)
+    }
+}
+
+/// Cuts the new UIDs of a folder into fetch batches (at most `maxCount` messages and `maxBytes` of them), asking
+/// the server for the sizes of the next slice of UIDs only when a batch needs them.
+struct BatchPlanner {
+    let uids: [UInt32]
+    let maxCount: Int
+    let maxBytes: UInt64
+    /// UIDs per size request.
+    var slice = 1000
+    private var position = 0
+    private var sizes: [UInt32: UInt64] = [:]
+    private var sizedUpTo = 0
+    /// The batch handed out last.
+    private(set) var last: [UInt32] = []
+
+    init(uids: [UInt32], maxCount: Int, maxBytes: UInt64) {
+        self.uids = uids
+        self.maxCount = max(1, maxCount)
+        self.maxBytes = maxBytes
+    }
+
+    /// The next batch, nil when every UID has been handed out. Sends a size request when the sizes known run out;
+    /// call it only while no other command is in flight on `client`.
+    mutating func next(_ client: IMAPClient) async throws -> [UInt32]? {
+        guard position < uids.count else {
+            last = []
+            return nil
+        }
+        let wanted = min(uids.count, position + maxCount)
+        if sizedUpTo < wanted {
+            let from = uids[position]
+            sizes = sizes.filter { uid, _ in uid >= from }
+            let upTo = min(uids.count, max(wanted, sizedUpTo + slice))
+            let asked = Array(uids[sizedUpTo..<upTo])
+            for set in UIDSet.strings(asked, maxRanges: Syncer.rangesPerCommand) {
+                for message in try await client.uidFetch(set, body: false) { sizes[message.uid] = message.size }
+            }
+            sizedUpTo = upTo
+        }
+        let batch =
+            Syncer.batches(Array(uids[position..<wanted]), sizes: sizes, maxCount: maxCount, maxBytes: maxBytes)
+            .first ?? []
+        position += batch.count
+        last = batch
+        return batch
     }
 }
