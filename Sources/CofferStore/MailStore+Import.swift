@@ -40,9 +40,15 @@ extension MailStore {
     /// Imports messages in one transaction (either all of their rows are written, or none): the fast path for bulk
     /// imports. A malformed message is reported and skipped; it does not fail the others.
     public func importMessages(_ messages: [RawMessage]) async throws(StoreError) -> [ImportOutcome] {
+        try await importMessages(messages, statusHeaders: false)
+    }
+
+    /// ``importMessages(_:)``; with `statusHeaders` (an mbox file's messages only), a message's `Status:` and
+    /// `X-Status:` headers add flags, as the mail program that wrote the mbox file meant them.
+    func importMessages(_ messages: [RawMessage], statusHeaders: Bool) async throws(StoreError) -> [ImportOutcome] {
         let keys = try await keys()
         let now = Schema.seconds(Date())
-        let prepared = messages.map { Self.prepare($0, keys: keys, now: now) }
+        let prepared = messages.map { Self.prepare($0, keys: keys, now: now, statusHeaders: statusHeaders) }
         return try await write { db in try Self.insert(prepared, keys: keys, db: db) }
     }
 
@@ -68,9 +74,12 @@ extension MailStore {
         var batch: [RawMessage] = []
         batch.reserveCapacity(batchSize)
 
+        let kind: MailSourceKind
+        do { kind = try MailSource.detect(path: path) } catch { throw .source(error) }
+
         func flush() async throws(StoreError) {
             guard !batch.isEmpty else { return }
-            for outcome in try await importMessages(batch) {
+            for outcome in try await importMessages(batch, statusHeaders: kind == .mbox) {
                 switch outcome {
                 case .imported: counters.imported += 1
                 case .duplicate: counters.duplicates += 1
@@ -84,8 +93,6 @@ extension MailStore {
             progress(counters)
         }
 
-        let kind: MailSourceKind
-        do { kind = try MailSource.detect(path: path) } catch { throw .source(error) }
         switch kind {
         case .eml:
             do {
@@ -131,15 +138,27 @@ extension MailStore {
     }
 
     /// Parses and hashes one message (no database access).
-    static func prepare(_ raw: RawMessage, keys: StoreKeys, now: Int64) -> Result<PreparedMessage, MIMEError> {
+    ///
+    /// Its flags are `raw.flags`; only with `statusHeaders` (a message from an mbox file, where the mail program
+    /// that wrote the file kept them there) do `Status: R` and `X-Status: A F T` add seen, answered, flagged and
+    /// draft. Anyone can write those headers into a message they send, so mail from a server or a Maildir never
+    /// takes flags from them.
+    static func prepare(
+        _ raw: RawMessage,
+        keys: StoreKeys,
+        now: Int64,
+        statusHeaders: Bool = false
+    ) -> Result<PreparedMessage, MIMEError> {
         let message: MIMEMessage
         do { message = try MIMEParser.parse(raw.bytes) } catch { return .failure(error) }
         var flags = raw.flags
-        if let status = message.header("Status")?.value, status.contains("R") { flags.insert(.seen) }
-        if let status = message.header("X-Status")?.value {
-            if status.contains("A") { flags.insert(.answered) }
-            if status.contains("F") { flags.insert(.flagged) }
-            if status.contains("T") { flags.insert(.draft) }
+        if statusHeaders {
+            if let status = message.header("Status")?.value, status.contains("R") { flags.insert(.seen) }
+            if let status = message.header("X-Status")?.value {
+                if status.contains("A") { flags.insert(.answered) }
+                if status.contains("F") { flags.insert(.flagged) }
+                if status.contains("T") { flags.insert(.draft) }
+            }
         }
         let attachments = message.attachments
         if !attachments.isEmpty { flags.insert(.hasAttachments) }
