@@ -258,10 +258,15 @@ extension MailStore {
     }
 
     /// Writes prepared messages inside the caller's transaction.
+    ///
+    /// A message whose content is already stored is a duplicate. So is one whose Message-ID is, when
+    /// `duplicateByMessageID` (file imports, so that a message saved twice in other forms is imported once); a sync
+    /// passes false, since a Message-ID is the sender's word and two different messages may carry the same one.
     static func insert(
         _ prepared: [Result<PreparedMessage, MIMEError>],
         keys: StoreKeys,
-        db: Database
+        db: Database,
+        duplicateByMessageID: Bool = true
     ) throws -> [ImportOutcome] {
         var nextMessageID = try Schema.nextID(db, table: "messages")
         var nextAttachmentID = try Schema.nextID(db, table: "attachments")
@@ -286,7 +291,9 @@ extension MailStore {
                 outcomes.append(.duplicate)
                 continue
             }
-            if let hash = message.messageIDHash, try Bool.fetchOne(duplicateByID, arguments: [hash]) == true {
+            if duplicateByMessageID, let hash = message.messageIDHash,
+                try Bool.fetchOne(duplicateByID, arguments: [hash]) == true
+            {
                 outcomes.append(.duplicate)
                 continue
             }

@@ -344,8 +344,9 @@ extension MailStore {
     // MARK: - Messages at locations
 
     /// Stores fetched messages with their locations in ONE transaction, and raises the folder's highest UID to the
-    /// largest of them: a crash leaves either all of them stored and located or none. A message already stored
-    /// (same content or Message-ID) gets the location without a second copy.
+    /// largest of them: a crash leaves either all of them stored and located or none. A message whose exact bytes
+    /// are already stored gets the location (and the folder's label) without a second copy; a message is never
+    /// matched by its Message-ID alone, so two different messages that carry one Message-ID are both stored.
     ///
     /// - Returns: One outcome per message (`.imported(id)`, `.duplicate`, `.malformed`).
     public func storeFetched(_ mails: [FetchedMail], folderID: Int64) async throws(StoreError) -> [ImportOutcome] {
@@ -361,8 +362,10 @@ extension MailStore {
         }
         let locations = mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) }
         let highest = Int64(mails.map(\.uid).max() ?? 0)
+        let labels = mails.map(\.label)
         return try await write { db in
-            let outcomes = try Self.insert(prepared, keys: keys, db: db)
+            let outcomes = try Self.insert(prepared, keys: keys, db: db, duplicateByMessageID: false)
+            var labelIDs: [String: Int64] = [:]
             for (index, outcome) in outcomes.enumerated() {
                 let messageID: Int64?
                 switch outcome {
@@ -370,6 +373,12 @@ extension MailStore {
                 case .duplicate:
                     guard case .success(let message) = prepared[index] else { continue }
                     messageID = try Self.existingMessage(message, db: db)
+                    if let messageID {
+                        let name = labels[index]
+                        let labelID = try labelIDs[name] ?? Self.label(named: name, keys: keys, db: db)
+                        labelIDs[name] = labelID
+                        try Self.addLabel(labelID, to: messageID, db: db)
+                    }
                 case .malformed: messageID = nil
                 }
                 guard let messageID else { continue }
@@ -549,17 +558,19 @@ extension MailStore {
         )
     }
 
-    /// The id of the stored message a duplicate matched (by content, then by Message-ID).
+    /// The id of the stored message a fetched duplicate matched: the one with the same content (never a match by
+    /// Message-ID).
     static func existingMessage(_ message: PreparedMessage, db: Database) throws -> Int64? {
-        if let id = try Int64.fetchOne(
-            db,
-            sql: "SELECT id FROM messages WHERE contentHash = ?",
-            arguments: [message.contentHash]
-        ) {
-            return id
-        }
-        guard let hash = message.messageIDHash else { return nil }
-        return try Int64.fetchOne(db, sql: "SELECT id FROM messages WHERE messageIDHash = ?", arguments: [hash])
+        try Int64.fetchOne(db, sql: "SELECT id FROM messages WHERE contentHash = ?", arguments: [message.contentHash])
+    }
+
+    /// Gives a stored message a label it may already carry.
+    static func addLabel(_ labelID: Int64, to messageID: Int64, db: Database) throws {
+        try db.execute(
+            sql:
+                "INSERT OR IGNORE INTO messageLabels (labelID, time, messageID) SELECT ?, time, id FROM messages WHERE id = ?",
+            arguments: [labelID, messageID]
+        )
     }
 
     /// The integer in column `index` of `row`, nil for any other storage class (a changed file never traps).

@@ -91,6 +91,7 @@ enum Schema {
             // one cell per row. Rows written before it keep NULL here and are listed from `subject` and `fromList`.
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN summary BLOB")
         }
+        registerIdentityMigration(&migrator)
         return migrator
     }
 

@@ -42,4 +42,41 @@ import Testing
         #expect(again.flagsPushed == 0)
         #expect(try server.messages().first?.flags == [])
     }
+
+    /// A message is its server location and its bytes, never its Message-ID alone: a second, different message that
+    /// carries the first one's Message-ID is stored and listed too (before, it was taken for the first and never
+    /// stored: a way to hide mail behind an earlier message), while the same bytes in a second folder stay one
+    /// message with both folders' labels.
+    @Test func twoMessagesWithOneMessageIDAreBothStoredAndOneMessageInTwoFoldersIsStoredOnce() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        func message(_ word: String) -> [UInt8] {
+            Array(
+                ("From: Bob <bob@coffer.test>\r\nTo: alice@coffer.test\r\nSubject: report \(word)\r\n"
+                    + "Message-ID: <same@coffer.test>\r\n\r\nText \(word).\r\n").utf8
+            )
+        }
+        try server.deliver(message("legitword"))
+        try server.deliver(message("forgedword"))
+        let legitBytes = try #require(try server.messages().first?.body)
+        try server.python(
+            """
+            imap.create("Archive")
+            imap.subscribe("Archive")
+            imap.append("Archive", None, None, base64.b64decode(\(String(reflecting: Data(legitBytes).base64EncodedString()))))
+            """
+        )
+        let (world, syncer, account) = try await world(server)
+
+        let summary = try await syncer.sync(accountID: account)
+        #expect(summary.fetched == 3 && summary.folders == 2)
+        #expect(try await world.store.count() == 2)
+        let legit = try #require(try await world.store.search("legitword").first)
+        let forged = try #require(try await world.store.search("forgedword").first)
+        #expect(legit.id != forged.id)
+        #expect(try await locations(world, account).map(\.messageID) == [legit.id, forged.id])
+        #expect(try await locations(world, account, "Archive").map(\.messageID) == [legit.id])
+        #expect(Set(try await world.store.list(label: "INBOX").map(\.id)) == [legit.id, forged.id])
+        #expect(try await world.store.list(label: "Archive").map(\.id) == [legit.id])
+    }
 }
