@@ -57,7 +57,7 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidHeaderName(ComposeField)
     /// An extra header field names a field the writer writes itself (`name` is that field's usual spelling).
     case reservedHeader(ComposeField, name: String)
-    /// An attachment's content type is not `type/subtype` made of MIME tokens.
+    /// An attachment's content type is not `type/subtype` made of MIME tokens (127 characters at most).
     case invalidContentType(ComposeField)
     /// An attachment's content type is `multipart/*` or `message/*`, which cannot be sent as a base64 file.
     case unsupportedAttachmentType(ComposeField)

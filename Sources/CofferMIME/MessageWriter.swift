@@ -15,7 +15,7 @@ public struct MessageWriter {
     /// The message's `Message-ID` without angle brackets (the given one, or the one generated).
     public let messageID: String
 
-    /// The most bytes `nextChunk()` returns at once, give or take a header block and one base64 line.
+    /// The most bytes `nextChunk()` returns at once, give or take a header block, a base64 line or a line break.
     static let chunkSize = 64 * 1024
 
     private enum Segment {
@@ -159,9 +159,10 @@ public struct MessageWriter {
                 output += bytes
                 segmentIndex += 1
             case .text(let bytes, let sevenBit):
-                // Quoted-printable at most triples the size: take what fits the chunk.
+                // Quoted-printable writes under 4 bytes per byte (an escape, and a soft break every 25 escapes at
+                // least): take what fits the chunk.
                 let room = Self.chunkSize - output.count
-                var end = min(bytes.count, textOffset + max(1, sevenBit ? room : room / 3))
+                var end = min(bytes.count, textOffset + max(1, sevenBit ? room : room / 4))
                 if end < bytes.count && bytes[end - 1] == 0x0D {
                     end += 1
                 }
@@ -333,7 +334,7 @@ public struct MessageWriter {
     {
         let type = HeaderEncoding.trimmed(attachment.contentType).lowercased()
         let pieces = type.split(separator: "/", omittingEmptySubsequences: false)
-        guard pieces.count == 2,
+        guard pieces.count == 2, type.utf8.count <= 127,
             pieces.allSatisfy({ !$0.isEmpty && $0.unicodeScalars.allSatisfy(HeaderEncoding.isTokenCharacter) })
         else {
             try HeaderEncoding.check(attachment.contentType, .attachmentType(number))

@@ -224,6 +224,7 @@ import Testing
         ("text/", .invalidContentType(.attachmentType(1))),
         ("text/plain; charset=x", .invalidContentType(.attachmentType(1))),
         ("a/b/c", .invalidContentType(.attachmentType(1))),
+        ("application/" + String(repeating: "x", count: 120), .invalidContentType(.attachmentType(1))),
         ("multipart/mixed", .unsupportedAttachmentType(.attachmentType(1))),
         ("message/rfc822", .unsupportedAttachmentType(.attachmentType(1))),
     ])
