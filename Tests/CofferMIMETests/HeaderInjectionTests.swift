@@ -14,7 +14,7 @@ import Testing
 
     enum Target: String, CaseIterable {
         case fromName, fromAddress, toName, toAddress, ccName, ccAddress, bccName, bccAddress, replyToName,
-            replyToAddress, subject, inReplyTo, references, extraName, extraValue, filename, contentType
+            replyToAddress, subject, messageID, inReplyTo, references, extraName, extraValue, filename, contentType
     }
 
     static func apply(_ vector: String, to target: Target) -> (OutgoingMessage, ComposeError) {
@@ -62,6 +62,9 @@ import Testing
         case .subject:
             message.subject = vector
             return (message, .forbiddenCharacter(.subject))
+        case .messageID:
+            message.messageID = "m" + vector + "@example.com"
+            return (message, .forbiddenCharacter(.messageID))
         case .inReplyTo:
             message.inReplyTo = ["ok@example.com", "p" + vector + "@example.com"]
             return (message, .forbiddenCharacter(.inReplyTo(2)))
