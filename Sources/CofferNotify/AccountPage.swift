@@ -109,6 +109,8 @@ public enum AccountPage {
             action="/account/revoke"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id"
             value="{{id}}"><button type="submit">Revoke</button></form>{{/revoked}}</td></tr>
             {{/sessions}}</tbody></table>
+            <form method="post" action="/account/revoke-all"><input type="hidden" name="csrf" value="{{csrf}}">
+            <button type="submit" id="revoke-all">Revoke every session</button></form>
             <form method="post" action="/account/sign-out"><input type="hidden" name="csrf" value="{{csrf}}">
             <button type="submit" id="sign-out">Sign out</button></form>
             </body></html>
@@ -176,8 +178,8 @@ public enum AccountPage {
             }
             guard let cookie = request.cookies[csrfCookie]?.value, let sent = form.csrf, tokensMatch(cookie, sent)
             else { return page(templates, .forbidden, "Forbidden", "The form expired; reload the page.") }
-            let user = form.user ?? ""
-            guard (1...320).contains(user.utf8.count), !user.contains(where: \.isNewline),
+            let typed = form.user ?? ""
+            guard (1...320).contains(typed.utf8.count), !typed.contains(where: \.isNewline),
                 let password = form.password, (1...1024).contains(password.utf8.count)
             else {
                 return signInPage(
@@ -188,13 +190,16 @@ public enum AccountPage {
                     user: ""
                 )
             }
-            guard await service.limiter.allow(["address:" + context.clientAddress, "user:" + user.lowercased()]) else {
-                service.logger.notice("account sign-in refused: rate limit")
+            let user = MailUser.canonical(typed)
+            do throws(NotifyError) {
+                try await service.logIn(
+                    user: user,
+                    password: password,
+                    client: service.client(request, context)
+                )
+            } catch .rateLimited {
                 return page(templates, .tooManyRequests, "Too many attempts", NotifyError.rateLimited.description)
-            }
-            do {
-                try await service.authenticator.verify(user: user, password: password)
-            } catch let error as NotifyError {
+            } catch {
                 let status: HTTPResponse.Status = error == .wrongCredentials ? .unauthorized : .badGateway
                 return signInPage(
                     request: request,
@@ -227,6 +232,17 @@ public enum AccountPage {
             try await service.escrow?.delete(sessionID: target.id)
             await service.signal.wake(sessionID: target.id)
             service.logger.info("session revoked from the account page", metadata: ["session": "\(target.id)"])
+            return secured(Response(status: .seeOther, headers: [.location: "/account"]))
+        }
+
+        router.post("/account/revoke-all") { request, context -> Response in
+            guard let cookie = request.cookies[sessionCookie]?.value, let entry = await browsers.entry(cookie: cookie)
+            else { return page(templates, .unauthorized, "Signed out", "Sign in again.") }
+            guard let form = try await decodeForm(ActionForm.self, request, context), let sent = form.csrf,
+                tokensMatch(entry.csrf, sent)
+            else { return page(templates, .forbidden, "Forbidden", "The form expired; reload the page.") }
+            let count = try await service.revokeAll(user: entry.user)
+            service.logger.info("every session revoked from the account page", metadata: ["count": "\(count)"])
             return secured(Response(status: .seeOther, headers: [.location: "/account"]))
         }
 

@@ -200,6 +200,26 @@ public final class SQLiteEscrowRecords: EscrowRecords {
                         """
                 )
             }
+            // escrow-v2 (issue 24): user names in their canonical form (``MailUser``). A case variant's key pair
+            // gives way to the canonical name's (or takes the canonical name when there is none); every KEK row
+            // names its user canonically.
+            migrator.registerMigration("escrow-v2") { db in
+                for user in try String.fetchAll(db, sql: "SELECT user FROM escrow_user ORDER BY user")
+                where MailUser.canonical(user) != user {
+                    try db.execute(
+                        sql: "UPDATE OR IGNORE escrow_user SET user = ? WHERE user = ?",
+                        arguments: [MailUser.canonical(user), user]
+                    )
+                    try db.execute(sql: "DELETE FROM escrow_user WHERE user = ?", arguments: [user])
+                }
+                for user in try String.fetchAll(db, sql: "SELECT DISTINCT user FROM escrow_kek")
+                where MailUser.canonical(user) != user {
+                    try db.execute(
+                        sql: "UPDATE escrow_kek SET user = ? WHERE user = ?",
+                        arguments: [MailUser.canonical(user), user]
+                    )
+                }
+            }
             try migrator.migrate(database)
         } catch {
             throw .storage("the escrow database could not be opened")

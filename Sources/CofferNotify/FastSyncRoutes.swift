@@ -38,6 +38,8 @@ extension NotifyAPI {
         protected.delete("/fastsync/kek") { _, context -> HTTPResponse.Status in
             let session = try context.requireSession()
             try await escrow().delete(sessionID: session.id)
+            // The pushes that carry the key go with it.
+            _ = try await service.storage.deleteKeyPushes(sessionID: session.id)
             service.logger.info("fastsync key deleted", metadata: ["session": "\(session.id)"])
             return .noContent
         }

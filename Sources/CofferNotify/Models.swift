@@ -71,15 +71,26 @@ public struct PendingMessage: Sendable, Equatable {
     public var body: [UInt8]
     /// When it was queued.
     public var created: Date
-    /// When it is dropped unacked.
+    /// When it is dropped unacked (never after the FastSync key it carries expires).
     public var expires: Date
+    /// Whether it carries the session's FastSync key: deleting the key deletes it (read back as false; only
+    /// written).
+    public var holdsKey: Bool
 
     /// Creates a pending message.
-    public init(id: String, sessionID: String, body: [UInt8], created: Date, expires: Date) {
+    public init(
+        id: String,
+        sessionID: String,
+        body: [UInt8],
+        created: Date,
+        expires: Date,
+        holdsKey: Bool = false
+    ) {
         self.id = id
         self.sessionID = sessionID
         self.body = body
         self.created = created
         self.expires = expires
+        self.holdsKey = holdsKey
     }
 }

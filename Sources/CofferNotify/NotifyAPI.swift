@@ -180,7 +180,7 @@ public enum NotifyAPI {
                 pushPublicKey: key,
                 pushAuthSecret: secret,
                 pushEndpoint: body.pushEndpoint,
-                clientAddress: context.clientAddress
+                clientAddress: service.client(request, context)
             )
             var response = try TokenResponse(sessionID: session.id, token: token.text, expires: session.expires)
                 .response(from: request, context: context)
@@ -242,6 +242,12 @@ public enum NotifyAPI {
             )
         }
 
+        // Every session of the caller's user but the caller's own (a lost or stolen device, a changed password).
+        protected.post("/sessions/revoke-others") { _, context -> CountResponse in
+            let caller = try context.requireSession()
+            return CountResponse(count: try await service.revokeAll(user: caller.user, keeping: caller.id))
+        }
+
         protected.delete("/sessions/{id}") { _, context -> HTTPResponse.Status in
             let caller = try context.requireSession()
             let id = try context.parameters.require("id")
@@ -286,6 +292,16 @@ public enum NotifyAPI {
             let colon = decoded.firstIndex(of: UInt8(ascii: ":"))
         else { return nil }
         return Array(decoded[decoded.index(after: colon)...])
+    }
+}
+
+extension NotifyService {
+    /// The client of a request, as the login limits count it: the TCP peer, or what a trusted proxy forwarded.
+    func client(_ request: Request, _ context: NotifyRequestContext) -> String {
+        clients.client(
+            peer: context.clientAddress,
+            forwardedFor: request.headers.filter { $0.name.canonicalName == "x-forwarded-for" }.map(\.value)
+        )
     }
 }
 

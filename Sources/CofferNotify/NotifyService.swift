@@ -14,8 +14,14 @@ public struct NotifyService: Sendable {
         public var messageLifetime: TimeInterval = 7 * 24 * 3600
         /// The shared secret Dovecot's ox driver sends as the Basic auth password.
         public var eventSecret: [UInt8]
-        /// Registration attempts per client address and per user per minute.
+        /// Login attempts (registration and `/account` sign-in) per client per minute, whatever their outcome; only
+        /// the client making them is slowed.
         public var registrationsPerMinute: Int = 10
+        /// Failed logins per (user, client) and per client before back-off (``LoginThrottle``).
+        public var loginPolicy = LoginThrottle.Policy()
+        /// The proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`); none by default, so the client is
+        /// the TCP peer.
+        public var trustedProxies: [CIDR] = []
         /// The most messages one stream request hands out.
         public var streamBatch: Int = 100
         /// How many times a push is posted to a session's push service before it is left to the stream alone.
@@ -34,8 +40,12 @@ public struct NotifyService: Sendable {
     public let authenticator: any MailAuthenticator
     /// The settings.
     public let settings: Settings
-    /// Limits registration attempts.
+    /// Limits login attempts per client.
     public let limiter: RateLimiter
+    /// Slows failed logins per (user, client) and per client.
+    public let throttle: LoginThrottle
+    /// Tells who a request comes from (the peer, or a trusted proxy's `X-Forwarded-For`).
+    public let clients: ClientResolver
     /// Wakes long-polling streams when a message is queued.
     public let signal = PendingSignal()
     /// The clock.
@@ -69,6 +79,8 @@ public struct NotifyService: Sendable {
         self.authenticator = authenticator
         self.settings = settings
         self.limiter = RateLimiter(limit: settings.registrationsPerMinute, window: 60, now: now)
+        self.throttle = LoginThrottle(policy: settings.loginPolicy, now: now)
+        self.clients = ClientResolver(trustedProxies: settings.trustedProxies)
         self.logger = logger
         self.now = now
     }
@@ -105,11 +117,9 @@ public struct NotifyService: Sendable {
             }
             _ = try webPush.policy.checkForm(pushEndpoint)
         }
-        guard await limiter.allow(["address:" + clientAddress, "user:" + user.lowercased()]) else {
-            logger.notice("registration refused: rate limit")
-            throw .rateLimited
-        }
-        try await authenticator.verify(user: user, password: password)
+        // One identity from here on: the canonical name is what the mail server authenticates and what is stored.
+        let user = MailUser.canonical(user)
+        try await logIn(user: user, password: password, client: clientAddress)
         let date = now()
         let token = SessionToken()
         let session = NotifySession(
@@ -127,6 +137,28 @@ public struct NotifyService: Sendable {
         try await storage.createSession(session)
         logger.info("session registered", metadata: ["session": "\(session.id)"])
         return (session, token)
+    }
+
+    /// Checks a canonical user's password with the mail server, unless `client` is over its attempts or in back-off
+    /// for this user (refused before the mail server is asked); counts a refusal as a failure of (user, client).
+    ///
+    /// - Throws: `.rateLimited`, `.wrongCredentials`, `.mailServerUnavailable`.
+    public func logIn(user: String, password: String, client: String) async throws(NotifyError) {
+        guard await limiter.allow(["address:" + client]) else {
+            logger.notice("login refused: too many attempts from one client")
+            throw .rateLimited
+        }
+        guard await throttle.admit(user: user, client: client) else {
+            logger.notice("login refused: back-off after failed logins")
+            throw .rateLimited
+        }
+        do throws(NotifyError) {
+            try await authenticator.verify(user: user, password: password)
+        } catch .wrongCredentials {
+            await throttle.failed(user: user, client: client)
+            throw .wrongCredentials
+        }
+        await throttle.succeeded(user: user, client: client)
     }
 
     /// The live session a bearer token belongs to, its last-seen time updated. The first use of a refreshed token
@@ -181,6 +213,22 @@ public struct NotifyService: Sendable {
         logger.info("session revoked", metadata: ["session": "\(target.id)"])
     }
 
+    /// Revokes every live session of `user` except `keeping` (a stolen device, a changed password): their pending
+    /// pushes and FastSync keys go with them. Returns how many were revoked.
+    public func revokeAll(user: String, keeping: String? = nil) async throws(NotifyError) -> Int {
+        let date = now()
+        var count = 0
+        for session in try await storage.sessions(user: MailUser.canonical(user))
+        where session.id != keeping && session.isLive(at: date) {
+            _ = try await storage.revoke(id: session.id)
+            try await escrow?.delete(sessionID: session.id)
+            await signal.wake(sessionID: session.id)
+            count += 1
+        }
+        logger.info("sessions revoked", metadata: ["count": "\(count)"])
+        return count
+    }
+
     /// Checks the Basic auth password Dovecot sent against the event secret, in constant time.
     public func eventSecretMatches(_ password: [UInt8]) -> Bool {
         constantTimeEqual(Array(SHA256.hash(data: password)), Array(SHA256.hash(data: settings.eventSecret)))
@@ -206,14 +254,16 @@ public struct NotifyService: Sendable {
         guard event.event == nil || event.event == "messageNew" else { return 0 }
         let date = now()
         var queue: [(message: PendingMessage, endpoint: String?)] = []
-        for session in try await storage.sessions(user: event.user) where session.isLive(at: date) {
+        for session in try await storage.sessions(user: MailUser.canonical(event.user)) where session.isLive(at: date) {
             var message = PushMessage(event: event)
-            // The session's escrowed FastSync key, while unexpired.
+            var expires = date.addingTimeInterval(settings.messageLifetime)
+            // The session's escrowed FastSync key, while unexpired; the push (and its Web Push TTL) ends with it.
             if let escrowed = try? await escrow?.kek(for: session, now: date) {
                 message.fastSync = PushMessage.FastSyncKey(
                     kek: Base64URL.encode(escrowed.kek),
                     expires: escrowed.expires
                 )
+                expires = min(expires, Date(timeIntervalSince1970: TimeInterval(escrowed.expires)))
             }
             let body: [UInt8]
             do {
@@ -232,7 +282,8 @@ public struct NotifyService: Sendable {
                 sessionID: session.id,
                 body: body,
                 created: date,
-                expires: date.addingTimeInterval(settings.messageLifetime)
+                expires: expires,
+                holdsKey: message.fastSync != nil
             )
             queue.append((pending, session.pushEndpoint))
         }
@@ -342,6 +393,7 @@ public struct PurgeService: Service {
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
+                // Expired FastSync keys first, then pushes (which never outlive the key they carry).
                 let removed = try await service.storage.purgeExpired(now: service.now())
                 if removed > 0 { service.logger.info("expired pushes purged", metadata: ["count": "\(removed)"]) }
                 if let keys = try await service.escrow?.purge(now: service.now()), keys > 0 {

@@ -37,6 +37,9 @@ public protocol NotifyStorage: Sendable {
     func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int
     /// How many sessions are neither revoked nor expired at `now` (the metrics gauge).
     func liveSessionCount(now: Date) async throws(NotifyError) -> Int
+    /// Deletes the session's pending messages that carry its FastSync key (``PendingMessage/holdsKey``); returns how
+    /// many.
+    func deleteKeyPushes(sessionID: String) async throws(NotifyError) -> Int
     /// Deletes expired pending messages; returns how many.
     func purgeExpired(now: Date) async throws(NotifyError) -> Int
 }

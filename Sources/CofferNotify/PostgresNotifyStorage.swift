@@ -105,9 +105,51 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
                 ] {
                     _ = try await connection.query(statement, logger: logger)
                 }
+                var current = 0
                 let rows = try await connection.query("SELECT MAX(version) FROM notify_schema", logger: logger)
-                for try await version in rows.decode(Int?.self) where (version ?? 0) > 5 {
-                    throw NotifyError.storage("the database has schema version \(version ?? 0), newer than this build")
+                for try await version in rows.decode(Int?.self) { current = version ?? 0 }
+                if current > 7 {
+                    throw NotifyError.storage("the database has schema version \(current), newer than this build")
+                }
+                // Version 6 (issue 24, SQLite's v5 and escrow-v2): every user name in its canonical form
+                // (``MailUser``, computed here and frozen with this version). A case variant's escrow key pair gives
+                // way to the canonical name's, or takes the canonical name when there is none.
+                if current < 6 {
+                    var users: [String] = []
+                    let names = try await connection.query(
+                        #"SELECT "user" FROM session UNION SELECT "user" FROM escrow_user UNION SELECT "user" FROM escrow_kek"#,
+                        logger: logger
+                    )
+                    for try await name in names.decode(String.self) { users.append(name) }
+                    for user in users.sorted() where MailUser.canonical(user) != user {
+                        let canonical = MailUser.canonical(user)
+                        for statement: PostgresQuery in [
+                            #"UPDATE session SET "user" = \#(canonical) WHERE "user" = \#(user)"#,
+                            #"UPDATE escrow_kek SET "user" = \#(canonical) WHERE "user" = \#(user)"#,
+                            """
+                            UPDATE escrow_user SET "user" = \(canonical) WHERE "user" = \(user)
+                            AND NOT EXISTS (SELECT 1 FROM escrow_user WHERE "user" = \(canonical))
+                            """,
+                            #"DELETE FROM escrow_user WHERE "user" = \#(user)"#,
+                        ] {
+                            _ = try await connection.query(statement, logger: logger)
+                        }
+                    }
+                    _ = try await connection.query(
+                        "UPDATE notify_schema SET version = 6 WHERE version < 6",
+                        logger: logger
+                    )
+                }
+                // Version 7 (SQLite's v6): pushes that carry a FastSync key are marked; rows queued before cannot be
+                // told apart and are marked as carrying one.
+                if current < 7 {
+                    for statement: PostgresQuery in [
+                        "ALTER TABLE pending_message ADD COLUMN IF NOT EXISTS holds_key BOOLEAN NOT NULL DEFAULT TRUE",
+                        "ALTER TABLE pending_message ALTER COLUMN holds_key SET DEFAULT FALSE",
+                        "UPDATE notify_schema SET version = 7 WHERE version < 7",
+                    ] {
+                        _ = try await connection.query(statement, logger: logger)
+                    }
                 }
                 _ = try await connection.query("COMMIT", logger: logger)
             } catch {
@@ -294,9 +336,10 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
                         let body = Data(message.body)
                         _ = try await connection.query(
                             """
-                            INSERT INTO pending_message (id, session_id, body, created, expires)
+                            INSERT INTO pending_message (id, session_id, body, created, expires, holds_key)
                             VALUES (\(message.id), \(message.sessionID), \(body),
-                                \(message.created.timeIntervalSince1970), \(message.expires.timeIntervalSince1970))
+                                \(message.created.timeIntervalSince1970), \(message.expires.timeIntervalSince1970),
+                                \(message.holdsKey))
                             """,
                             logger: logger
                         )
@@ -361,6 +404,11 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
             for try await value in rows.decode(Int64.self) { total = Int(value) }
             return total
         }
+    }
+
+    /// See ``NotifyStorage/deleteKeyPushes(sessionID:)``.
+    public func deleteKeyPushes(sessionID: String) async throws(NotifyError) -> Int {
+        try await count { "DELETE FROM pending_message WHERE session_id = \(sessionID) AND holds_key RETURNING id" }
     }
 
     /// See ``NotifyStorage/purgeExpired(now:)``.

@@ -131,6 +131,28 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                     """
             )
         }
+        // v5 (issue 24): one identity per user. Every user name becomes its canonical form (``MailUser``), so that
+        // sessions registered under a case variant (`USER1`) join the user's own (`user1`) and show, revoke and
+        // receive with them. The canonical form is computed here, frozen with this migration.
+        migrator.registerMigration("v5") { db in
+            let users = try String.fetchAll(db, sql: "SELECT DISTINCT user FROM session")
+            for user in users where MailUser.canonical(user) != user {
+                try db.execute(
+                    sql: "UPDATE session SET user = ? WHERE user = ?",
+                    arguments: [MailUser.canonical(user), user]
+                )
+            }
+        }
+        // v6 (issue 24): pushes that carry a FastSync key are marked, so that deleting the key deletes them. Rows
+        // queued before cannot be told apart and are marked as carrying one.
+        migrator.registerMigration("v6") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE pending_message ADD COLUMN holds_key INTEGER NOT NULL DEFAULT 0;
+                    UPDATE pending_message SET holds_key = 1;
+                    """
+            )
+        }
         return migrator
     }
 
@@ -304,12 +326,13 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         guard !messages.isEmpty else { return }
         try await write { db in
             let insert = try db.cachedStatement(
-                sql: "INSERT INTO pending_message (id, session_id, body, created, expires) VALUES (?, ?, ?, ?, ?)"
+                sql: "INSERT INTO pending_message (id, session_id, body, created, expires, holds_key) "
+                    + "VALUES (?, ?, ?, ?, ?, ?)"
             )
             for message in messages {
                 try insert.execute(arguments: [
                     message.id, message.sessionID, Data(message.body), message.created.timeIntervalSince1970,
-                    message.expires.timeIntervalSince1970,
+                    message.expires.timeIntervalSince1970, message.holdsKey,
                 ])
             }
         }
@@ -360,6 +383,17 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                 sql: "SELECT COUNT(*) FROM session WHERE revoked = 0 AND expires > ?",
                 arguments: [now.timeIntervalSince1970]
             ) ?? 0
+        }
+    }
+
+    /// See ``NotifyStorage/deleteKeyPushes(sessionID:)``.
+    public func deleteKeyPushes(sessionID: String) async throws(NotifyError) -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM pending_message WHERE session_id = ? AND holds_key = 1",
+                arguments: [sessionID]
+            )
+            return db.changesCount
         }
     }
 

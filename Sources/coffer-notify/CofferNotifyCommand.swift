@@ -76,8 +76,44 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "The address of the metrics listener.") var metricsHost = "127.0.0.1"
     @Option(help: "A PEM certificate chain (leaf first): serve HTTPS with it and --tls-key.") var tlsCert: String?
     @Option(help: "The PEM private key of --tls-cert.") var tlsKey: String?
+    @Option(help: "Seconds from accept to the end of the first request head before a connection is closed.")
+    var headerTimeout = 10
+    @Option(help: "Seconds a connection may stay idle between requests before it is closed.") var idleTimeout = 60
+    @Option(help: "Connections open at once in all (kept below the descriptor limit).") var maxConnections = 4096
+    @Option(help: "Connections open at once from one client address (an IPv6 /64 counts as one).")
+    var maxConnectionsPerClient = 64
+    @Option(
+        help: ArgumentHelp(
+            "A proxy (CIDR) whose X-Forwarded-For names the client, for login limits and connection caps; repeat it.",
+            discussion: "Without it the client is the TCP peer: behind a TLS terminator, give its address."
+        )
+    )
+    var trustedProxy: [String] = []
+
+    /// The trusted proxies from the options.
+    func trustedProxies() throws -> [CIDR] {
+        try trustedProxy.map { text in
+            guard let network = CIDR(text) else {
+                throw ValidationError("--trusted-proxy \(text) is not an address or CIDR network.")
+            }
+            return network
+        }
+    }
+
+    /// The connection limits from the options.
+    func connectionLimits() -> ConnectionLimits {
+        var limits = ConnectionLimits()
+        limits.headerTimeout = .seconds(headerTimeout)
+        limits.perClient = maxConnectionsPerClient
+        limits.total = maxConnections
+        return limits
+    }
 
     func validate() throws {
+        guard headerTimeout > 0, idleTimeout > 0, maxConnections > 0, maxConnectionsPerClient > 0 else {
+            throw ValidationError("--header-timeout, --idle-timeout and the connection limits must be above 0.")
+        }
+        _ = try trustedProxies()
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together.")
         }
@@ -123,25 +159,52 @@ struct Serve: AsyncParsableCommand {
         let webPush = try webPushSubject.map { subject in
             WebPushSender(signer: try VAPID.Signer(privateKey: try home.vapidKey(), subject: subject))
         }
+        var settings = NotifyService.Settings(eventSecret: secret)
+        settings.trustedProxies = try trustedProxies()
         var service = NotifyService(
             storage: storage,
             authenticator: authenticator,
-            settings: NotifyService.Settings(eventSecret: secret),
+            settings: settings,
             logger: logger,
             webPush: webPush
         )
         service.escrow = escrow
-        // A connection with nothing to read or write for 60 s (twice the longest long-poll) is closed;
+        // The descriptor limit raised to the hard limit; the connection cap stays below it, so accepting pauses
+        // (and a held connection is closed at its header deadline) before the process runs out of descriptors.
+        let descriptors = DescriptorLimit.raise()
+        let limits = connectionLimits().fitting(descriptors: descriptors)
+        let counter = ConnectionCounter(perClient: limits.perClient, exempt: service.clients)
+        // A connection with nothing to read or write for --idle-timeout (twice the longest long-poll) after a
+        // request is closed, and one without a whole request head --header-timeout after accept;
         // `/v1/stream/ws` upgrades to a WebSocket (frames ≤ 64 KiB, pinged every 30 s).
-        let http = HTTPServerBuilder.http1WebSocketUpgrade(
-            webSocketRouter: NotifyAPI.webSocketRouter(service: service),
-            configuration: .init(http1: .init(idleTimeout: .seconds(60)), ws: .init(maxFrameSize: 64 * 1024))
+        let webSocketResponder = NotifyAPI.webSocketRouter(service: service).buildResponder()
+        let channelConfiguration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: .seconds(Int64(idleTimeout))),
+            ws: .init(maxFrameSize: 64 * 1024)
         )
         let tls = try tlsConfiguration()
+        let headerTimeout = limits.headerTimeout
+        let server = HTTPServerBuilder { responder in
+            let http = GuardedChildChannel(
+                HTTP1WebSocketUpgradeChannel(
+                    responder: responder,
+                    webSocketResponder: webSocketResponder,
+                    configuration: channelConfiguration
+                ),
+                counter: counter,
+                headerTimeout: headerTimeout
+            )
+            if let tls { return try TLSChannel(http, tlsConfiguration: tls) }
+            return http
+        }
         let application = Application(
             router: NotifyAPI.router(service: service),
-            server: try tls.map { try HTTPServerBuilder.tls(http, tlsConfiguration: $0) } ?? http,
-            configuration: .init(address: .hostname(host, port: port), serverName: nil),
+            server: server,
+            configuration: .init(
+                address: .hostname(host, port: port),
+                serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.total)
+            ),
             services: [PurgeService(service: service)] + metricsListener(service: service, logger: logger)
                 + (postgres.map { [PostgresWakeService(storage: $0, service: service)] } ?? []),
             onServerRunning: { channel in
@@ -150,6 +213,13 @@ struct Serve: AsyncParsableCommand {
                 FileHandle.standardOutput.write(Data(line.utf8))
             },
             logger: logger
+        )
+        logger.info(
+            "connection limits",
+            metadata: [
+                "descriptors": "\(descriptors)", "connections": "\(limits.total)", "perClient": "\(limits.perClient)",
+                "headerTimeout": "\(limits.headerTimeout)",
+            ]
         )
         logger.info(
             "event secret for Dovecot's ox driver url: \(home.path)/event-secret",

@@ -56,7 +56,11 @@ struct Harness {
     let storage: SQLiteNotifyStorage
     let service: NotifyService
 
-    init(registrationsPerMinute: Int = 100) throws {
+    init(
+        registrationsPerMinute: Int = 100,
+        authenticator: (any MailAuthenticator)? = nil,
+        configure: (inout NotifyService.Settings) -> Void = { _ in }
+    ) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         storage = try SQLiteNotifyStorage(
@@ -65,11 +69,12 @@ struct Harness {
         )
         var settings = NotifyService.Settings(eventSecret: Self.eventSecret)
         settings.registrationsPerMinute = registrationsPerMinute
+        configure(&settings)
         var logger = Logger(label: "coffer-notify-tests")
         logger.logLevel = .warning
         service = NotifyService(
             storage: storage,
-            authenticator: FakeAuthenticator(passwords: ["alice": "alice-pw", "bob": "bob-pw"]),
+            authenticator: authenticator ?? FakeAuthenticator(passwords: ["alice": "alice-pw", "bob": "bob-pw"]),
             settings: settings,
             logger: logger
         )
@@ -128,6 +133,22 @@ extension TestClientProtocol {
             }
             return try decode(TokenResponse.self, response.body)
         }
+    }
+}
+
+/// Accepts exactly one password per user and counts every check that reaches it.
+final class CountingAuthenticator: MailAuthenticator, @unchecked Sendable {
+    private let lock = NSLock()
+    private var checks = 0
+    let passwords: [String: String]
+
+    init(passwords: [String: String]) { self.passwords = passwords }
+
+    var count: Int { lock.withLock { checks } }
+
+    func verify(user: String, password: String) async throws(NotifyError) {
+        lock.withLock { checks += 1 }
+        guard passwords[user] == password else { throw .wrongCredentials }
     }
 }
 
