@@ -349,6 +349,52 @@ private func checkShape(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sou
         }
     }
 
+    @Test func readersArePulledOnlyAsTheOutputIsAskedFor() throws {
+        /// Counts the bytes handed out; the test is single-threaded, the writer never shares it.
+        final class Tally: @unchecked Sendable {
+            var opened = 0
+            var handedOut = 0
+        }
+        struct Tallied: AttachmentChunkReader {
+            let tally: Tally
+            var remaining = 10 << 20
+            mutating func nextChunk() -> [UInt8]? {
+                guard remaining > 0 else {
+                    return nil
+                }
+                remaining -= 1000
+                tally.handedOut += 1000
+                return [UInt8](repeating: 0xA5, count: 1000)
+            }
+        }
+        let first = Tally()
+        let second = Tally()
+        let shape = message {
+            $0.attachments = [
+                OutgoingAttachment(filename: "one.bin") {
+                    first.opened += 1
+                    return Tallied(tally: first)
+                },
+                OutgoingAttachment(filename: "two.bin") {
+                    second.opened += 1
+                    return Tallied(tally: second)
+                },
+            ]
+        }
+        var writer = try MessageWriter(shape)
+        #expect(first.opened == 0 && second.opened == 0)
+        var total = try writer.nextChunk()?.count ?? 0
+        #expect(first.opened == 1 && second.opened == 0)
+        #expect(first.handedOut <= 50_000)
+        while let chunk = try writer.nextChunk() {
+            total += chunk.count
+            // Read no further than the base64 written (57 bytes a 78-byte line) and one reader chunk.
+            #expect(first.handedOut + second.handedOut <= (total / 78 + 2) * 57 + 2000)
+        }
+        #expect(first.opened == 1 && second.opened == 1)
+        #expect(first.handedOut >= 10 << 20 && second.handedOut >= 10 << 20)
+    }
+
     @Test func sinkReceivesTheSameBytes() throws {
         let shape = try #require(ComposeShapes.all.first { $0.name == "everything" }?.message)
         var collected: [UInt8] = []
