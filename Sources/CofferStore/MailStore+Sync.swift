@@ -1,3 +1,4 @@
+import CofferMIME
 import GRDB
 
 #if canImport(FoundationEssentials)
@@ -346,55 +347,74 @@ extension MailStore {
     /// Stores fetched messages with their locations in ONE transaction, and raises the folder's highest UID to the
     /// largest of them: a crash leaves either all of them stored and located or none. A message whose exact bytes
     /// are already stored gets the location (and the folder's label) without a second copy; a message is never
-    /// matched by its Message-ID alone, so two different messages that carry one Message-ID are both stored.
+    /// matched by its Message-ID alone, so two different messages that carry one Message-ID are both stored. A
+    /// message that does not parse is stored as a damaged message (``MessageFlags/damaged``), never skipped.
     ///
-    /// - Returns: One outcome per message (`.imported(id)`, `.duplicate`, `.malformed`).
-    public func storeFetched(_ mails: [FetchedMail], folderID: Int64) async throws(StoreError) -> [ImportOutcome] {
+    /// - Returns: One outcome per message (`.stored`, `.located` or `.damaged`).
+    public func storeFetchedMail(_ mails: [FetchedMail], folderID: Int64) async throws(StoreError) -> [FetchedOutcome] {
         guard !mails.isEmpty else { return [] }
         let keys = try await keys()
         let now = Schema.seconds(Date())
-        let prepared = mails.map { mail in
-            Self.prepare(
-                RawMessage(bytes: mail.bytes, flags: mail.flags, labels: [mail.label]),
-                keys: keys,
-                now: now
-            )
+        var reasons: [Int: MIMEError] = [:]
+        let prepared: [Result<PreparedMessage, MIMEError>] = mails.enumerated().map { index, mail in
+            let raw = RawMessage(bytes: mail.bytes, flags: mail.flags, labels: [mail.label])
+            switch Self.prepare(raw, keys: keys, now: now) {
+            case .success(let message): return .success(message)
+            case .failure(let reason):
+                reasons[index] = reason
+                return .success(Self.prepareDamaged(raw, reason: reason, keys: keys, now: now))
+            }
         }
         let locations = mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) }
         let highest = Int64(mails.map(\.uid).max() ?? 0)
         let labels = mails.map(\.label)
+        let damaged = reasons
         return try await write { db in
             let outcomes = try Self.insert(prepared, keys: keys, db: db, duplicateByMessageID: false)
             var labelIDs: [String: Int64] = [:]
+            var results: [FetchedOutcome] = []
             for (index, outcome) in outcomes.enumerated() {
-                let messageID: Int64?
-                switch outcome {
-                case .imported(let id): messageID = id
-                case .duplicate:
-                    guard case .success(let message) = prepared[index] else { continue }
-                    messageID = try Self.existingMessage(message, db: db)
-                    if let messageID {
-                        let name = labels[index]
-                        let labelID = try labelIDs[name] ?? Self.label(named: name, keys: keys, db: db)
-                        labelIDs[name] = labelID
-                        try Self.addLabel(labelID, to: messageID, db: db)
+                let result: FetchedOutcome
+                switch (outcome, prepared[index]) {
+                case (.imported(let id), _):
+                    result = damaged[index].map { .damaged(id, $0) } ?? .stored(id)
+                case (.duplicate, .success(let message)):
+                    guard let id = try Self.existingMessage(message, db: db) else {
+                        throw StoreError.corruptRecord(table: "messages", id: 0)
                     }
-                case .malformed: messageID = nil
+                    let name = labels[index]
+                    let labelID = try labelIDs[name] ?? Self.label(named: name, keys: keys, db: db)
+                    labelIDs[name] = labelID
+                    try Self.addLabel(labelID, to: id, db: db)
+                    result = .located(id)
+                default:
+                    // Every message is prepared (a damaged one as such), so the insert never reports one malformed.
+                    throw StoreError.corruptRecord(table: "messages", id: 0)
                 }
-                guard let messageID else { continue }
+                results.append(result)
                 try db.execute(
                     sql: """
                         INSERT OR REPLACE INTO syncLocations (folderID, uid, messageID, serverFlags)
                         VALUES (?, ?, ?, ?)
                         """,
-                    arguments: [folderID, locations[index].uid, messageID, locations[index].flags]
+                    arguments: [folderID, locations[index].uid, result.messageID, locations[index].flags]
                 )
             }
             try db.execute(
                 sql: "UPDATE syncFolders SET highestUID = max(highestUID, ?) WHERE id = ?",
                 arguments: [highest, folderID]
             )
-            return outcomes
+            return results
+        }
+    }
+
+    /// ``storeFetchedMail(_:folderID:)`` with each outcome as an import's: a damaged message counts as imported.
+    public func storeFetched(_ mails: [FetchedMail], folderID: Int64) async throws(StoreError) -> [ImportOutcome] {
+        try await storeFetchedMail(mails, folderID: folderID).map { outcome in
+            switch outcome {
+            case .stored(let id), .damaged(let id, _): .imported(id)
+            case .located: .duplicate
+            }
         }
     }
 

@@ -18,6 +18,9 @@ public struct SyncSummary: Sendable, Equatable, Codable {
     public var flagsPushed = 0
     /// Folders whose UIDVALIDITY changed, so they were forgotten and fetched again.
     public var resynced = 0
+    /// Messages among ``fetched`` that Coffer could not parse: each stored as a damaged message (its bytes kept
+    /// sealed, listed as "(damaged message)" with why), never skipped.
+    public var damaged = 0
     /// Folders that could not be synced, each with why; every other folder was synced.
     public var failures: [SyncFolderFailure] = []
 
@@ -25,7 +28,7 @@ public struct SyncSummary: Sendable, Equatable, Codable {
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case folders, fetched, deleted, flagsPulled, flagsPushed, resynced, failures
+        case folders, fetched, deleted, flagsPulled, flagsPushed, resynced, damaged, failures
     }
 
     /// Decodes a summary; counters added after the first version read as zero when absent.
@@ -37,6 +40,7 @@ public struct SyncSummary: Sendable, Equatable, Codable {
         flagsPulled = try container.decode(Int.self, forKey: .flagsPulled)
         flagsPushed = try container.decode(Int.self, forKey: .flagsPushed)
         resynced = try container.decode(Int.self, forKey: .resynced)
+        damaged = try container.decodeIfPresent(Int.self, forKey: .damaged) ?? 0
         failures = try container.decodeIfPresent([SyncFolderFailure].self, forKey: .failures) ?? []
     }
 }
@@ -466,9 +470,9 @@ public struct Syncer: Sendable {
                 FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
             }
             do {
-                for outcome in try await store.storeFetched(mails, folderID: folder.id) {
-                    if case .malformed = outcome { continue }
+                for outcome in try await store.storeFetchedMail(mails, folderID: folder.id) {
                     summary.fetched += 1
+                    if case .damaged = outcome { summary.damaged += 1 }
                 }
             } catch {
                 _ = try? await next?.value

@@ -79,4 +79,47 @@ import Testing
         #expect(Set(try await world.store.list(label: "INBOX").map(\.id)) == [legit.id, forged.id])
         #expect(try await world.store.list(label: "Archive").map(\.id) == [legit.id])
     }
+
+    /// A message whose header section has more fields than the parser takes (10,001) is stored as what it is: a
+    /// "(damaged message)" row that says why, its bytes sealed as an attachment, counted in the summary; before, it
+    /// was skipped without a word and the highest UID moved past it for ever.
+    @Test func aMessageCofferCannotParseIsStoredAsADamagedMessageAndCounted() async throws {
+        let server = try SyncDovecot.start()
+        defer { server.stop() }
+        let fields = (0..<10_001).map { "X-Filler-\($0): value\r\n" }.joined()
+        let unparsable = Array(
+            ("From: bob@coffer.test\r\nSubject: hiddenword\r\n" + fields + "\r\nBody secretbodyword.\r\n").utf8
+        )
+        let files = TemporaryDirectory(prefix: "coffer-damaged")
+        let file = "\(files.path)/unparsable.eml"
+        try Data(unparsable).write(to: URL(fileURLWithPath: file))
+        try server.python(
+            """
+            with open(\(String(reflecting: file)), "rb") as f:
+                imap.append("INBOX", None, None, f.read())
+            """
+        )
+        try server.deliver(SyncMail.message("besidedamaged"))
+        let (world, syncer, account) = try await world(server)
+
+        let summary = try await syncer.sync(accountID: account)
+        #expect(summary.fetched == 2)
+        #expect(summary.damaged == 1)
+        #expect(try await locations(world, account).map(\.uid) == [1, 2])
+        let listed = try #require(try await world.store.list().first { $0.flags.contains(.damaged) })
+        #expect(listed.subject == MailStore.damagedSubject)
+        #expect(listed.size == unparsable.count)
+        let detail = try await world.store.message(listed.id)
+        #expect(detail.textBody?.contains("The message has more than 10000 header fields.") == true)
+        #expect(detail.textBody?.contains("hiddenword") == false)
+        let attachment = try #require(detail.attachments.first)
+        #expect(attachment.filename == MailStore.damagedFileName)
+        #expect(try await world.store.attachmentContent(attachment.id).content == unparsable)
+        #expect(try await world.store.search("damaged").map(\.id) == [listed.id])
+        #expect(try await world.store.search("besidedamaged").count == 1)
+
+        let again = try await syncer.sync(accountID: account)
+        #expect(again.fetched == 0 && again.damaged == 0)
+        #expect(try await world.store.count() == 2)
+    }
 }
