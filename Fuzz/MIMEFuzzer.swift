@@ -15,10 +15,12 @@ import Glibc
 /// differ from those written (subject, addresses, message IDs, extra fields, text, HTML, attachments' names, types
 /// and bytes); or when a second round changes them again. Display names are compared without their spaces: a name
 /// too long for one encoded word is split into several, and this module's and Python's address parsers read a
-/// space at each split that RFC 2047 readers drop (see docs/COMPOSE.md).
+/// space at each split that RFC 2047 readers drop (see docs/COMPOSE.md). The input is also read as a `mailto:` link
+/// (see `checkMailto`).
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = size > 0 ? Array(UnsafeBufferPointer(start: data, count: size)) : []
+    checkMailto(input)
     let limits = MIMELimits(maxHeaderSectionBytes: 16_384, maxHeaderFields: 200, maxNestingDepth: 8, maxParts: 64)
     guard let parsed = try? MIMEParser.parse(input, limits: limits) else {
         return 0
@@ -49,6 +51,33 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         fail("fields changed in the second round:\n\(seen.differences(again))", input: input)
     }
     return 0
+}
+
+/// The input as the rest of a `mailto:` link: a link the parser accepts must make a message the writer accepts,
+/// and the message must read back with the link's recipients, subject and body and no Bcc field.
+private func checkMailto(_ input: [UInt8]) {
+    guard let link = try? MailtoLink(parsing: "mailto:" + String(decoding: input, as: UTF8.self)) else {
+        return
+    }
+    var message = OutgoingMessage(
+        from: MailAddress(name: nil, address: "fuzz@example.com"),
+        date: Date(timeIntervalSince1970: 0),
+        messageID: "fuzz@example.com"
+    )
+    link.apply(to: &message)
+    var generator = XorShift(seed: 7)
+    guard let bytes = writeChecked(message, &generator, input: input),
+        let parsed = try? MIMEParser.parse(bytes)
+    else {
+        fail("a message from an accepted mailto: link was not written and read", input: input)
+    }
+    let written = Snapshot(message)
+    let read = Snapshot(outgoing(from: parsed))
+    if written.to != read.to || written.cc != read.cc || written.subject != read.subject || written.text != read.text
+        || written.inReplyTo != read.inReplyTo || parsed.header("Bcc") != nil
+    {
+        fail("a mailto: link's fields changed in a write and read:\n\(written.differences(read))", input: input)
+    }
 }
 
 /// Writes `message` with a seeded writer and checks the bytes' shape; `nil` when the writer refuses the message.

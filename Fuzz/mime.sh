@@ -33,9 +33,15 @@ if [ ! -x "$out/MIMEFuzzer" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; th
 fi
 # Seeds: the differential test's generated corpus (its own fixed seed), one message a file.
 python3 Tests/CofferMIMETests/make_corpus.py "$out/mime-seeds" 120 20261126 >/dev/null
+# And a few tails of mailto: links, which the target also reads each input as.
+printf '%s' 'a@example.org,b@example.org?cc=c@example.net&subject=Gr%C3%BC%C3%9Fe%20aus%20K%C3%B6ln&body=Hi%0D%0A%0D%0A--%20me' \
+  >"$out/mime-seeds/mailto-1"
+printf '%s' '?to=%22Smith%2C%20Bob%22%20%3Cbob@example.org%3E&bcc=x@example.net&in-reply-to=%3Cp.1@example.org%3E' \
+  >"$out/mime-seeds/mailto-2"
+printf '%s' 'x@example.org?subject=a%20b&body=%E2%80%A8tab%09end%0Aline%0Dcr' >"$out/mime-seeds/mailto-3"
 log="$out/mime-fuzz.log"
 set +e
-"$out/MIMEFuzzer" "$out/mime-corpus" "$out/mime-seeds" -seed=20261126 -runs="${FUZZ_RUNS:-30000}" \
+"$out/MIMEFuzzer" "$out/mime-corpus" "$out/mime-seeds" -seed=20261126 -runs="${FUZZ_RUNS:-25000}" \
   -max_total_time="$seconds" -timeout=10 -rss_limit_mb=1024 -max_len=8192 -artifact_prefix="$out/mime-" \
   -print_final_stats=1 "$@" >"$log" 2>&1
 status=$?
