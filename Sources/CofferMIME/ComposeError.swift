@@ -2,14 +2,23 @@
 ///
 /// Indexes count from 1, as a person would.
 public enum ComposeField: Sendable, Hashable, CustomStringConvertible {
+    /// The From mailbox.
     case from
+    /// A To mailbox, by position.
     case to(Int)
+    /// A Cc mailbox, by position.
     case cc(Int)
+    /// A Bcc mailbox, by position.
     case bcc(Int)
+    /// A Reply-To mailbox, by position.
     case replyTo(Int)
+    /// The subject.
     case subject
+    /// The message's own Message-ID.
     case messageID
+    /// A message ID of In-Reply-To, by position.
     case inReplyTo(Int)
+    /// A message ID of References, by position.
     case references(Int)
     /// An extra header field, by its position in `OutgoingMessage.extraHeaders`.
     case extraHeader(Int)
