@@ -55,10 +55,12 @@ let package = Package(
                 "CCofferSystem", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // BlockingPool: the one NIOThreadPool blocking work runs on (ARCHITECTURE.md, "Concurrency").
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         .target(name: "CofferKeychain", dependencies: [locks, "CofferCrypto"]),
-        .target(name: "CofferKeymaker", dependencies: [locks, "CofferCrypto", "CofferKeychain", "CofferTPM"]),
+        .target(name: "CofferKeymaker", dependencies: [locks, "CofferCrypto", "CofferKeychain"]),
         .target(name: "CofferTesting", dependencies: [locks, "CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
         // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
         .target(name: "CofferHTML"),
@@ -84,7 +86,8 @@ let package = Package(
             dependencies: [
                 locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
-                "CofferNotifyClient", "CofferContent", .product(name: "Logging", package: "swift-log"),
+                "CofferNotifyClient", "CofferContent", "CofferKeymakerTPM",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -132,6 +135,9 @@ let package = Package(
             name: "CofferTPM",
             dependencies: [locks, "CTSS2", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // The Keymaker's TPM: TPMPINBinder and TPMKeySealer, injected by the composition root (CofferApp, the CLI),
+        // so that the Keymaker and everything above it but the app build without libtss2.
+        .target(name: "CofferKeymakerTPM", dependencies: ["CofferCrypto", "CofferKeymaker", "CofferTPM"]),
         // coffer-notify's service: sessions on GRDB, the Hummingbird HTTP API, Dovecot events in, encrypted pushes out.
         .target(
             name: "CofferNotify",
@@ -184,7 +190,7 @@ let package = Package(
                 "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync", "CofferNotifyClient", "CofferPush",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferKeymakerTPM", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
@@ -192,7 +198,8 @@ let package = Package(
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferApp",
                 "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail", "CofferNotify", "CofferPush",
-                .product(name: "Crypto", package: "swift-crypto"), .product(name: "GRDB", package: "GRDB.swift"),
+                "CofferKeymakerTPM", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -263,7 +270,9 @@ let package = Package(
         .testTarget(name: "CofferPushTests", dependencies: ["CofferPush"], exclude: ["oracle.py"]),
         .testTarget(
             name: "CofferTPMTests",
-            dependencies: [locks, "CofferTPM", "CofferKeymaker", "CofferKeychain", "CofferTesting"]
+            dependencies: [
+                locks, "CofferTPM", "CofferKeymaker", "CofferKeymakerTPM", "CofferKeychain", "CofferTesting",
+            ]
         ),
         .testTarget(
             name: "CofferSyncTests",

@@ -1,7 +1,32 @@
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferKeymakerTPM
 import Logging
+
+/// The hardware the composition root hands to each Keymaker (its PIN binder) and to the secure element (its
+/// sealer): this machine's TPM, or none. The Keymaker itself knows no TPM (it builds without libtss2).
+public struct KeymakerHardware: Sendable {
+    /// Where a PIN can be bound (`protect pin --tpm`), or `nil`.
+    public var pinBinder: (any PINBinder)?
+    /// What seals the secure element's key file, or `nil`.
+    public var sealer: (any HardwareSealer)?
+
+    /// The given parts.
+    public init(pinBinder: (any PINBinder)?, sealer: (any HardwareSealer)?) {
+        self.pinBinder = pinBinder
+        self.sealer = sealer
+    }
+
+    /// No hardware: software PINs and a software secure element only.
+    public static let none = KeymakerHardware(pinBinder: nil, sealer: nil)
+
+    /// This machine's TPM: `COFFER_TPM_TCTI` if set, else `/dev/tpmrm0` when it exists, else none. Nothing is
+    /// opened until a call needs the TPM.
+    public static var thisMachine: KeymakerHardware {
+        KeymakerHardware(pinBinder: TPMPINBinder.fromEnvironment(), sealer: TPMKeySealer.fromEnvironment())
+    }
+}
 
 /// What the whole process shares: keychain, clock, device state and identity, secure element, logger, and the
 /// registry of accounts' Keymakers. Classes receive the container and see it only through their `Dependencies`.
@@ -12,6 +37,8 @@ public final class GlobalContainer: Sendable {
     public let storage = FactoryStorage(level: .global)
     /// The Keymaker tunables new Keymakers get.
     public let keymakerConfiguration: Keymaker.Configuration
+    /// The TPM (or none) every Keymaker and the secure element get.
+    public let hardware: KeymakerHardware
     private let baseLogger: Logger
 
     /// A container for the home at `paths`. Nothing is opened until a factory is resolved.
@@ -21,8 +48,16 @@ public final class GlobalContainer: Sendable {
     ///   - logger: The process's logger (libraries accept one; they do not make one).
     ///   - keymakerConfiguration: Tunables for every Keymaker. Without an `onDestroy` action, a destroyed
     ///     MainKey (logout, too many wrong PINs) deletes the account's mail folder, `paths.mail(account)`.
-    public init(paths: AppPaths, logger: Logger, keymakerConfiguration: Keymaker.Configuration = .init()) {
+    ///   - hardware: The TPM the Keymakers bind PINs to and the secure element seals its key with; by default this
+    ///     machine's (``KeymakerHardware/thisMachine``).
+    public init(
+        paths: AppPaths,
+        logger: Logger,
+        keymakerConfiguration: Keymaker.Configuration = .init(),
+        hardware: KeymakerHardware = .thisMachine
+    ) {
         self.paths = paths
+        self.hardware = hardware
         self.baseLogger = logger
         var configuration = keymakerConfiguration
         if configuration.onDestroy == nil {
@@ -48,8 +83,12 @@ public final class GlobalContainer: Sendable {
     /// The software secure element; presence is confirmed through ``PresenceRelay``.
     public var secureElementFactory: Factory<any SecureElement> {
         Factory(storage, scope: .shared) { [self] in
-            try SoftwareSecureElement(folder: paths.secureElement, device: deviceIdentity, presence: PresenceRelay())
-                as any SecureElement
+            try SoftwareSecureElement(
+                folder: paths.secureElement,
+                device: deviceIdentity,
+                presence: PresenceRelay(),
+                sealer: hardware.sealer
+            ) as any SecureElement
         }
     }
 

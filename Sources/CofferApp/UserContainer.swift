@@ -37,6 +37,7 @@ public final class UserContainer: Sendable {
                 keychain: keychain,
                 device: try global.deviceIdentity,
                 secureElement: try global.secureElement,
+                pinBinder: global.hardware.pinBinder,
                 clock: try global.clock,
                 configuration: configuration
             )

@@ -1,7 +1,6 @@
 import CofferCrypto
 import CofferKeychain
 import Crypto
-import Dispatch
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -20,6 +19,11 @@ import Foundation
 ///
 /// Changing or lowering protection, and logging out, take a fresh proof (``UnlockMethod``) by a current strategy,
 /// even while the key is in memory: whoever sits at an unlocked session still needs the PIN to change protection.
+///
+/// Its isolated code runs on its own ``BlockingSerialExecutor``, one job at a time on a thread of ``BlockingPool``:
+/// the keychain calls it makes (`flock`, `fsync`) and a TPM's socket block that thread, never an event loop or the
+/// cooperative pool, and its code stays synchronous between suspension points. A PIN attempt (the cross-process
+/// lock and the KDF) runs on another pool thread, off the actor.
 public actor Keymaker {
     /// Tunables.
     public struct Configuration: Sendable {
@@ -86,6 +90,12 @@ public actor Keymaker {
     /// Wall-clock seconds a PIN attempt must wait after `failures` failures; see ``AttemptGuard/delay(afterFailures:)``.
     public static func delay(afterFailures failures: Int) -> Int { AttemptGuard.delay(afterFailures: failures) }
 
+    /// The executor the actor's code runs on (see the type's documentation).
+    private nonisolated let executor = BlockingSerialExecutor()
+
+    /// The actor's executor: a serial executor over ``BlockingPool``.
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     /// The account this Keymaker serves.
     public nonisolated let account: String
     /// Events: key obtained, key removed (with reason), unlock failed (attempts left), setting fallback.
@@ -118,8 +128,10 @@ public actor Keymaker {
     ///     attempts count across processes.
     ///   - device: The device identity; its pepper goes into the PIN KDF.
     ///   - secureElement: The secure element, if this device has one.
-    ///   - pinBinder: The hardware a PIN can be bound to: by default this machine's TPM (``TPMPINBinder``), if it
-    ///     has one. Nothing reaches it unless a PIN is bound (``activatePIN(_:authorizedBy:element:)``).
+    ///   - pinBinder: The hardware a PIN can be bound to, which the composition root hands in (this machine's TPM,
+    ///     `TPMPINBinder` in CofferKeymakerTPM); `nil` (the default) has no TPM: a TPM-bound PIN is refused with
+    ///     ``KeymakerError/tpmUnavailable``. Nothing reaches it unless a PIN is bound
+    ///     (``activatePIN(_:authorizedBy:element:)``).
     ///   - clock: The clock autolock and the attempt guard use.
     ///   - configuration: Tunables.
     public init(
@@ -127,7 +139,7 @@ public actor Keymaker {
         keychain: any Keychain,
         device: DeviceIdentity,
         secureElement: (any SecureElement)? = nil,
-        pinBinder: (any PINBinder)? = TPMPINBinder.fromEnvironment(),
+        pinBinder: (any PINBinder)? = nil,
         clock: any KeymakerClock = SystemClock(),
         configuration: Configuration = Configuration()
     ) {
@@ -479,7 +491,7 @@ public actor Keymaker {
 
     /// A fresh MainKey from `method`, whether or not one is in memory. A PIN is a counted attempt; reaching the
     /// limit destroys the key.
-    private func authenticate(_ method: UnlockMethod) async throws(KeymakerError) -> MainKey {
+    func authenticate(_ method: UnlockMethod) async throws(KeymakerError) -> MainKey {
         try prepare()
         guard let strategies = try vault.readProtection() else { throw .notSetUp }
         switch method {
@@ -532,9 +544,7 @@ public actor Keymaker {
             binder: pinBinder,
             counterPepper: counterPepper
         )
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<_, Never>) in
-            DispatchQueue.global(qos: .userInitiated).async { continuation.resume(returning: attempt.run(pin)) }
-        }
+        let result = await BlockingPool.run { attempt.run(pin) }
         switch result {
         case .success(.opened(let secret)):
             return MainKey(secret: secret)

@@ -1,6 +1,5 @@
 import CofferCrypto
 import CofferKeychain
-import CofferTPM
 import Crypto
 
 #if canImport(FoundationEssentials)
@@ -17,29 +16,30 @@ import Foundation
 ///
 /// - Warning: Unlike a hardware element, the private key is in this process's memory while it opens a box, and a
 ///   process running as the same user with the device secret can read the key file. It adds a separate file, a
-///   separate folder and a presence check; a TPM 2.0 element will add hardware isolation behind the same protocol.
+///   separate folder and a presence check. Given a ``HardwareSealer`` (this machine's TPM), a new key file holds the
+///   private key sealed by it, which adds hardware binding.
 public struct SoftwareSecureElement: SecureElement {
     static let magic: [UInt8] = [0x43, 0x46, 0x53, 0x45]
     private let folder: String
     private let fileKey: EnvelopeKey
     private let presence: any PresenceAuthenticator
-    private let tpm: String?
+    private let sealer: (any HardwareSealer)?
     private let tpmAuth: SecretBytes
 
     /// Uses the keys in `folder`, creating it with mode 0700.
     ///
-    /// - Parameter tpm: the TCTI configuration of this machine's TPM (by default `COFFER_TPM_TCTI`, else
-    ///   `/dev/tpmrm0` if present). Where a TPM answers, a new key file holds the private key sealed by it (key
-    ///   file v2), so the file alone, even with the device secret, opens nothing.
+    /// - Parameter sealer: This machine's TPM, which the composition root hands in (`TPMKeySealer` in
+    ///   CofferKeymakerTPM); `nil` (the default) keeps keys in software. Where it answers, a new key file holds the
+    ///   private key sealed by it (key file v2), so the file alone, even with the device secret, opens nothing.
     public init(
         folder: String,
         device: DeviceIdentity,
         presence: any PresenceAuthenticator,
-        tpm: String? = TPMContext.defaultConfiguration()
+        sealer: (any HardwareSealer)? = nil
     ) throws(KeymakerError) {
         self.folder = folder
         self.presence = presence
-        self.tpm = tpm
+        self.sealer = sealer
         tpmAuth = device.pepper(label: "secure-element-tpm")
         do {
             fileKey = try EnvelopeKey(device.pepper(label: "software-secure-element"))
@@ -56,7 +56,7 @@ public struct SoftwareSecureElement: SecureElement {
         var raw = Array(key.rawRepresentation)
         defer { for index in raw.indices { raw[index] = 0 } }
         if let sealed = try sealedByTPM(raw) {
-            do { try SecureFile.writeAtomically(Self.magic + [2] + sealed.serialized, to: path(label)) } catch {
+            do { try SecureFile.writeAtomically(Self.magic + [2] + sealed, to: path(label)) } catch {
                 throw .crypto(error)
             }
             return Array(key.publicKey.x963Representation)
@@ -84,7 +84,9 @@ public struct SoftwareSecureElement: SecureElement {
         authenticating aad: [UInt8],
         reason: String
     ) async throws(KeymakerError) -> SecretBytes {
-        guard let key = try privateKey(label) else { throw .secureElementFailed("its key is missing") }
+        // The key file and the TPM are blocking I/O: read on the blocking pool, not on the caller's executor.
+        let stored = try await BlockingPool.run { () throws(KeymakerError) in try privateKey(label) }
+        guard let key = stored else { throw .secureElementFailed("its key is missing") }
         guard await presence.confirmPresence(reason: reason) else { throw .presenceNotConfirmed }
         do {
             var recipient = try HPKE.Recipient(
@@ -132,27 +134,14 @@ public struct SoftwareSecureElement: SecureElement {
 
     /// The private key sealed by the TPM (noDA: its auth value is device-bound, not guessable), or `nil` when no
     /// TPM is configured or none answers (the key file is then v1).
-    private func sealedByTPM(_ raw: [UInt8]) throws(KeymakerError) -> TPMSealedObject? {
-        guard let tpm else { return nil }
-        do {
-            let context = try TPMContext(configuration: tpm)
-            return try context.seal(SecretBytes(copying: raw), authValue: tpmAuth, dictionaryAttackProtected: false)
-        } catch .unavailable {
-            return nil
-        } catch {
-            throw KeymakerError(error)
-        }
+    private func sealedByTPM(_ raw: [UInt8]) throws(KeymakerError) -> [UInt8]? {
+        guard let sealer else { return nil }
+        return try sealer.seal(SecretBytes(copying: raw), authValue: tpmAuth)
     }
 
     private func unsealedByTPM(_ bytes: [UInt8]) throws(KeymakerError) -> P256.KeyAgreement.PrivateKey {
-        guard let tpm else { throw .tpmUnavailable }
-        let raw: SecretBytes
-        do {
-            let sealed = try TPMSealedObject(serialized: bytes)
-            raw = try TPMContext(configuration: tpm).unseal(sealed, authValue: tpmAuth)
-        } catch {
-            throw KeymakerError(error)
-        }
+        guard let sealer else { throw .tpmUnavailable }
+        let raw = try sealer.unseal(bytes, authValue: tpmAuth)
         do {
             return try raw.withUnsafeBytes { try P256.KeyAgreement.PrivateKey(rawRepresentation: $0) }
         } catch {

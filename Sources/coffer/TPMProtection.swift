@@ -1,4 +1,5 @@
 import CofferKeymaker
+import CofferKeymakerTPM
 
 /// The CLI's side of the TPM-bound PIN: whether a TPM answers.
 enum TPMCheck {

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferKeymakerTPM
 import CofferTPM
 import CofferTesting
 import Crypto

@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferKeymakerTPM
 import CofferTPM
 import CofferTesting
 import Foundation
@@ -31,12 +32,12 @@ struct SecureElementTPMTests {
             folder: folder,
             device: device,
             presence: presence,
-            tpm: fixture.tpm.configuration
+            sealer: TPMKeySealer(configuration: fixture.tpm.configuration)
         )
         let keychain = InMemoryKeychain()
         let keymaker = keymaker(element: element, keychain: keychain)
         try await keymaker.createMainKey()
-        let bytes = try await keymaker.key().withUnsafeBytes { Array($0) }
+        let bytes = try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) }
         try await keymaker.activateSecureElement(authorizedBy: .none)
         #expect(await keymaker.secureElementHolder() == "TPM")
         let files = TemporaryDirectory.files(below: folder).filter { $0.hasSuffix(".key") }
@@ -51,7 +52,7 @@ struct SecureElementTPMTests {
         }
         presence.setPresent(true)
         try await keymaker.unlock(.secureElement(reason: "test"))
-        #expect(try await keymaker.key().withUnsafeBytes { Array($0) } == bytes)
+        #expect(try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) } == bytes)
         await keymaker.lock()
 
         // The key file and the device secret copied to another machine (another TPM, or none) open nothing.
@@ -62,7 +63,8 @@ struct SecureElementTPMTests {
         ]
         for (name, tpm, expected) in thieves {
             let copy = "\(root.path)/\(name)"
-            let thief = try SoftwareSecureElement(folder: copy, device: device, presence: presence, tpm: tpm)
+            let sealer = tpm.map(TPMKeySealer.init(configuration:))
+            let thief = try SoftwareSecureElement(folder: copy, device: device, presence: presence, sealer: sealer)
             try FileManager.default.copyItem(
                 atPath: files[0],
                 toPath: "\(copy)/\((files[0] as NSString).lastPathComponent)"
@@ -78,7 +80,7 @@ struct SecureElementTPMTests {
             folder: "\(root.path)/secure-element",
             device: device,
             presence: presence,
-            tpm: nil
+            sealer: nil
         )
         let keymaker = keymaker(element: element, keychain: InMemoryKeychain())
         try await keymaker.createMainKey()
