@@ -205,7 +205,7 @@ public enum AccountPage {
                     request: request,
                     templates: templates,
                     status: status,
-                    message: error.description,
+                    message: error.publicDescription,
                     user: user
                 )
             }

@@ -32,7 +32,8 @@ extension NotifyError: HTTPResponseError {
         case .pushKeyInUse: .conflict
         case .unauthorized, .wrongCredentials: .unauthorized
         case .mailServerUnavailable, .pushServiceUnavailable: .badGateway
-        case .rateLimited: .tooManyRequests
+        case .rateLimited, .tooManyStreams: .tooManyRequests
+        case .tooManySessions: .conflict
         case .sessionNotFound: .notFound
         }
     }
@@ -40,7 +41,7 @@ extension NotifyError: HTTPResponseError {
     /// JSON `{"error":{"message":"…"}}` (Hummingbird's own error shape); 401 for a token carries no body at all.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         if self == .unauthorized { return Response(status: .unauthorized) }
-        return try HTTPError(status, message: description).response(from: request, context: context)
+        return try HTTPError(status, message: publicDescription).response(from: request, context: context)
     }
 }
 

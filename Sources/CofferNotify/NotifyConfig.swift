@@ -115,9 +115,9 @@ public struct NotifyConfig: Codable, Sendable, Equatable {
             )
             return (storage, storage, storage)
         }
-        return (
-            try SQLiteNotifyStorage(path: home.database, masterKey: masterKey),
-            try SQLiteEscrowRecords(path: "\(home.path)/escrow.sqlite"), nil
-        )
+        let storage = try SQLiteNotifyStorage(path: home.database, masterKey: masterKey)
+        let escrow = try SQLiteEscrowRecords(path: "\(home.path)/escrow.sqlite")
+        home.restrictDatabaseFiles()
+        return (storage, escrow, nil)
     }
 }

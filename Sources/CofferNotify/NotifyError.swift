@@ -21,6 +21,10 @@ public enum NotifyError: Error, Sendable, Equatable, CustomStringConvertible {
     case configuration(String)
     /// An RFC 8030 push service could not be reached or refused the push; the sentence says how.
     case pushServiceUnavailable(String)
+    /// The user already has the most live sessions allowed (the number).
+    case tooManySessions(Int)
+    /// The session already has the most streams open at once.
+    case tooManyStreams
 
     /// A sentence for the person reading the log or the HTTP response.
     public var description: String {
@@ -35,6 +39,21 @@ public enum NotifyError: Error, Sendable, Equatable, CustomStringConvertible {
         case .sessionNotFound: "There is no such session."
         case .configuration(let reason): "The configuration is not usable: \(reason)."
         case .pushServiceUnavailable(let reason): "The push service failed: \(reason)."
+        case .tooManySessions(let limit):
+            "This user already has \(limit) active sessions; revoke one (GET /account) before adding another."
+        case .tooManyStreams: "This session already has the most streams open; close one first."
+        }
+    }
+
+    /// The sentence a client is given: ``description`` without what only the operator should read (the mail
+    /// server's or push service's host, port and address, a database's error).
+    public var publicDescription: String {
+        switch self {
+        case .mailServerUnavailable: "The mail server could not check the credentials; try again later."
+        case .storage: "The notification database failed."
+        case .configuration: "The service is not configured for this."
+        case .pushServiceUnavailable: "The push service could not be reached."
+        default: description
         }
     }
 }

@@ -33,6 +33,22 @@ public struct NotifyHome: Sendable {
     /// The SQLite database file.
     public var database: String { "\(path)/notify.sqlite" }
 
+    /// The database files the service writes (`notify.sqlite`, `escrow.sqlite` and their WAL, shared-memory and
+    /// journal files).
+    public var databaseFiles: [String] {
+        ["notify.sqlite", "escrow.sqlite"].flatMap { name in
+            ["", "-wal", "-shm", "-journal"].map { "\(path)/\(name)\($0)" }
+        }
+    }
+
+    /// Makes every existing database file 0600 (files made by an older version, or under a wider umask, were
+    /// 0644); `coffer-notify` also sets its umask to 077, so files made later are private from the start.
+    public func restrictDatabaseFiles() {
+        for file in databaseFiles where FileManager.default.fileExists(atPath: file) {
+            _ = chmod(file, 0o600)
+        }
+    }
+
     /// The master key, made (32 random bytes, 0600) on first use.
     public func masterKey() throws(NotifyError) -> [UInt8] {
         try secret(named: "master.key") { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }

@@ -2,6 +2,7 @@ import CofferPush
 import Crypto
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
 
 /// The service's logic, independent of HTTP: sessions, events in, pending pushes out.
@@ -29,6 +30,15 @@ public struct NotifyService: Sendable {
         /// The wait before the second attempt, doubled for each later one, when the push service names none
         /// (`Retry-After`, honoured up to 60 s).
         public var webPushRetryDelay: Duration = .seconds(1)
+
+        /// Live sessions one user may hold; a registration beyond them is refused (20).
+        public var maximumSessionsPerUser = 20
+        /// Pushes waiting on one session's stream; an event finds a full queue and queues nothing for it (500).
+        public var maximumQueuedPerSession = 500
+        /// Streams (long polls and WebSockets) open at once on one session (4).
+        public var maximumStreamsPerSession = 4
+        /// Web Push deliveries running at once; beyond them a push is left to the stream (256).
+        public var maximumDeliveries = 256
 
         /// Creates settings; only the event secret has no default.
         public init(eventSecret: [UInt8]) { self.eventSecret = eventSecret }
@@ -62,6 +72,8 @@ public struct NotifyService: Sendable {
     public let webhookReplays = WebhookReplayGuard()
     /// Web Push deliveries under way (they run after the event is answered).
     public let deliveries = BackgroundTasks()
+    /// Streams open per session.
+    public let streams = StreamCounter()
 
     /// Creates the service.
     public init(
@@ -103,8 +115,10 @@ public struct NotifyService: Sendable {
         guard (1...1024).contains(password.utf8.count) else {
             throw .invalidRequest("password must be 1 to 1024 bytes")
         }
-        guard (1...100).contains(deviceName.count), !deviceName.contains(where: \.isNewline) else {
-            throw .invalidRequest("deviceName must be 1 to 100 characters on one line")
+        guard DeviceName.isAcceptable(deviceName) else {
+            throw .invalidRequest(
+                "deviceName must be 1 to 100 characters and at most 200 bytes, without control or direction characters"
+            )
         }
         do {
             _ = try WebPush.Subscription(publicKey: pushPublicKey, authSecret: pushAuthSecret)
@@ -121,6 +135,11 @@ public struct NotifyService: Sendable {
         let user = MailUser.canonical(user)
         try await logIn(user: user, password: password, client: clientAddress)
         let date = now()
+        let live = try await storage.sessions(user: user).filter { $0.isLive(at: date) }.count
+        guard live < settings.maximumSessionsPerUser else {
+            logger.notice("registration refused: the user has the most live sessions")
+            throw .tooManySessions(settings.maximumSessionsPerUser)
+        }
         let token = SessionToken()
         let session = NotifySession(
             id: UUID().uuidString.lowercased(),
@@ -157,6 +176,10 @@ public struct NotifyService: Sendable {
         } catch .wrongCredentials {
             await throttle.failed(user: user, client: client)
             throw .wrongCredentials
+        } catch {
+            // The reason may name the mail server's host, port and address: for the log, not for the client.
+            logger.warning("login not checked: \(error)")
+            throw error
         }
         await throttle.succeeded(user: user, client: client)
     }
@@ -255,6 +278,13 @@ public struct NotifyService: Sendable {
         let date = now()
         var queue: [(message: PendingMessage, endpoint: String?)] = []
         for session in try await storage.sessions(user: MailUser.canonical(event.user)) where session.isLive(at: date) {
+            // A session that fetches nothing does not grow its queue without end.
+            guard try await storage.pendingCount(sessionID: session.id, now: date) < settings.maximumQueuedPerSession
+            else {
+                logger.notice("push not queued: the session's queue is full", metadata: ["session": "\(session.id)"])
+                metrics.push("failed")
+                continue
+            }
             var message = PushMessage(event: event)
             var expires = date.addingTimeInterval(settings.messageLifetime)
             // The session's escrowed FastSync key, while unexpired; the push (and its Web Push TTL) ends with it.
@@ -292,7 +322,13 @@ public struct NotifyService: Sendable {
             await signal.wake(sessionID: pending.sessionID)
             metrics.push("queued")
             if let endpoint, let webPush {
-                await deliveries.start { await deliver(pending, to: endpoint, with: webPush) }
+                let started = await deliveries.start(limit: settings.maximumDeliveries) {
+                    await deliver(pending, to: endpoint, with: webPush)
+                }
+                if !started {
+                    metrics.webPush("failed")
+                    logger.notice("too many deliveries under way; the push waits on the stream")
+                }
             }
         }
         logger.info("event handled", metadata: ["queued": "\(queue.count)"])
@@ -363,6 +399,11 @@ public struct NotifyService: Sendable {
 
     /// The session's pending messages; when there are none, waits up to `wait` for one.
     public func pending(for session: NotifySession, wait: Duration) async throws(NotifyError) -> [PendingMessage] {
+        guard wait > .zero else {
+            return try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
+        }
+        guard streams.enter(session.id, limit: settings.maximumStreamsPerSession) else { throw .tooManyStreams }
+        defer { streams.leave(session.id) }
         let seen = await signal.generation(sessionID: session.id)
         let first = try await storage.pending(sessionID: session.id, now: now(), limit: settings.streamBatch)
         guard first.isEmpty, wait > .zero else { return first }
@@ -415,14 +456,20 @@ public actor BackgroundTasks {
     /// Creates an empty set.
     public init() {}
 
-    /// Starts `body` on its own task.
-    public func start(_ body: @escaping @Sendable () async -> Void) {
+    /// Tasks running now.
+    public var count: Int { tasks.count }
+
+    /// Starts `body` on its own task unless `limit` tasks are running; returns whether it started.
+    @discardableResult
+    public func start(limit: Int = .max, _ body: @escaping @Sendable () async -> Void) -> Bool {
+        guard tasks.count < limit else { return false }
+        defer { next += 1 }
         let id = next
-        next += 1
         tasks[id] = Task {
             await body()
             self.finished(id)
         }
+        return true
     }
 
     private func finished(_ id: Int) { tasks[id] = nil }
@@ -433,5 +480,78 @@ public actor BackgroundTasks {
             await task.value
             tasks[id] = nil
         }
+    }
+}
+
+/// Streams (long polls, WebSockets) open per session, so that one token cannot hold hundreds.
+public final class StreamCounter: Sendable {
+    private let open = NIOLockedValueBox([String: Int]())
+
+    /// Creates an empty counter.
+    public init() {}
+
+    /// Counts one more stream of `sessionID`; false (nothing counted) when it has `limit`.
+    public func enter(_ sessionID: String, limit: Int) -> Bool {
+        open.withLockedValue { open in
+            let current = open[sessionID, default: 0]
+            guard current < limit else { return false }
+            open[sessionID] = current + 1
+            return true
+        }
+    }
+
+    /// Counts one stream of `sessionID` ended.
+    public func leave(_ sessionID: String) {
+        open.withLockedValue { open in
+            let remaining = open[sessionID, default: 0] - 1
+            open[sessionID] = remaining > 0 ? remaining : nil
+        }
+    }
+}
+
+/// The rules for a device name.
+public enum DeviceName {
+    /// 1 to 100 characters and at most 200 UTF-8 bytes, with no control (Cc), format (Cf: the direction marks and
+    /// isolates among them), line or paragraph separator, or private-use character.
+    public static func isAcceptable(_ name: String) -> Bool {
+        guard (1...100).contains(name.count), name.utf8.count <= 200 else { return false }
+        return name.unicodeScalars.allSatisfy { scalar in
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned: false
+            default: true
+            }
+        }
+    }
+}
+
+/// Text from users (device names, user names) made safe for a terminal: every control, format (direction marks
+/// among them), separator, private-use or unassigned character becomes `\u{HEX}`, and a backslash `\\`, so that
+/// no escape sequence, OSC title or bidi override reaches the operator's terminal and the output stays one line.
+public enum TerminalText {
+    /// The escaped form of `text`.
+    public static func escaped(_ text: String) -> String {
+        var result = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned:
+                result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default:
+                if scalar == "\\" { result += "\\\\" } else { result.unicodeScalars.append(scalar) }
+            }
+        }
+        return result
+    }
+}
+
+/// What `serve --host` may listen on without TLS.
+public enum ListenAddress {
+    /// Whether `host` is a loopback address: `localhost`, an IPv4 address in 127.0.0.0/8, `::1`, or an IPv4-mapped
+    /// form of a 127/8 address. Judged on the parsed address, never on a prefix of the text (`127.evil.example` is
+    /// a host name, not loopback).
+    public static func isLoopback(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" { return true }
+        guard let bytes = CIDR.parse(host) else { return false }
+        if bytes.count == 4 { return bytes[0] == 127 }
+        return bytes == Array(repeating: 0, count: 15) + [1]
     }
 }

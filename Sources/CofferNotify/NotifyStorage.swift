@@ -33,6 +33,8 @@ public protocol NotifyStorage: Sendable {
     func enqueue(_ messages: [PendingMessage]) async throws(NotifyError)
     /// The session's unexpired pending messages, oldest first, at most `limit`.
     func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage]
+    /// How many unexpired messages wait on the session's stream.
+    func pendingCount(sessionID: String, now: Date) async throws(NotifyError) -> Int
     /// Deletes the session's messages with these ids; returns how many were deleted.
     func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int
     /// How many sessions are neither revoked nor expired at `now` (the metrics gauge).

@@ -406,6 +406,22 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
         }
     }
 
+    /// See ``NotifyStorage/pendingCount(sessionID:now:)``.
+    public func pendingCount(sessionID: String, now: Date) async throws(NotifyError) -> Int {
+        try await run("read") {
+            let rows = try await client.query(
+                """
+                SELECT COUNT(*) FROM pending_message
+                WHERE session_id = \(sessionID) AND expires > \(now.timeIntervalSince1970)
+                """,
+                logger: logger
+            )
+            var total = 0
+            for try await value in rows.decode(Int64.self) { total = Int(value) }
+            return total
+        }
+    }
+
     /// See ``NotifyStorage/deleteKeyPushes(sessionID:)``.
     public func deleteKeyPushes(sessionID: String) async throws(NotifyError) -> Int {
         try await count { "DELETE FROM pending_message WHERE session_id = \(sessionID) AND holds_key RETURNING id" }

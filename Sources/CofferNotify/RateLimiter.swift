@@ -8,6 +8,7 @@ public actor RateLimiter {
     public let window: TimeInterval
     private let now: @Sendable () -> Date
     private var windows: [String: (start: Date, count: Int)] = [:]
+    private var lastPrune = Date.distantPast
 
     /// Creates a limiter allowing `limit` attempts per key per `window` seconds.
     public init(limit: Int, window: TimeInterval, now: @escaping @Sendable () -> Date = { Date() }) {
@@ -19,7 +20,11 @@ public actor RateLimiter {
     /// Counts one attempt for every key; true when none of them is over the limit.
     public func allow(_ keys: [String]) -> Bool {
         let date = now()
-        if windows.count > 100_000 { windows = windows.filter { date.timeIntervalSince($0.value.start) < window } }
+        // Spent windows are dropped at most once a window, not on every call once the table is large.
+        if windows.count > 100_000, date.timeIntervalSince(lastPrune) >= window {
+            lastPrune = date
+            windows = windows.filter { date.timeIntervalSince($0.value.start) < window }
+        }
         var allowed = true
         for key in keys {
             var entry = windows[key] ?? (date, 0)

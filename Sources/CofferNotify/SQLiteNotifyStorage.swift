@@ -360,6 +360,17 @@ public final class SQLiteNotifyStorage: NotifyStorage {
         }
     }
 
+    /// See ``NotifyStorage/pendingCount(sessionID:now:)``.
+    public func pendingCount(sessionID: String, now: Date) async throws(NotifyError) -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM pending_message WHERE session_id = ? AND expires > ?",
+                arguments: [sessionID, now.timeIntervalSince1970]
+            ) ?? 0
+        }
+    }
+
     /// See ``NotifyStorage/ack(sessionID:ids:)``.
     public func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int {
         try await write { db in

@@ -33,6 +33,11 @@ extension NotifyAPI {
             },
             onUpgrade: { inbound, outbound, context in
                 guard let session = try? await session(context.request, service) else { return }
+                // At most ``NotifyService/Settings/maximumStreamsPerSession`` streams per session, long polls included.
+                guard service.streams.enter(session.id, limit: service.settings.maximumStreamsPerSession) else {
+                    return
+                }
+                defer { service.streams.leave(session.id) }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await message in inbound.messages(maxSize: 64 * 1024) {

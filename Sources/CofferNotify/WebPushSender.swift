@@ -21,6 +21,22 @@ public struct WebPushSender: Sendable {
         self.policy = policy
     }
 
+    /// The request target (path and query) of `url` exactly as encoded in it: `%0D%0A` stays three-character
+    /// escapes and never becomes a line break in the request. Anything that is not visible ASCII is refused.
+    ///
+    /// - Throws: `NotifyError.invalidRequest` for a target with a control character, a space or non-ASCII.
+    public static func requestTarget(of url: URL) throws(NotifyError) -> String {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            throw .invalidRequest("the push endpoint is not a URL")
+        }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        let target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+        guard target.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            throw .invalidRequest("the push endpoint's path holds a character a request line cannot carry")
+        }
+        return target
+    }
+
     /// Posts one body; returns the push service's HTTP status (201 means accepted) and its `Retry-After` seconds.
     ///
     /// - Throws: `NotifyError.invalidRequest` when the endpoint breaks the URL rules, `.pushServiceUnavailable` when
@@ -41,7 +57,7 @@ public struct WebPushSender: Sendable {
         } catch {
             throw .invalidRequest("the push endpoint has no origin for VAPID")
         }
-        let path = PinnedHTTP.target(of: resolved.url)
+        let path = try Self.requestTarget(of: resolved.url)
         var headers = HTTPHeaders()
         headers.add(name: "TTL", value: String(max(0, ttl)))
         headers.add(name: "Urgency", value: urgency)

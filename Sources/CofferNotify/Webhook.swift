@@ -85,13 +85,18 @@ public enum Webhook {
 /// Remembers the webhook signatures accepted within the timestamp window, so each is accepted once per instance.
 public actor WebhookReplayGuard {
     private var seen: [String: Int64] = [:]
+    private var lastPrune = Int64.min
 
     /// Creates an empty guard.
     public init() {}
 
-    /// Records `signature` (valid until `timestamp` + the window); false when it was already recorded.
+    /// Records `signature` (valid until `timestamp` + the window); false when it was already recorded. Spent
+    /// entries are dropped at most once a second, not on every call once the table is large.
     public func accept(_ signature: String, timestamp: Int64, now: Int64) -> Bool {
-        if seen.count > 10_000 { seen = seen.filter { $0.value > now } }
+        if seen.count > 10_000, now > lastPrune {
+            lastPrune = now
+            seen = seen.filter { $0.value > now }
+        }
         if let until = seen[signature], until > now { return false }
         seen[signature] = timestamp + Webhook.window
         return true

@@ -35,6 +35,8 @@ struct HomeOptions: ParsableArguments {
     ) async throws -> (
         home: NotifyHome, storage: any NotifyStorage, escrow: FastSyncEscrow, postgres: PostgresNotifyStorage?
     ) {
+        // Every file the service makes (databases, their WAL and shared memory, secrets) is 0600.
+        umask(0o077)
         let home = try NotifyHome(explicit: dataDir)
         let config = try config.map { path throws(NotifyError) in try NotifyConfig.load(path: path) } ?? NotifyConfig()
         let (storage, records, postgres) = try await config.openStorage(home: home, logger: logger)
@@ -125,9 +127,7 @@ struct Serve: AsyncParsableCommand {
         }
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
-    }
+    static func isLoopback(_ host: String) -> Bool { ListenAddress.isLoopback(host) }
 
     /// The server's TLS settings from --tls-cert and --tls-key, or nil for plain HTTP.
     func tlsConfiguration() throws -> TLSConfiguration? {
@@ -290,15 +290,21 @@ struct Sessions: AsyncParsableCommand {
         func run() async throws {
             let storage = try await home.open(logger: Logger(label: "coffer-notify")).storage
             let all =
-                if let user { try await storage.sessions(user: user) } else { try await storage.allSessions() }
+                if let user {
+                    try await storage.sessions(user: MailUser.canonical(user))
+                } else {
+                    try await storage.allSessions()
+                }
             let format = ISO8601DateFormatter()
             print("id\tuser\tdevice\tcreated\tlast seen\texpires\tstate")
             let now = Date()
             for session in all {
                 let state = session.revoked ? "revoked" : session.isLive(at: now) ? "live" : "expired"
+                // Names come from users: escaped, so that no escape sequence or tab reaches the terminal.
                 print(
                     [
-                        session.id, session.user, session.deviceName, format.string(from: session.created),
+                        TerminalText.escaped(session.id), TerminalText.escaped(session.user),
+                        TerminalText.escaped(session.deviceName), format.string(from: session.created),
                         format.string(from: session.lastSeen), format.string(from: session.expires), state,
                     ].joined(separator: "\t")
                 )

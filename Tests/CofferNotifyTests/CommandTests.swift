@@ -76,10 +76,16 @@ enum NotifyBinary {
                 #"{"user":"a","password":"p","deviceName":"d","pushPublicKey":"\#(Base64URL.encode(WebPush.UserAgentKeys().subscription.publicKeyBytes))","pushAuthSecret":"AAAAAAAAAAAAAAAAAAAAAA"}"#
         )
         #expect(status == 502)
-        #expect(body.contains("no IMAP server is configured"))
+        // A fixed sentence for the client; the reason (no --imap) is in the log.
+        #expect(body.contains("The mail server could not check the credentials"))
         #expect(try await request("\(base)/v1/sessions").0 == 401)
         let folder = root.appendingPathComponent("coffer-notify").path
-        for (file, mode) in [("", 0o700), ("/master.key", 0o600), ("/event-secret", 0o600)] {
+        // Every file the service writes is 0600: the databases with their WAL and shared memory too (issue 24,
+        // finding 10: they were 0644).
+        for (file, mode) in [
+            ("", 0o700), ("/master.key", 0o600), ("/event-secret", 0o600), ("/notify.sqlite", 0o600),
+            ("/notify.sqlite-wal", 0o600), ("/notify.sqlite-shm", 0o600), ("/escrow.sqlite", 0o600),
+        ] {
             let attributes = try FileManager.default.attributesOfItem(atPath: folder + file)
             #expect((attributes[.posixPermissions] as? Int) == mode, "\(file)")
         }
@@ -173,5 +179,75 @@ enum NotifyBinary {
         )
         #expect(unknown.code != 0)
         #expect(unknown.output.contains("There is no session nope."))
+    }
+
+    @Test func databaseFilesMadeWiderAreMadePrivateAtOpen() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let home = try NotifyHome(explicit: root.path)
+        _ = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
+        _ = try SQLiteEscrowRecords(path: root.appendingPathComponent("escrow.sqlite").path)
+        for name in ["notify.sqlite", "escrow.sqlite"] {
+            try FileManager.default.setAttributes(
+                [.posixPermissions: 0o644],
+                ofItemAtPath: root.appendingPathComponent(name).path
+            )
+        }
+        let list = try NotifyBinary.run(
+            ["sessions", "list", "--data-dir", root.path],
+            environment: ["HOME": root.path]
+        )
+        #expect(list.code == 0)
+        for name in ["notify.sqlite", "escrow.sqlite"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: root.appendingPathComponent(name).path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(name)")
+        }
+    }
+
+    @Test func sessionsListEscapesWhatUsersWrote() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let home = try NotifyHome(explicit: root.path)
+        let storage = try SQLiteNotifyStorage(path: home.database, masterKey: try home.masterKey())
+        let date = Date()
+        // Stored straight (a row from before device names were checked): clear screen, a window title, a tab and a
+        // direction override.
+        try await storage.createSession(
+            NotifySession(
+                id: "s-hostile",
+                user: "alice",
+                deviceName: "\u{1B}[2J\u{1B}]0;owned\u{07}\tx\u{202E}gnp",
+                tokenHash: SessionToken().hash,
+                created: date,
+                lastSeen: date,
+                expires: date + 3600,
+                pushPublicKey: WebPush.UserAgentKeys().subscription.publicKeyBytes,
+                pushAuthSecret: Array(repeating: 1, count: 16)
+            )
+        )
+        let list = try NotifyBinary.run(
+            ["sessions", "list", "--data-dir", root.path],
+            environment: ["HOME": root.path]
+        )
+        #expect(list.code == 0)
+        let line = try #require(list.output.split(separator: "\n").first { $0.hasPrefix("s-hostile") })
+        #expect(!line.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{07}" || $0 == "\u{202E}" })
+        #expect(line.contains(#"\u{1B}[2J\u{1B}]0;owned\u{7}\u{9}x\u{202E}gnp"#))
+        // Seven columns, whatever the name held.
+        #expect(line.split(separator: "\t", omittingEmptySubsequences: false).count == 7)
+    }
+
+    @Test func plainHTTPRefusesAHostNameThatOnlyStartsLikeLoopback() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let run = try NotifyBinary.run(
+            ["serve", "--host", "127.0.0.1.nip.io", "--port", "0", "--data-dir", root.path],
+            environment: ["HOME": root.path]
+        )
+        #expect(run.code != 0)
+        #expect(run.output.contains("listens only on a loopback"))
     }
 }
