@@ -318,8 +318,18 @@ enum HeaderEncoding {
         }
         // A fresh continuation line holds a full-size word; start one when too little room is left.
         field.foldIfNeeded(for: encodedWordOverhead + 16, after: separator)
-        for scalar in text.unicodeScalars {
-            let encoded = Array(String(scalar).utf8)
+        // Words end between characters (a letter and its combining marks stay together), or between scalars of a
+        // character too long for one word.
+        var units: [[UInt8]] = []
+        for character in text {
+            let encoded = Array(String(character).utf8)
+            if encodedLength(encoded) <= encodedWordLimit {
+                units.append(encoded)
+            } else {
+                units += character.unicodeScalars.map { Array(String($0).utf8) }
+            }
+        }
+        for encoded in units {
             if !pending.isEmpty && encodedLength(pending + encoded) > budget() {
                 // Split after the last space when there is one, keeping the space inside the first word: decoders
                 // that follow RFC 2047 drop the whitespace between words, and those that keep it (Python's and
@@ -416,7 +426,8 @@ enum HeaderEncoding {
         var name: String?
         if let raw = address.name {
             try check(raw, field)
-            let cleaned = trimmed(raw)
+            // A tab in a name is written as a space: Python's address parser drops it even from an encoded word.
+            let cleaned = trimmed(raw.replacingOccurrences(of: "\t", with: " "))
             name = cleaned.isEmpty ? nil : cleaned
         }
         return Mailbox(name: name, spec: spec)
@@ -463,15 +474,15 @@ enum HeaderEncoding {
 
     // MARK: Parameters
 
-    /// Writes `; name=value` for a MIME parameter: a token or quoted string when the value is printable ASCII and
-    /// fits a line, else RFC 2231 percent-encoded UTF-8, split into numbered sections when long. Sections end on
+    /// Writes `; name=value` for a MIME parameter: a quoted string when the value is printable ASCII and fits a
+    /// line, else RFC 2231 percent-encoded UTF-8, split into numbered sections when long. Sections end on
     /// character boundaries.
     static func appendParameter(_ name: String, _ value: String, to field: inout Field) {
         field.glue(";")
         let printable = value.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F }
         if printable && !value.isEmpty && !value.contains("=?") {
-            let isToken = value.unicodeScalars.allSatisfy(isTokenCharacter)
-            let written = name + "=" + (isToken ? value : quoted(value))
+            // Always quoted: Python's parser misreads a token holding `'` (RFC 2231's delimiter).
+            let written = name + "=" + quoted(value)
             if written.utf8.count <= lineLimit - 2 {
                 field.append(written, after: " ", reserve: 1)
                 return

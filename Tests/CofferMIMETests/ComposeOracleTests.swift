@@ -80,6 +80,41 @@ private struct PythonView: Codable {
         }
     }
 
+    /// 150 seeded random messages (ComposeShapes.random): Python reads each with no defect and the same fields.
+    /// Display names are compared without spaces, since a long one may be cut inside a word (docs/COMPOSE.md).
+    @Test func pythonReadsRandomMessagesCofferWrites() throws {
+        let folder = try TemporaryFolder()
+        var expected: [String: ComposedView] = [:]
+        for (name, shape) in ComposeShapes.random(count: 150, seed: 2026) {
+            let result = try MessageWriter.bytes(of: shape)
+            _ = try folder.file("\(name).eml", result.bytes)
+            expected["\(name).eml"] = try ComposeShapes.expected(shape, messageID: result.messageID)
+            let parsed = try MIMEParser.parse(result.bytes)
+            let differences = ComposeShapes.differences(
+                ComposeShapes.withoutNameSpaces(try #require(expected["\(name).eml"])),
+                ComposeShapes.withoutNameSpaces(ComposeShapes.view(parsed))
+            )
+            #expect(differences.isEmpty, "CofferMIME, \(name):\n\(differences.joined(separator: "\n"))")
+        }
+        let output = (folder.path as NSString).appendingPathComponent("python.json")
+        let run = try PythonScripts.run("compose_oracle.py", ["read", folder.path, output])
+        try #require(run.status == 0, "compose_oracle.py failed: \(run.stderr)")
+        let python = try JSONDecoder().decode(
+            [String: PythonView].self,
+            from: Data(contentsOf: URL(fileURLWithPath: output))
+        )
+        #expect(python.count == expected.count)
+        for (file, want) in expected.sorted(by: { $0.key < $1.key }) {
+            let seen = try #require(python[file], "Python did not read \(file)")
+            #expect(seen.defects.isEmpty, "\(file): Python found defects \(seen.defects)")
+            let differences = ComposeShapes.differences(
+                ComposeShapes.withoutNameSpaces(want),
+                ComposeShapes.withoutNameSpaces(seen.view)
+            )
+            #expect(differences.isEmpty, "Python, \(file):\n\(differences.joined(separator: "\n"))")
+        }
+    }
+
     @Test func cofferReadsWhatPythonWrites() throws {
         let folder = try TemporaryFolder()
         let specs = try ComposeShapes.all.map { try ComposeShapes.spec($0.name, $0.message) }

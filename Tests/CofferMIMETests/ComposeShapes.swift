@@ -164,6 +164,59 @@ enum ComposeShapes {
         return shapes
     }()
 
+    /// Pieces of text that make headers and bodies hard to write: scripts, emoji, combining marks, quotes,
+    /// backslashes, commas, look-alike encoded words, long words, tabs and runs of spaces.
+    static let pieces: [String] = [
+        "Hello", "world", "Grüße", "Köln", "Ærøskøbing", "Straße", "Привет", "мир", "会議", "の議事録", "안녕하세요",
+        "שלום", "مرحبا", "नमस्ते", "🎉", "👩‍👩‍👧", "e\u{301}", "\"", "\\", ",", ";", ":", "(x)", "<y>", "[z]", "@", "=?",
+        "?=", "=?utf-8?q?x?=", "_", "=", "%", "'", ".", "-", "--=_", "From", "a\tb", "  ", "\t",
+        String(repeating: "x", count: 90), String(repeating: "ü", count: 50), "Re:", "Fwd:",
+    ]
+
+    /// Seeded random messages built from `pieces`, for the round trips beside the fixed shapes.
+    static func random(count: Int, seed: UInt64) -> [(name: String, message: OutgoingMessage)] {
+        var generator = SplitMix(seed: seed)
+        func text(_ words: ClosedRange<Int>) -> String {
+            (0..<Int.random(in: words, using: &generator)).map { _ in
+                pieces.randomElement(using: &generator)!
+            }.joined(separator: Bool.random(using: &generator) ? " " : "")
+        }
+        func name() -> String? { Int.random(in: 0..<4, using: &generator) == 0 ? nil : text(1...6) }
+        func mailboxes(_ count: ClosedRange<Int>, _ prefix: String) -> [MailAddress] {
+            (0..<Int.random(in: count, using: &generator)).map {
+                address(name(), "\(prefix)\($0)@example.com")
+            }
+        }
+        return (0..<count).map { index in
+            var message = OutgoingMessage(
+                from: address(name(), "from@example.com"),
+                to: mailboxes(0...4, "to"),
+                cc: mailboxes(0...3, "cc"),
+                bcc: mailboxes(0...2, "bcc"),
+                replyTo: mailboxes(0...1, "reply"),
+                subject: text(0...12),
+                inReplyTo: index % 3 == 0 ? ["parent\(index)@example.com"] : [],
+                references: (0..<Int.random(in: 0...6, using: &generator)).map { "r\($0).\(index)@example.com" },
+                extraHeaders: index % 4 == 0 ? [OutgoingHeader(name: "X-Random", value: text(1...8))] : [],
+                text: (0..<Int.random(in: 0...8, using: &generator)).map { _ in text(0...20) }.joined(separator: "\n"),
+                html: Bool.random(using: &generator) ? "<p>" + text(1...10) + "</p>" : nil,
+                date: date.addingTimeInterval(Double(index) * 86_399),
+                messageID: "random\(index)@example.com"
+            )
+            message.attachments = (0..<Int.random(in: 0...3, using: &generator)).map { number in
+                let filename = Int.random(in: 0..<5, using: &generator) == 0 ? nil : text(1...4) + ".bin"
+                return OutgoingAttachment(
+                    filename: filename?.replacingOccurrences(of: "=?", with: "="),
+                    contentType: ["application/octet-stream", "image/png", "text/plain"].randomElement(
+                        using: &generator
+                    )!,
+                    bytes: bytes(Int.random(in: 0...5000, using: &generator), seed: seed &+ UInt64(index * 10 + number))
+                )
+            }
+            return ("random-\(index)", message)
+        }
+    }
+
     /// The attachment's bytes, read through its chunk reader.
     static func attachmentBytes(_ attachment: OutgoingAttachment) throws -> [UInt8] {
         var reader = try attachment.open()
@@ -182,7 +235,12 @@ enum ComposeShapes {
     /// breaks and a final one, Bcc absent.
     static func expected(_ message: OutgoingMessage, messageID: String) throws -> ComposedView {
         func list(_ addresses: [MailAddress]) -> [[String]] {
-            addresses.map { [($0.name ?? "").trimmingCharacters(in: .whitespaces), $0.address] }
+            addresses.map {
+                [
+                    ($0.name ?? "").replacingOccurrences(of: "\t", with: " ").trimmingCharacters(in: .whitespaces),
+                    $0.address,
+                ]
+            }
         }
         func body(_ text: String) -> String {
             let normalized = lf(text)
@@ -203,7 +261,9 @@ enum ComposeShapes {
             html: message.html.map(body),
             attachments: try message.attachments.map {
                 ComposedAttachment(
-                    filename: $0.filename,
+                    filename: $0.filename.map { $0.trimmingCharacters(in: .whitespaces) }.flatMap {
+                        $0.isEmpty ? nil : $0
+                    },
                     type: $0.contentType,
                     data: Data(try attachmentBytes($0)).base64EncodedString()
                 )
@@ -281,6 +341,17 @@ enum ComposeShapes {
         addresses.map { pair in
             [pair[0].split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")] + pair.dropFirst()
         }
+    }
+
+    /// The view with the spaces of display names removed: for names that may be cut inside a word (see `collapsed`).
+    static func withoutNameSpaces(_ view: ComposedView) -> ComposedView {
+        var result = view
+        for list in [\ComposedView.from, \.to, \.cc, \.replyTo] {
+            result[keyPath: list] = result[keyPath: list].map { pair in
+                [String(String.UnicodeScalarView(pair[0].unicodeScalars.filter { $0 != " " }))] + pair.dropFirst()
+            }
+        }
+        return result
     }
 
     /// Differences between two views, one line per field, for test failure messages.

@@ -110,7 +110,7 @@ import Testing
         let parsed = try MIMEParser.parse(bytes)
         #expect(parsed.subject == "one\ttwo")
         #expect(parsed.header("X-Tab")?.value == "a\tb")
-        #expect(parsed.from.first?.name == "A\tB")
+        #expect(parsed.from.first?.name == "A B")
         #expect(
             parsed.headers.map(\.name) == [
                 "Date", "From", "To", "Subject", "Message-ID", "X-Tab", "MIME-Version", "Content-Type",
