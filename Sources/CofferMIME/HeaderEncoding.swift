@@ -355,34 +355,35 @@ enum HeaderEncoding {
 
     // MARK: Unstructured text
 
-    private enum Piece {
-        case plain(space: String, word: String)
-        case encoded(space: String, text: String)
-    }
-
     /// Writes unstructured text (RFC 5322 section 3.2.5), trimmed: ASCII words as they are, runs of words that are
     /// not ASCII, look like encoded words, or are too long for a line as RFC 2047 encoded words (with the spaces
     /// between them inside the words, since decoders drop spaces between encoded words).
     static func appendUnstructured(_ text: String, to field: inout Field) {
-        var pieces: [Piece] = []
-        var space = ""
+        var space = " "
         var word = String.UnicodeScalarView()
-        var isFirst = true
+        // The run of words being gathered into encoded words: the space before it and its text.
+        var run: (space: String, text: String)?
+        func flushRun() {
+            if let (before, text) = run {
+                appendEncodedWords(text, after: before, to: &field)
+                run = nil
+            }
+        }
         func finishWord() {
             guard !word.isEmpty else {
                 return
             }
             let text = String(word)
-            let lead = isFirst ? " " : space
-            isFirst = false
             if needsEncoding(text) {
-                if case .encoded(let previousSpace, let previous)? = pieces.last {
-                    pieces[pieces.count - 1] = .encoded(space: previousSpace, text: previous + space + text)
+                if run != nil {
+                    run!.text += space
+                    run!.text += text
                 } else {
-                    pieces.append(.encoded(space: lead, text: text))
+                    run = (space, text)
                 }
             } else {
-                pieces.append(.plain(space: lead, word: text))
+                flushRun()
+                field.append(text, after: space)
             }
             space = ""
             word = String.UnicodeScalarView()
@@ -396,14 +397,7 @@ enum HeaderEncoding {
             }
         }
         finishWord()
-        for piece in pieces {
-            switch piece {
-            case .plain(let space, let word):
-                field.append(word, after: space)
-            case .encoded(let space, let text):
-                appendEncodedWords(text, after: space, to: &field)
-            }
-        }
+        flushRun()
     }
 
     /// Whether a word of unstructured text must be encoded: not printable ASCII, containing `=?` (a decoder would

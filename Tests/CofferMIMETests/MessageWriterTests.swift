@@ -395,6 +395,22 @@ private func checkShape(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sou
         #expect(first.handedOut >= 10 << 20 && second.handedOut >= 10 << 20)
     }
 
+    @Test func hugeHeaderTextIsWrittenAndReadBack() throws {
+        // 50,000 words needing encoding in one run (a reply to a hostile subject): every word comes back.
+        let subject = Array(repeating: "ü", count: 50_000).joined(separator: " ")
+        let name = String(repeating: "é", count: 20_000)
+        let output = try written(
+            message {
+                $0.subject = subject
+                $0.to = [MailAddress(name: name, address: "x@example.com")]
+            }
+        )
+        checkShape(output)
+        let parsed = try MIMEParser.parse(output)
+        #expect(parsed.subject == subject)
+        #expect(parsed.to.first?.name?.filter { $0 != " " } == name)
+    }
+
     @Test func sinkReceivesTheSameBytes() throws {
         let shape = try #require(ComposeShapes.all.first { $0.name == "everything" }?.message)
         var collected: [UInt8] = []
