@@ -209,7 +209,7 @@ enum HeaderEncoding {
     struct Field {
         private(set) var bytes: [UInt8]
         private(set) var column: Int
-        /// Whether the current line holds a token after the field name, so folding before the next one helps.
+        /// Whether the current line holds a token after the field name.
         private var lineHasToken = false
 
         init(name: String) {
@@ -224,7 +224,7 @@ enum HeaderEncoding {
         /// keeps room for characters glued on after the token (such as a parameter's `;`).
         mutating func append(_ token: String, after space: String, reserve: Int = 0) {
             let length = token.utf8.count
-            if !space.isEmpty && lineHasToken && length + reserve > room(after: space) {
+            if !space.isEmpty && shouldFold(for: length + reserve, after: space) {
                 fold()
             }
             bytes += space.utf8
@@ -246,11 +246,20 @@ enum HeaderEncoding {
             lineHasToken = false
         }
 
-        /// Forces the next token onto a fresh line unless this one is empty.
+        /// Starts a continuation line when `length` characters after `space` do not fit this one.
         mutating func foldIfNeeded(for length: Int, after space: String) {
-            if lineHasToken && length > room(after: space) {
+            if shouldFold(for: length, after: space) {
                 fold()
             }
+        }
+
+        /// Whether `length` characters after `space` go on a fresh line: when they do not fit this one, and either
+        /// the line holds a token already or they fit a fresh line (after a long field name alone).
+        private func shouldFold(for length: Int, after space: String) -> Bool {
+            guard length > room(after: space) else {
+                return false
+            }
+            return lineHasToken || (column > 0 && length <= HeaderEncoding.lineLimit - space.utf8.count)
         }
 
         /// The finished field with its CRLF.

@@ -395,6 +395,20 @@ private func checkShape(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sou
         #expect(first.handedOut >= 10 << 20 && second.handedOut >= 10 << 20)
     }
 
+    @Test func aLongFieldNameStillFoldsItsValue() throws {
+        let name = "X-" + String(repeating: "N", count: 74)
+        let output = try written(
+            message {
+                $0.extraHeaders = [OutgoingHeader(name: name, value: "first second Übergröße third")]
+            }
+        )
+        checkShape(output)
+        let lines = String(decoding: output, as: UTF8.self).components(separatedBy: "\r\n")
+        #expect(lines.contains(name + ":"))
+        #expect(lines.allSatisfy { $0.count <= 78 })
+        #expect(try MIMEParser.parse(output).header(name)?.value == "first second Übergröße third")
+    }
+
     @Test func hugeHeaderTextIsWrittenAndReadBack() throws {
         // 50,000 words needing encoding in one run (a reply to a hostile subject): every word comes back.
         let subject = Array(repeating: "ü", count: 50_000).joined(separator: " ")
