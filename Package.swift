@@ -212,7 +212,11 @@ let package = Package(
         .testTarget(name: "CofferKeychainTests", dependencies: [locks, "CofferKeychain", "CofferTesting"]),
         .testTarget(
             name: "CofferKeymakerTests",
-            dependencies: [locks, "CofferKeymaker", "CofferTesting"],
+            dependencies: [
+                locks,
+                "CofferKeymaker", "CofferTesting", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -287,10 +287,11 @@ public final class AgentServer: Service, Sendable {
             }
             let start = ContinuousClock.now
             let reply =
-                if request.operation.runsOnEventLoop {
+                if request.operation.servedOnEventLoop {
                     await dispatcher.handle(request, secret: secret, conversation: conversation)
                 } else {
-                    await withTaskExecutorPreference(globalConcurrentExecutor) {
+                    // Blocking work (keychain `flock`/`fsync`, files, child processes) may run anywhere inside.
+                    await withTaskExecutorPreference(BlockingPool.taskExecutor) {
                         await dispatcher.handle(request, secret: secret, conversation: conversation)
                     }
                 }
@@ -464,5 +465,17 @@ final class ConnectionConversation: AgentConversation {
     func finish() {
         preview.withLockedValue { $0.finished = true }
         endPreview()
+    }
+}
+
+extension AgentOperation {
+    /// Whether the agent runs the operation on the connection's event loop: ``runsOnEventLoop`` without those that
+    /// read the keychain (its `flock` blocks) or delete a preview: those run on ``BlockingPool``, as every other
+    /// operation does (docs/ARCHITECTURE.md, "Concurrency").
+    var servedOnEventLoop: Bool {
+        switch self {
+        case .status, .account, .autolock, .lock, .previewEnd: false
+        default: runsOnEventLoop
+        }
     }
 }

@@ -191,22 +191,11 @@ public final class AttachmentCache: Sendable {
         guard let program = viewer.first, !program.isEmpty else { throw .invalidArgument("no viewer given") }
         let (file, folder) = try await openPreview(key, suggestedName: suggestedName)
         defer { SecureFile.removeTree(folder) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = Array(viewer.dropFirst()) + [file]
         let status: Int32
         do {
-            status = try await withCheckedThrowingContinuation { continuation in
-                process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
-                do {
-                    try process.run()
-                } catch {
-                    process.terminationHandler = nil
-                    continuation.resume(throwing: error)
-                }
-            }
+            status = try await ChildProcess.run(program, arguments: Array(viewer.dropFirst()) + [file])
         } catch {
-            throw .viewerFailed(String(describing: type(of: error)))
+            throw .viewerFailed(program)
         }
         await afterViewer(file)
         return status

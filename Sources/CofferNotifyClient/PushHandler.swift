@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferPush
 import Foundation
 
@@ -55,23 +56,39 @@ public enum PushHandler {
     }
 
     /// Runs `notify-send` when it is installed and a desktop session is there; true when it succeeded. The text
-    /// goes as arguments to the child, never through a shell or a file.
-    public static func showDesktopNotification(_ push: PushMessage) -> Bool {
+    /// goes as arguments to the child, never through a shell or a file. The child is started on the blocking pool
+    /// and waited for without holding a thread (``ChildProcess``).
+    public static func desktopNotification(_ push: PushMessage) async -> Bool {
+        guard let (path, arguments) = notifySend(push) else { return false }
+        let status = try? await ChildProcess.run(path, arguments: arguments, discardingOutput: true)
+        return status == 0
+    }
+
+    /// `notify-send`'s path and arguments for `push`, or `nil` without a desktop session or `notify-send`.
+    static func notifySend(_ push: PushMessage) -> (path: String, arguments: [String])? {
         let environment = ProcessInfo.processInfo.environment
         guard
             environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
                 || environment["WAYLAND_DISPLAY"] != nil
-        else { return false }
+        else { return nil }
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/notify-send" }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let path else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [
+        guard let path else { return nil }
+        let arguments = [
             "--app-name=Coffer", "--",
             "New mail from \(PushMessage.clean(push.from ?? "unknown sender"))",
             PushMessage.clean(push.subject ?? "(no subject)"),
         ]
+        return (path, arguments)
+    }
+
+    /// The blocking form of ``desktopNotification(_:)``: it waits for `notify-send` on the calling thread, so it must
+    /// not be called from an event loop or the cooperative pool. Kept until its last callers move to the async form.
+    public static func showDesktopNotification(_ push: PushMessage) -> Bool {
+        guard let (path, arguments) = notifySend(push) else { return false }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         do {

@@ -57,17 +57,10 @@ extension MessagePage {
     }
 
     private static func run(_ arguments: [String]) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: arguments[0])
-        process.arguments = Array(arguments.dropFirst())
-        return try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: CLIError("Cannot run the viewer \(arguments[0])."))
-            }
+        do {
+            return try await ChildProcess.run(arguments[0], arguments: Array(arguments.dropFirst()))
+        } catch {
+            throw CLIError("Cannot run the viewer \(arguments[0]).")
         }
     }
 

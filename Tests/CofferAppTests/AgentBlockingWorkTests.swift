@@ -1,0 +1,103 @@
+import CofferApp
+import CofferCrypto
+import CofferKeychain
+import CofferKeymaker
+import CofferTesting
+import NIOConcurrencyHelpers
+import NIOPosix
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent reaches the keychain (whose `flock` and `fsync` block) only from ``BlockingPool``'s threads, never from
+/// a connection's event loop or the cooperative pool (docs/ARCHITECTURE.md, "Concurrency").
+@Suite struct AgentBlockingWorkTests {
+    @Test func statusAccountAutolockAndLockReachTheKeychainOnlyFromThePool() async throws {
+        let agent = try await RunningAgent()
+        let keychain = PlaceRecordingKeychain(agent.app.keychain)
+        agent.app.global.keychainFactory.register { keychain }
+        let user = try await agent.app.account("alice")
+        try await user.keymaker.unlock(.none)
+        keychain.clear()
+
+        let requests: [AgentRequest] = [
+            .status(account: nil), .status(account: "alice"), .account(nil),
+            .autolock(account: "alice", policy: "10m"), .lock(account: "alice"),
+        ]
+        for request in requests {
+            let client = try await RawAgentClient.connect(agent.socket)
+            let reply = try await client.exchange(try requestFrame(request)) { received, _, _ in received.replies.first
+            }
+            #expect(reply != nil && reply?.failure == nil, "\(request): \(String(describing: reply))")
+        }
+        try await agent.stop()
+
+        let places = keychain.places
+        // Each of these requests reads the keychain (the account list, the protection record, the autolock item).
+        #expect(places.count >= requests.count)
+        #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
+    }
+}
+
+/// Where a keychain call ran.
+struct ThreadPlace: Sendable, Equatable, CustomStringConvertible {
+    var onEventLoop: Bool
+    var inPool: Bool
+
+    static var here: ThreadPlace {
+        ThreadPlace(
+            onEventLoop: MultiThreadedEventLoopGroup.currentEventLoop != nil,
+            inPool: BlockingPool.isCurrentThreadInPool
+        )
+    }
+
+    var description: String { onEventLoop ? "event loop" : inPool ? "blocking pool" : "another thread" }
+}
+
+/// A keychain that serves from `inner` and records where each call ran.
+final class PlaceRecordingKeychain: Keychain {
+    private let inner: any Keychain
+    private let recorded = NIOLockedValueBox<[ThreadPlace]>([])
+
+    init(_ inner: any Keychain) { self.inner = inner }
+
+    var places: [ThreadPlace] { recorded.withLockedValue { $0 } }
+    func clear() { recorded.withLockedValue { $0 = [] } }
+    private func note() { recorded.withLockedValue { $0.append(.here) } }
+
+    func add(
+        _ value: SecretBytes,
+        at address: KeychainAddress,
+        accessibility: KeychainAccessibility
+    ) throws(KeychainError) {
+        note()
+        try inner.add(value, at: address, accessibility: accessibility)
+    }
+
+    func update(_ value: SecretBytes, at address: KeychainAddress) throws(KeychainError) {
+        note()
+        try inner.update(value, at: address)
+    }
+
+    func read(_ address: KeychainAddress) throws(KeychainError) -> SecretBytes {
+        note()
+        return try inner.read(address)
+    }
+
+    func delete(_ address: KeychainAddress) throws(KeychainError) {
+        note()
+        try inner.delete(address)
+    }
+
+    func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress] {
+        note()
+        return try inner.addresses(accessGroup: accessGroup, service: service)
+    }
+
+    func passcodeRemoved() throws(KeychainError) {
+        note()
+        try inner.passcodeRemoved()
+    }
+}
