@@ -334,11 +334,14 @@ extension MailStore {
     ///
     /// - Returns: How many messages were deleted.
     public func forgetSyncFolder(_ folderID: Int64) async throws(StoreError) -> Int {
-        _ = try await keys()
+        let keys = try await keys()
         return try await write { db in
+            let label = try Self.folderLabel(folderID, keys: keys, db: db)
             let candidates = try Self.locatedMessages(db, "folderID = ?", [folderID])
             try db.execute(sql: "DELETE FROM syncFolders WHERE id = ?", arguments: [folderID])
-            return try Self.deleteUnlocated(candidates, db: db)
+            let deleted = try Self.deleteUnlocated(candidates, db: db)
+            try Self.dropLabel(label, from: candidates, db: db)
+            return deleted
         }
     }
 
@@ -454,8 +457,9 @@ extension MailStore {
     /// - Returns: How many messages were deleted.
     public func deleteLocations(folderID: Int64, uids: [UInt32]) async throws(StoreError) -> Int {
         guard !uids.isEmpty else { return 0 }
-        _ = try await keys()
+        let keys = try await keys()
         return try await write { db in
+            let label = try Self.folderLabel(folderID, keys: keys, db: db)
             let find = try db.cachedStatement(sql: "SELECT messageID FROM syncLocations WHERE folderID = ? AND uid = ?")
             let delete = try db.cachedStatement(sql: "DELETE FROM syncLocations WHERE folderID = ? AND uid = ?")
             var candidates = Set<Int64>()
@@ -463,7 +467,9 @@ extension MailStore {
                 if let id = try Int64.fetchOne(find, arguments: [folderID, Int64(uid)]) { candidates.insert(id) }
                 try delete.execute(arguments: [folderID, Int64(uid)])
             }
-            return try Self.deleteUnlocated(candidates, db: db)
+            let deleted = try Self.deleteUnlocated(candidates, db: db)
+            try Self.dropLabel(label, from: candidates, db: db)
+            return deleted
         }
     }
 
@@ -582,6 +588,45 @@ extension MailStore {
     /// Message-ID).
     static func existingMessage(_ message: PreparedMessage, db: Database) throws -> Int64? {
         try Int64.fetchOne(db, sql: "SELECT id FROM messages WHERE contentHash = ?", arguments: [message.contentHash])
+    }
+
+    /// The label a folder's messages carry (the one named like the folder), and the folder lookup hash that every
+    /// account's folder of that name has; nil when there is no such label.
+    static func folderLabel(
+        _ folderID: Int64,
+        keys: StoreKeys,
+        db: Database
+    ) throws -> (labelID: Int64, folderLookup: Data)? {
+        guard
+            let row = try FolderRow.fetchOne(
+                db,
+                sql: "SELECT id, accountID, name, uidValidity, highestUID, highestModSeq FROM syncFolders WHERE id = ?",
+                arguments: [folderID]
+            )
+        else { return nil }
+        let name = try folder(row, keys: keys).name
+        let lookup = Data(keys.lookup.hash(tag: HashTag.labelName, Array(name.utf8)).prefix(16))
+        guard let labelID = try Int64.fetchOne(db, sql: "SELECT id FROM labels WHERE lookup = ?", arguments: [lookup])
+        else { return nil }
+        return (labelID, folderLookup(keys: keys, name: name))
+    }
+
+    /// Takes a folder's label off those of `messages` that no longer sit in a folder of that name (the locations
+    /// just removed): labels follow where a message is on the server now.
+    static func dropLabel(
+        _ label: (labelID: Int64, folderLookup: Data)?,
+        from messages: Set<Int64>,
+        db: Database
+    ) throws {
+        guard let label, !messages.isEmpty else { return }
+        let drop = try db.cachedStatement(
+            sql: """
+                DELETE FROM messageLabels WHERE labelID = ? AND messageID = ? AND NOT EXISTS (
+                    SELECT 1 FROM syncLocations l JOIN syncFolders f ON f.id = l.folderID
+                    WHERE l.messageID = ? AND f.lookup = ?)
+                """
+        )
+        for id in messages { try drop.execute(arguments: [label.labelID, id, id, label.folderLookup]) }
     }
 
     /// Gives a stored message a label it may already carry.

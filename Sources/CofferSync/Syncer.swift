@@ -18,6 +18,9 @@ public struct SyncSummary: Sendable, Equatable, Codable {
     public var flagsPushed = 0
     /// Folders whose UIDVALIDITY changed, so they were forgotten and fetched again.
     public var resynced = 0
+    /// Folders followed before that the server no longer lists (deleted, renamed or unsubscribed): their sync
+    /// state was dropped, and the messages that were only there were deleted (counted in ``deleted``).
+    public var forgotten = 0
     /// Messages among ``fetched`` that Coffer could not parse: each stored as a damaged message (its bytes kept
     /// sealed, listed as "(damaged message)" with why), never skipped.
     public var damaged = 0
@@ -28,7 +31,7 @@ public struct SyncSummary: Sendable, Equatable, Codable {
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case folders, fetched, deleted, flagsPulled, flagsPushed, resynced, damaged, failures
+        case folders, fetched, deleted, flagsPulled, flagsPushed, resynced, forgotten, damaged, failures
     }
 
     /// Decodes a summary; counters added after the first version read as zero when absent.
@@ -40,6 +43,7 @@ public struct SyncSummary: Sendable, Equatable, Codable {
         flagsPulled = try container.decode(Int.self, forKey: .flagsPulled)
         flagsPushed = try container.decode(Int.self, forKey: .flagsPushed)
         resynced = try container.decode(Int.self, forKey: .resynced)
+        forgotten = try container.decodeIfPresent(Int.self, forKey: .forgotten) ?? 0
         damaged = try container.decodeIfPresent(Int.self, forKey: .damaged) ?? 0
         failures = try container.decodeIfPresent([SyncFolderFailure].self, forKey: .failures) ?? []
     }
@@ -255,6 +259,18 @@ public struct Syncer: Sendable {
                 do {
                     try await syncFolder(folder, accountID: accountID, client: client, summary: &summary, progress)
                     summary.folders += 1
+                } catch IMAPError.commandFailed("SELECT", "NO", let code, let text) {
+                    // Deleted on the server (its subscription may outlive it): nothing of it stays here. A folder
+                    // that still exists, or one never synced, is a failure.
+                    let refusal = IMAPError.commandFailed(command: "SELECT", status: "NO", code: code, text: text)
+                    let known = try await store.syncFolder(accountID: accountID, name: folder.name)
+                    guard let known, try await Self.isGone(folder.wire, client: client) else {
+                        firstFailure = firstFailure ?? refusal
+                        summary.failures.append(SyncFolderFailure(folder: folder.name, reason: "\(refusal)"))
+                        continue
+                    }
+                    summary.deleted += try await store.forgetSyncFolder(known.id)
+                    summary.forgotten += 1
                 } catch let error where Self.isFolderFailure(error) {
                     // This folder is reported; the others are synced all the same, over a new connection when
                     // the failure took this one down.
@@ -268,6 +284,16 @@ public struct Syncer: Sendable {
             }
             // Not one folder synced: the sync failed, with the first folder's error.
             if summary.folders == 0, let firstFailure { throw firstFailure }
+            // A whole-account sync follows the server's folders as they are now: a folder followed before and no
+            // longer listed (deleted, renamed, unsubscribed) is forgotten, after the others were synced, so that a
+            // message that moved with a rename keeps its row and only loses the old folder's label.
+            if folders.isEmpty {
+                let current = Set(targets.map(\.name))
+                for stale in try await store.syncFolders(accountID: accountID) where !current.contains(stale.name) {
+                    summary.deleted += try await store.forgetSyncFolder(stale.id)
+                    summary.forgotten += 1
+                }
+            }
         } catch let error as SyncError {
             await client.logout()
             throw error
@@ -283,6 +309,16 @@ public struct Syncer: Sendable {
         }
         await client.logout()
         return summary
+    }
+
+    /// Whether the folder `wire` is gone from the server: LIST does not name it (or names it `\NonExistent`). Asked
+    /// after a SELECT was refused, since servers word that refusal differently (`NO [NONEXISTENT]`, or a bare NO).
+    static func isGone(_ wire: String, client: IMAPClient) async throws -> Bool {
+        let listed = try await client.list(reference: "", pattern: wire)
+        return !listed.contains { listing in
+            listing.name == wire
+                && !listing.attributes.contains { $0.caseInsensitiveCompare("\\NonExistent") == .orderedSame }
+        }
     }
 
     /// Whether `error` stops one folder only: a server's refusal or answer the client could not take (the next
