@@ -1,5 +1,9 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Runs the response parser on the event loop and queues its events for the client.
 ///
 /// For STARTTLS it keeps the line between plaintext and TLS: once armed (``armForStartTLS()``), the tagged answer
@@ -65,8 +69,24 @@ final class IMAPChannelHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        queue.push(.failed(.transport("The connection to the IMAP server failed (\(type(of: error))).")))
+        queue.push(.failed(.transport(Self.sentence(for: error))))
         context.close(promise: nil)
+    }
+
+    /// What a failure of the connection itself means, as a sentence: the system's words for a socket error, what a
+    /// TLS stream cut without its closing message means, else the error's type (never its text, which may quote
+    /// what the server sent).
+    static func sentence(for error: any Error) -> String {
+        if let error = error as? IOError {
+            let reason = String(cString: strerror(error.errnoCode))
+            return "The connection to the IMAP server failed: \(reason.prefix(1).lowercased() + reason.dropFirst())."
+        }
+        // NIOSSL's `uncleanShutdown`: the TCP connection ended inside TLS, without the server's close_notify.
+        if "\(type(of: error))" == "NIOSSLError", "\(error)" == "uncleanShutdown" {
+            return "The IMAP server dropped the connection (it ended without closing TLS: the server stopped or "
+                + "restarted, or something between cut the connection)."
+        }
+        return "The connection to the IMAP server failed (\(type(of: error)))."
     }
 
     private func fail(_ error: IMAPError, context: ChannelHandlerContext) {
