@@ -1,8 +1,11 @@
 import Foundation
+import Hummingbird
 import HummingbirdCore
+import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
@@ -264,5 +267,57 @@ public enum DescriptorLimit {
             if setrlimit(resource, &raised) == 0 { limit = raised }
         }
         return Int(clamping: limit.rlim_cur)
+    }
+}
+
+/// The plain-HTTP server `serve` runs (without `--tls-cert`), for tools that run the service in process (the
+/// bench): the API router, the WebSocket stream and the connection guard, with the same limits.
+public enum NotifyServer {
+    /// The HTTP/1.1 and WebSocket-upgrade channel behind a ``ConnectionGuardHandler``.
+    public static func builder(
+        service: NotifyService,
+        limits: ConnectionLimits,
+        idleTimeout: TimeAmount = .seconds(60)
+    ) -> HTTPServerBuilder {
+        let webSocketResponder = NotifyAPI.webSocketRouter(service: service).buildResponder()
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(idleTimeout: idleTimeout),
+            ws: .init(maxFrameSize: 64 * 1024)
+        )
+        let counter = ConnectionCounter(perClient: limits.perClient, exempt: service.clients)
+        let headerTimeout = limits.headerTimeout
+        return HTTPServerBuilder { responder in
+            GuardedChildChannel(
+                HTTP1WebSocketUpgradeChannel(
+                    responder: responder,
+                    webSocketResponder: webSocketResponder,
+                    configuration: configuration
+                ),
+                counter: counter,
+                headerTimeout: headerTimeout
+            )
+        }
+    }
+
+    /// The service on `host`:`port` with the limits (``ConnectionLimits/total`` as the accept cap); `onRunning`
+    /// gets the bound port. Run it with `runService()` or in a service group.
+    public static func application(
+        service: NotifyService,
+        host: String,
+        port: Int,
+        limits: ConnectionLimits,
+        onRunning: @escaping @Sendable (Int) async -> Void
+    ) -> some Service {
+        Application(
+            router: NotifyAPI.router(service: service),
+            server: builder(service: service, limits: limits),
+            configuration: .init(
+                address: .hostname(host, port: port),
+                serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.total)
+            ),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: service.logger
+        )
     }
 }

@@ -5,12 +5,16 @@ import CofferTesting
 import Crypto
 import Foundation
 import Logging
+import ServiceLifecycle
 
 #if canImport(Glibc)
 import Glibc
 #endif
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
-/// Issue 11's bench for `coffer-notify`, in two tables.
+/// Issue 11's bench for `coffer-notify`, in three tables (the third, issue 24's load test, is ``NotifyLoadBench``).
 ///
 /// Throughput: on one task (one core), Dovecot events handled through the library exactly as the server handles
 /// them (`NotifyService.handle` on a `SQLiteNotifyStorage` in a temporary folder, with the FastSync escrow the
@@ -36,10 +40,19 @@ enum NotifyBench {
     /// A logger that drops everything (the server's own log goes to its standard error).
     static let quiet = Logger(label: "coffer-bench.notify") { _ in SwiftLogNoOpLogHandler() }
 
+    /// Settings without the per-session queue cap: the events here are never acked, and the throughput rows measure
+    /// queuing, not the cap.
+    static var unboundedQueues: NotifyService.Settings {
+        var settings = NotifyService.Settings(eventSecret: Array("bench".utf8))
+        settings.maximumQueuedPerSession = .max
+        return settings
+    }
+
     /// Prints both tables; the wrk rows are skipped, each with one sentence, without wrk or PostgreSQL.
     static func run() async throws {
         try await throughput()
         try await wrkTable()
+        try await NotifyLoadBench.run()
     }
 
     // MARK: - Throughput through the library
@@ -56,7 +69,7 @@ enum NotifyBench {
         var service = NotifyService(
             storage: opened.storage,
             authenticator: NoRegistration(),
-            settings: NotifyService.Settings(eventSecret: Array("bench".utf8)),
+            settings: unboundedQueues,
             logger: quiet
         )
         service.escrow = try FastSyncEscrow(records: opened.escrow, masterKey: home.masterKey())
@@ -275,6 +288,8 @@ enum NotifyBench {
         try SecureFile.writeAtomically(Array(secret.utf8), to: "\(home.path)/event-secret")
         var serve = [
             ImportMemoryBench.siblingBinary("coffer-notify"), "serve", "--port", "0", "--data-dir", home.path,
+            // The events are never acked: without this the queue cap, not queuing, would be measured.
+            "--max-queued-per-session", "1000000000",
         ]
         let config = NotifyConfig(storage: postgres == nil ? "sqlite" : "postgres", postgres: postgres)
         if postgres != nil {
@@ -441,5 +456,266 @@ enum OpenSSLECDH {
             return count / time
         }
         return nil
+    }
+}
+
+/// Issue 24's load test: one in-process `coffer-notify` (the server `serve` runs, with its connection guard, SQLite
+/// in a temporary folder) while 1,000 silent sockets from 20 loopback addresses are kept open (reopened as the header
+/// deadline closes them) and a stranger tries wrong passwords for the user every 100 ms through the trusted proxy
+/// (127.0.0.1, `X-Forwarded-For`). Meanwhile the user's device, from another forwarded address, runs ``cycles``
+/// cycles of: register, an event, the push fetched from the stream (long poll), ack, revoke. The table gives the
+/// cycle's and the registration's p50 and p99, the cycles that failed, and what the stranger got.
+enum NotifyLoadBench {
+    static let cycles = 40
+    static let silent = 1000
+    static let user = "victim@example.org"
+    static let password = "the-right-password"
+
+    /// Accepts one password for one user, like a mail server; counts the checks that reach it.
+    final class MailServer: MailAuthenticator, @unchecked Sendable {
+        private let lock = NSLock()
+        private var checks = 0
+        var count: Int { lock.withLock { checks } }
+        func verify(user: String, password: String) async throws(NotifyError) {
+            lock.withLock { checks += 1 }
+            guard user == NotifyLoadBench.user, password == NotifyLoadBench.password else { throw .wrongCredentials }
+        }
+    }
+
+    /// A non-blocking socket connected from `source` that sends nothing.
+    static func silentSocket(port: Int, source: String) -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return -1 }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        inet_pton(AF_INET, source, &local.sin_addr)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, "127.0.0.1", &remote.sin_addr)
+        _ = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        _ = withUnsafePointer(to: &remote) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        return descriptor
+    }
+
+    /// Whether the server closed `descriptor` (end of stream or an error).
+    static func closed(_ descriptor: Int32) -> Bool {
+        var pollSet = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&pollSet, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT))
+        return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    static func request(
+        _ url: String,
+        method: String,
+        from client: String,
+        token: String? = nil,
+        body: Data? = nil
+    ) async throws -> (status: Int, body: Data) {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.timeoutInterval = 60
+        request.setValue(client, forHTTPHeaderField: "X-Forwarded-For")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = body
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    static func registration(password: String) throws -> Data {
+        let keys = WebPush.UserAgentKeys()
+        return try JSONEncoder().encode(
+            RegisterRequest(
+                user: user,
+                password: password,
+                deviceName: "bench phone",
+                pushPublicKey: Base64URL.encode(keys.subscription.publicKeyBytes),
+                pushAuthSecret: keys.authSecret.withUnsafeBytes { Base64URL.encode(Array($0)) }
+            )
+        )
+    }
+
+    static func run() async throws {
+        let descriptors = DescriptorLimit.raise()
+        let folder = TemporaryDirectory(prefix: "coffer-bench-notify-load")
+        defer { withExtendedLifetime(folder) {} }
+        let home = try NotifyHome(explicit: "\(folder.path)/data")
+        let opened = try await NotifyConfig().openStorage(home: home, logger: NotifyBench.quiet)
+        let mail = MailServer()
+        var settings = NotifyService.Settings(eventSecret: Array("bench".utf8))
+        settings.trustedProxies = [CIDR("127.0.0.1/32")!]
+        // The device's own 40 registrations in well under a minute are not what is measured: only failures (the
+        // stranger's) slow a client here.
+        settings.registrationsPerMinute = 10_000
+        let service = NotifyService(
+            storage: opened.storage,
+            authenticator: mail,
+            settings: settings,
+            logger: NotifyBench.quiet
+        )
+        let limits = ConnectionLimits().fitting(descriptors: descriptors)
+        let (ports, portSink) = AsyncStream<Int>.makeStream()
+        let server = NotifyServer.application(service: service, host: "127.0.0.1", port: 0, limits: limits) {
+            portSink.yield($0)
+        }
+        let group = ServiceGroup(services: [server], gracefulShutdownSignals: [], logger: NotifyBench.quiet)
+        let running = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { return }
+        let base = "http://127.0.0.1:\(port)"
+
+        // 1,000 silent sockets, kept at 1,000 as the server closes them at their header deadline.
+        let holder = Task.detached { () -> (opened: Int, closedByServer: Int) in
+            var sockets: [(Int32, String)] = (0..<silent).map { index in
+                let source = "127.0.1.\(index % 20 + 1)"
+                return (silentSocket(port: port, source: source), source)
+            }
+            var opened = silent
+            var closedByServer = 0
+            while !Task.isCancelled {
+                for index in sockets.indices where closed(sockets[index].0) {
+                    close(sockets[index].0)
+                    closedByServer += 1
+                    sockets[index].0 = silentSocket(port: port, source: sockets[index].1)
+                    opened += 1
+                }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+            for (descriptor, _) in sockets { close(descriptor) }
+            return (opened, closedByServer)
+        }
+        // The stranger: a wrong password every 100 ms.
+        let stranger = Task.detached { () -> [Int: Int] in
+            var statuses: [Int: Int] = [:]
+            let body = try? registration(password: "wrong")
+            while !Task.isCancelled {
+                let status =
+                    (try? await request("\(base)/v1/sessions", method: "POST", from: "198.51.100.66", body: body))?
+                    .status ?? 0
+                statuses[status, default: 0] += 1
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return statuses
+        }
+        try await Task.sleep(for: .seconds(2))
+
+        var cycleTimes: [Double] = []
+        var registerTimes: [Double] = []
+        var failures = 0
+        var firstFailure: String?
+        let clock = ContinuousClock()
+        for cycle in 0..<cycles {
+            let start = clock.now
+            do {
+                let registered = try await request(
+                    "\(base)/v1/sessions",
+                    method: "POST",
+                    from: "203.0.113.7",
+                    body: try registration(password: password)
+                )
+                registerTimes.append((clock.now - start).milliseconds)
+                guard registered.status == 201 else {
+                    failures += 1
+                    firstFailure = firstFailure ?? "registration answered \(registered.status)"
+                    continue
+                }
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601
+                let token = try decoder.decode(TokenResponse.self, from: registered.body)
+                _ = try await service.handle(
+                    DovecotEvent(
+                        user: user,
+                        folder: "INBOX",
+                        uid: UInt32(cycle + 1),
+                        from: "a@example.org",
+                        subject: "s"
+                    )
+                )
+                let streamed = try await request(
+                    "\(base)/v1/stream?wait=10",
+                    method: "GET",
+                    from: "203.0.113.7",
+                    token: token.token
+                )
+                struct Stream: Decodable {
+                    struct Message: Decodable { let id: String }
+                    let messages: [Message]
+                }
+                let messages = try JSONDecoder().decode(Stream.self, from: streamed.body).messages
+                guard streamed.status == 200, messages.count == 1 else {
+                    failures += 1
+                    firstFailure = firstFailure ?? "the stream answered \(streamed.status) with \(messages.count)"
+                    continue
+                }
+                _ = try await request(
+                    "\(base)/v1/stream/ack",
+                    method: "POST",
+                    from: "203.0.113.7",
+                    token: token.token,
+                    body: try JSONEncoder().encode(AckRequest(ids: messages.map(\.id)))
+                )
+                _ = try await request(
+                    "\(base)/v1/sessions/\(token.sessionID)",
+                    method: "DELETE",
+                    from: "203.0.113.7",
+                    token: token.token
+                )
+                cycleTimes.append((clock.now - start).milliseconds)
+            } catch {
+                failures += 1
+                firstFailure = firstFailure ?? "\(error)"
+            }
+            // The cycles span more than the header deadline, so the silent sockets are closed and reopened meanwhile.
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        stranger.cancel()
+        holder.cancel()
+        let attempts = await stranger.value
+        let sockets = await holder.value
+        running.cancel()
+        _ = try? await running.value
+
+        var table = Table(
+            "notify under attack: \(silent) silent sockets and a wrong password every 100 ms, while a device "
+                + "registers, streams and gets its pushes (\(cycles) cycles)",
+            ["row", "p50 ms", "p99 ms", "n"]
+        )
+        if !cycleTimes.isEmpty {
+            let (p50, p99) = percentiles(cycleTimes)
+            table.add(["register, event, stream, ack, revoke", format(p50), format(p99), "\(cycleTimes.count)"])
+        }
+        if !registerTimes.isEmpty {
+            let (p50, p99) = percentiles(registerTimes)
+            table.add(["registration alone", format(p50), format(p99), "\(registerTimes.count)"])
+        }
+        table.print()
+        print(
+            "device cycles failed: \(failures)\(firstFailure.map { " (first: \($0))" } ?? ""); stranger's answers: "
+                + attempts.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+                + "; checks that reached the mail server: \(mail.count); silent sockets opened \(sockets.opened), "
+                + "closed by the server \(sockets.closedByServer); descriptors \(descriptors), connection cap "
+                + "\(limits.total)"
+        )
+    }
+}
+
+extension Duration {
+    /// The duration in milliseconds.
+    var milliseconds: Double {
+        Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15
     }
 }

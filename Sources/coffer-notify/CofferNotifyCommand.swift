@@ -84,6 +84,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Connections open at once in all (kept below the descriptor limit).") var maxConnections = 4096
     @Option(help: "Connections open at once from one client address (an IPv6 /64 counts as one).")
     var maxConnectionsPerClient = 64
+    @Option(help: "Pushes that may wait on one session's stream; an event queues nothing more for a full one.")
+    var maxQueuedPerSession = 500
     @Option(
         help: ArgumentHelp(
             "A proxy (CIDR) whose X-Forwarded-For names the client, for login limits and connection caps; repeat it.",
@@ -112,7 +114,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard headerTimeout > 0, idleTimeout > 0, maxConnections > 0, maxConnectionsPerClient > 0 else {
+        guard headerTimeout > 0, idleTimeout > 0, maxConnections > 0, maxConnectionsPerClient > 0,
+            maxQueuedPerSession > 0
+        else {
             throw ValidationError("--header-timeout, --idle-timeout and the connection limits must be above 0.")
         }
         _ = try trustedProxies()
@@ -161,6 +165,7 @@ struct Serve: AsyncParsableCommand {
         }
         var settings = NotifyService.Settings(eventSecret: secret)
         settings.trustedProxies = try trustedProxies()
+        settings.maximumQueuedPerSession = maxQueuedPerSession
         var service = NotifyService(
             storage: storage,
             authenticator: authenticator,
