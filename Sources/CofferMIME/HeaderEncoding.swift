@@ -112,14 +112,15 @@ enum HeaderEncoding {
     }
 
     /// The local part as written: a dot-atom as is, a well-formed quoted string as is, other printable ASCII
-    /// without quotes or backslashes quoted; `nil` otherwise, or when empty or too long.
+    /// without quotes or backslashes quoted; `nil` otherwise, or when empty or too long. A dot-atom holding `=?` is
+    /// quoted too: bare, a reader may take it for the start of an encoded word and swallow the addresses after it.
     static func localPart(_ local: String) -> String? {
         let scalars = Array(local.unicodeScalars)
         guard !scalars.isEmpty, scalars.allSatisfy({ $0.value >= 0x20 && $0.value < 0x7F }) else {
             return nil
         }
         let written: String
-        if isDotAtom(scalars) {
+        if isDotAtom(scalars) && !local.contains("=?") {
             written = local
         } else if scalars.count >= 2 && scalars.first == "\"" && scalars.last == "\"",
             let inner = unquotedLocal(scalars.dropFirst().dropLast())

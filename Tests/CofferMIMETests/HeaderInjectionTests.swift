@@ -205,6 +205,23 @@ import Testing
         #expect(text.contains("To: \"john doe\"@example.com, \"a>\"@example.com, \"x\\\"y\"@example.com\r\n"))
     }
 
+    @Test func aLocalPartLikeAnEncodedWordCannotSwallowTheNextAddresses() throws {
+        let message = OutgoingMessage(
+            from: MailAddress(name: nil, address: "alice@example.com"),
+            to: [
+                MailAddress(name: nil, address: "=?utf-8?B?Wm9l@example.net"),
+                MailAddress(name: "Bob", address: "bob@example.org"),
+                MailAddress(name: "Öz?=", address: "oz@example.org"),
+            ],
+            messageID: "id@example.com"
+        )
+        let result = try MessageWriter.bytes(of: message)
+        #expect(result.envelope.recipients.first == "\"=?utf-8?B?Wm9l\"@example.net")
+        let parsed = try MIMEParser.parse(result.bytes)
+        #expect(parsed.to.map(\.address) == ["=?utf-8?B?Wm9l@example.net", "bob@example.org", "oz@example.org"])
+        #expect(parsed.to.map(\.name) == [nil, "Bob", "Öz?="])
+    }
+
     @Test(arguments: [
         ("From", "From"), ("bcc", "Bcc"), ("MESSAGE-ID", "Message-ID"), ("Content-Type", "Content-*"),
         ("content-disposition", "Content-*"), ("Received", "Received"), ("mime-version", "MIME-Version"),
