@@ -458,9 +458,13 @@ public struct Syncer: Sendable {
             let remaining = locations.map(\.uid).filter { present.contains($0) }
             if !remaining.isEmpty, modSeq == 0 || modSeq != folder.highestModSeq {
                 let since = modSeq > 0 && folder.highestModSeq > 0 ? folder.highestModSeq : nil
-                for set in UIDSet.strings(remaining, maxRanges: Self.rangesPerCommand) {
-                    for message in try await client.uidFetch(set, body: false, changedSince: since) {
-                        serverFlags[message.uid] = Self.flags(message.flags)
+                // At most 4,096 messages per command, however few ranges they make.
+                for start in stride(from: 0, to: remaining.count, by: 4096) {
+                    let slice = remaining[start..<min(start + 4096, remaining.count)]
+                    for set in UIDSet.strings(slice, maxRanges: Self.rangesPerCommand) {
+                        for message in try await client.uidFetch(set, body: false, changedSince: since) {
+                            serverFlags[message.uid] = Self.flags(message.flags)
+                        }
                     }
                 }
             }
