@@ -190,6 +190,13 @@ public final class AgentDispatcher: Sendable {
                 try await SyncHandler(dependencies: try user(account))
                     .sync(id: server, folders: folders, batch: batch) { conversation.syncProgress($0) }
             )
+        case .watch(let account, let server, let folders, let batch, let seconds):
+            return .synced(
+                try await SyncHandler(dependencies: try user(account))
+                    .watch(id: server, folders: folders, batch: batch, seconds: seconds) {
+                        conversation.syncProgress($0)
+                    }
+            )
         case .serverAdd(let account, let server):
             guard let secret else { throw AgentFailure(.badRequest, "The request lacks its password.") }
             let password = secret.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
@@ -201,6 +208,31 @@ public final class AgentDispatcher: Sendable {
         case .serverRemove(let account, let server):
             let removed = try await SyncHandler(dependencies: try user(account)).removeAccount(server)
             return .serverRemoved(id: server, messages: removed)
+        case .notifyRegister(let account, let service, let server, let deviceName):
+            return try await PushSessionHandler(dependencies: try user(account))
+                .register(service: service, server: server, deviceName: deviceName)
+        case .notifyStatus(let account):
+            return try PushSessionHandler(dependencies: try user(account)).status()
+        case .notifyUnregister(let account):
+            return try await PushSessionHandler(dependencies: try user(account)).unregister()
+        case .fastSyncOn(let account, let seconds, let proof):
+            let user = try user(account)
+            let reason = "Turn FastSync on for Coffer account \(user.account)."
+            let method = try await SessionHandler.proof(
+                try user.keymaker,
+                currentPIN: proof == .pin ? secret : nil,
+                conversation: proof == .secureElement ? conversation : nil,
+                reason: reason
+            )
+            return try await PresenceRelay.$current.withValue(ConversationPresence(conversation)) {
+                try await PushSessionHandler(dependencies: user).fastSyncOn(seconds: seconds, proof: method)
+            }
+        case .fastSyncOff(let account):
+            return try await PushSessionHandler(dependencies: try user(account)).fastSyncOff()
+        case .fastSyncStatus(let account):
+            return try PushSessionHandler(dependencies: try user(account)).fastSyncStatus()
+        case .push(let account, let body, let sync):
+            return try await PushSessionHandler(dependencies: try user(account)).push(body: Array(body), sync: sync)
         }
     }
 }

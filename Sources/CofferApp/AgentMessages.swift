@@ -1,3 +1,5 @@
+import CofferNotifyClient
+import CofferPush
 import CofferStore
 import CofferSync
 import Foundation
@@ -15,6 +17,14 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case serverAdd = "server-add"
     case serverShow = "server-show"
     case serverRemove = "server-remove"
+    case notifyRegister = "notify-register"
+    case notifyStatus = "notify-status"
+    case notifyUnregister = "notify-unregister"
+    case fastSyncOn = "fastsync-on"
+    case fastSyncOff = "fastsync-off"
+    case fastSyncStatus = "fastsync-status"
+    case push
+    case watch
 
     /// Whether the agent runs it on the connection's event loop: small reads and changes of state that take well
     /// under a millisecond. The others (key derivation, MIME and HTML work, files, the network) run on the
@@ -25,7 +35,8 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
             .serverShow:
             true
         case .create, .unlock, .protect, .logout, .erase, .message, .attachmentContent, .preview, .save, .import,
-            .sync, .serverAdd, .serverRemove:
+            .sync, .serverAdd, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn,
+            .fastSyncOff, .fastSyncStatus, .push, .watch:
             false
         }
     }
@@ -114,12 +125,31 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     case `import`(account: String, path: String, label: String, batch: Int)
     /// Sync the IMAP account `server` (or the only one): `folders`, else INBOX and every subscribed folder.
     case sync(account: String, server: Int64?, folders: [String], batch: Int?)
+    /// Wait up to `seconds` for a change of the first of `folders` (INBOX when empty) with IDLE, then sync like
+    /// ``sync(account:server:folders:batch:)`` as background work (`coffer sync --watch` after its first round).
+    case watch(account: String, server: Int64?, folders: [String], batch: Int?, seconds: Int)
     /// Check a login to `server` (its password follows in a secret frame), then store the IMAP account.
     case serverAdd(account: String, server: ServerSettings)
     /// The IMAP accounts, without passwords.
     case serverShow(account: String)
     /// Remove IMAP account `server` and the mail synced only through it.
     case serverRemove(account: String, server: Int64)
+    /// Register a push session with the coffer-notify service `service`, proving the IMAP account `server`'s (or
+    /// the only one's) credentials; `deviceName` is what the service shows. Needs the key.
+    case notifyRegister(account: String, service: NotifyServer, server: Int64?, deviceName: String)
+    /// The account's push session, or why it ended.
+    case notifyStatus(account: String)
+    /// Revoke the push session on the service and delete its keys here. Needs the key (or its token in memory).
+    case notifyUnregister(account: String)
+    /// Turn FastSync on for `seconds`, or renew it, after a fresh proof (asked even while unlocked).
+    case fastSyncOn(account: String, seconds: Int, proof: ProofMethod)
+    /// Turn FastSync off: the record is deleted here, and the service told when the session's token is at hand.
+    case fastSyncOff(account: String)
+    /// Whether FastSync is on, until when, and whether the service still has to be told it ended.
+    case fastSyncStatus(account: String)
+    /// One push body as the service sent it (raw, or base64url): opened with the session's push key (no MainKey),
+    /// and when `sync` and it carries a FastSync key (or the key is in memory), its folder synced.
+    case push(account: String, body: Data, sync: Bool)
 
     /// The operation's name.
     public var operation: AgentOperation {
@@ -148,6 +178,14 @@ public enum AgentRequest: Codable, Sendable, Equatable {
         case .serverAdd: .serverAdd
         case .serverShow: .serverShow
         case .serverRemove: .serverRemove
+        case .notifyRegister: .notifyRegister
+        case .notifyStatus: .notifyStatus
+        case .notifyUnregister: .notifyUnregister
+        case .fastSyncOn: .fastSyncOn
+        case .fastSyncOff: .fastSyncOff
+        case .fastSyncStatus: .fastSyncStatus
+        case .push: .push
+        case .watch: .watch
         }
     }
 
@@ -162,7 +200,10 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .search(let account, _, _, _), .message(let account, _), .attachments(let account, _),
             .attachmentContent(let account, _), .preview(let account, _), .save(let account, _, _),
             .import(let account, _, _, _), .sync(let account, _, _, _), .serverAdd(let account, _),
-            .serverShow(let account), .serverRemove(let account, _):
+            .serverShow(let account), .serverRemove(let account, _), .notifyRegister(let account, _, _, _),
+            .notifyStatus(let account), .notifyUnregister(let account), .fastSyncOn(let account, _, _),
+            .fastSyncOff(let account), .fastSyncStatus(let account), .push(let account, _, _),
+            .watch(let account, _, _, _, _):
             account
         }
     }
@@ -171,7 +212,7 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     /// current one and a newline when the proof is also a PIN), or an IMAP password.
     public var expectsSecret: Bool {
         switch self {
-        case .unlock(_, let method), .logout(_, let method): method == .pin
+        case .unlock(_, let method), .logout(_, let method), .fastSyncOn(_, _, let method): method == .pin
         case .protect(_, let change, let proof): change.addsPIN || proof == .pin
         case .serverAdd: true
         default: false
@@ -247,6 +288,43 @@ public struct RemoteLogout: Codable, Sendable, Equatable {
         self.account = account
         self.reason = reason
     }
+}
+
+/// A push session as `notify status` shows it (the token never leaves the keychain).
+public struct PushSessionInfo: Codable, Sendable, Equatable {
+    /// The service's session id.
+    public var sessionID: String
+    /// The service's URL.
+    public var service: String
+    /// The name the service shows.
+    public var deviceName: String
+    /// When the token expires.
+    public var expires: Date
+    /// The service's pins.
+    public var pins: [String]
+    /// Whether the push key is in the keychain.
+    public var hasPushKey: Bool
+
+    /// A session.
+    public init(sessionID: String, service: String, deviceName: String, expires: Date, pins: [String], hasPushKey: Bool)
+    {
+        self.sessionID = sessionID
+        self.service = service
+        self.deviceName = deviceName
+        self.expires = expires
+        self.pins = pins
+        self.hasPushKey = hasPushKey
+    }
+}
+
+/// What the service said to an unregistration.
+public enum UnregisterOutcome: Codable, Sendable, Equatable {
+    /// It revoked the session.
+    case revoked
+    /// It had ended the session already.
+    case alreadyEnded
+    /// It could not be reached; it ends the session at its expiry. `reason` is the error's sentence.
+    case unreachable(reason: String)
 }
 
 /// An error reply's code and sentence.
@@ -361,7 +439,7 @@ public enum AgentReply: Codable, Sendable {
     case preview(path: String, report: [String])
     /// import: the counts.
     case imported(ImportProgress)
-    /// sync: what it did.
+    /// sync, watch: what it did.
     case synced(SyncSummary)
     /// server-add: the IMAP account's number and what the pin check found (`pin … matched`, `not pinned`).
     case serverAdded(id: Int64, pinCheck: String)
@@ -369,6 +447,18 @@ public enum AgentReply: Codable, Sendable {
     case servers([ServerSettings])
     /// server-remove: the account removed and how many messages went with it.
     case serverRemoved(id: Int64, messages: Int)
+    /// notify-register: the new session, the service's URL, the IMAP user it proved, and the token's expiry.
+    case notifyRegistered(sessionID: String, service: String, user: String, expires: Date)
+    /// notify-status: the session, or nil with why it ended (when known).
+    case notifySession(PushSessionInfo?, endedReason: String?)
+    /// notify-unregister: the session and what the service said (``UnregisterOutcome``).
+    case notifyUnregistered(sessionID: String, outcome: UnregisterOutcome)
+    /// fastsync-on, fastsync-off, fastsync-status: the record's expiry (nil: off), whether a record was deleted by
+    /// this request, and whether the service still has to be told that FastSync ended (the next unlock does).
+    case fastSync(expires: Date?, ended: Bool, serviceDeletionPending: Bool)
+    /// push: the push opened (never its FastSync key), how many new messages its sync stored (nil: no sync), and
+    /// why its sync failed, if it did.
+    case pushOpened(PushMessage, fetched: Int?, syncFailure: String?)
     /// The request failed.
     case failure(AgentFailure)
 

@@ -35,8 +35,8 @@ public struct AgentLimits: Sendable {
 
     func timeout(for op: AgentOperation) -> Int64 {
         switch op {
-        case .unlock, .protect, .logout: unlockMilliseconds
-        case .import, .sync: importMilliseconds
+        case .unlock, .protect, .logout, .fastSyncOn, .notifyRegister: unlockMilliseconds
+        case .import, .sync, .watch, .push: importMilliseconds
         default: requestMilliseconds
         }
     }

@@ -111,9 +111,10 @@ public struct Factory<T: Sendable>: Sendable {
         }
     }
 
-    /// Replaces what this factory makes (test doubles), dropping an instance already kept.
-    public func register(_ make: @escaping @Sendable () throws -> T) { storage.register(key) { try make() } }
+    /// Replaces what this factory makes (test doubles), dropping an instance already kept. A test hook: `package`,
+    /// so no code outside Coffer's package can swap a live container's keychain.
+    package func register(_ make: @escaping @Sendable () throws -> T) { storage.register(key) { try make() } }
 
-    /// Removes an override and the kept instance.
-    public func reset() { storage.reset(key) }
+    /// Removes an override and the kept instance (tests).
+    package func reset() { storage.reset(key) }
 }

@@ -9,8 +9,10 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// The agent's side of push (issue 12): per account with a push session, it holds the service's stream open
-/// (long poll, reconnect with backoff), handles each push and acks it.
+/// The agent's side of push (issue 12): per account with a push session, it holds the service's stream open (one
+/// WebSocket, acked on the same socket; the long poll where the service has none; reconnect with backoff), handles
+/// each push and acks it. Each push goes to the account's
+/// ``AccountCoordinator`` as background work, whatever the lock state; only its key differs.
 ///
 /// - Unlocked: the push syncs its folder with the agent's own store.
 /// - Locked: the push-handler path (a desktop notification when there is one; the log never names sender or
@@ -36,19 +38,51 @@ public final class PushStreamHolder: Service, Sendable {
         self.showNotifications = showNotifications
     }
 
-    /// Runs one loop per account until graceful shutdown; accounts added later are picked up every 5 seconds.
+    /// Runs one loop per account that has a push session, until graceful shutdown. The accounts are read once at
+    /// start; after that the agent's own requests announce every change (``PushTokens/changes``: a registration, an
+    /// unregistration, an unlock that opened a token), and a loop starts or restarts on that event. Nothing polls.
     public func run() async throws {
+        let changes = try global.pushTokens.changes
+        enum Signal: Sendable {
+            case changed(Set<String>)
+            case ended(String)
+        }
+        let (signals, signal) = AsyncStream.makeStream(of: Signal.self)
         await withTaskGroup(of: Void.self) { group in
-            var started: Set<String> = []
-            while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                // Nothing is opened (no device secret made) in a home that has no account yet.
-                let hasItems = (try? FileKeychain.hasItems(in: global.paths.keychain)) ?? false
-                let accounts = hasItems ? ((try? global.keymakerRegistry.accounts()) ?? []) : []
-                for account in accounts where !started.contains(account) {
-                    started.insert(account)
-                    group.addTask { await self.hold(account) }
+            group.addTask {
+                while !Task.isCancelled {
+                    let changed = await changes.next()
+                    if changed.isEmpty { break }
+                    signal.yield(.changed(changed))
                 }
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(5)) }
+            }
+            // Nothing is opened (no device secret made) in a home that has no account yet.
+            let hasItems = (try? FileKeychain.hasItems(in: global.paths.keychain)) ?? false
+            signal.yield(.changed(Set(hasItems ? ((try? global.keymakerRegistry.accounts()) ?? []) : [])))
+            var holding: Set<String> = []
+            var changedWhileHeld: Set<String> = []
+            func start(_ account: String) {
+                holding.insert(account)
+                group.addTask {
+                    await self.hold(account)
+                    signal.yield(.ended(account))
+                }
+            }
+            await withGracefulShutdownHandler {
+                for await message in signals {
+                    switch message {
+                    case .changed(let accounts):
+                        for account in accounts {
+                            if holding.contains(account) { changedWhileHeld.insert(account) } else { start(account) }
+                        }
+                    case .ended(let account):
+                        holding.remove(account)
+                        // A change that came while the loop was ending (an unlock as it found no token) restarts it.
+                        if changedWhileHeld.remove(account) != nil, !Task.isShuttingDownGracefully { start(account) }
+                    }
+                }
+            } onGracefulShutdown: {
+                signal.finish()
             }
             group.cancelAll()
         }
@@ -56,36 +90,48 @@ public final class PushStreamHolder: Service, Sendable {
 
     private var logger: Logger { (try? global.logger) ?? Logger(label: "coffer.push") }
 
-    /// The account's loop: waits for a session and a token, then long-polls.
+    /// The account's loop while it has a session and a token: long-polls, handles and acks. It ends when there is no
+    /// session or no token yet (locked since the agent started), when the session was unregistered here, or after a
+    /// remote logout; the next announced change starts it again.
     func hold(_ account: String) async {
         var backoff = 1.0
         var inHand: String?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                guard let (record, token) = try await sessionAndToken(account) else {
-                    try await Task.sleep(for: .seconds(2))
-                    continue
-                }
+                guard let (record, token) = try await sessionAndToken(account) else { return }
                 inHand = token
                 let client = NotifyClient(server: record.server)
-                let messages = try await client.stream(token: token, wait: Self.pollWait)
-                var handled: [String] = []
-                for message in messages {
-                    await handle(message, account: account, sessionID: record.sessionID)
-                    handled.append(message.id)
+                // One WebSocket held open: each page is handled and acked on it, with no new connection per mail.
+                let log = logger
+                let held = try await client.holdStream(token: token) {
+                    log.info("push stream: WebSocket open", metadata: ["account": "\(account)"])
+                } handle: { messages in
+                    for message in messages {
+                        await self.handle(message, account: account, sessionID: record.sessionID)
+                    }
+                    return messages.map(\.id)
                 }
-                try await client.ack(token: token, ids: handled)
+                if !held {
+                    // A service without the WebSocket stream: the long poll, acked with a request of its own.
+                    logger.info("push stream: long poll", metadata: ["account": "\(account)"])
+                    let messages = try await client.stream(token: token, wait: Self.pollWait)
+                    for message in messages { await handle(message, account: account, sessionID: record.sessionID) }
+                    try await client.ack(token: token, ids: messages.map(\.id))
+                }
                 backoff = 1
             } catch NotifyClientError.sessionRevoked {
+                let record = try? PushSessionStore(keychain: global.keychain, account: account).loadSession()
+                // Unregistered here (the record is gone): no revocation, the loop just ends.
+                guard let record else { return }
                 // An unlock may have refreshed the token while this request held the old one, and a use of the new
                 // one ends the old: that is no revocation. Only a refusal of the token in hand is.
-                if let record = try? PushSessionStore(keychain: global.keychain, account: account).loadSession(),
-                    let current = (try? global.pushTokens)?.token(account: account, sessionID: record.sessionID),
+                if let current = (try? global.pushTokens)?.token(account: account, sessionID: record.sessionID),
                     current != inHand
                 {
                     continue
                 }
                 await remoteLogout(account)
+                return
             } catch is CancellationError {
                 return
             } catch {

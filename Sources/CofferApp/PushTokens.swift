@@ -10,6 +10,9 @@ import NIOConcurrencyHelpers
 /// the agent's push stream stays open while the account is locked.
 public final class PushTokens: Sendable {
     private let tokens = NIOLockedValueBox<[String: String]>([:])
+    /// Every change of a token kept here (opened, kept, forgotten) is announced, so the agent's push stream waits on
+    /// these instead of polling the keychain.
+    public let changes = PushSessionEvents()
 
     /// An empty set.
     public init() {}
@@ -45,6 +48,7 @@ public final class PushTokens: Sendable {
             forget(account)
             return nil
         }
+        defer { changes.changed(account) }
         let key = try await keymaker.mainKey().subkey(PushSessionStore.tokenSubkey)
         var token = try store.token(of: record, key: key)
         if record.expires.timeIntervalSinceNow < Self.refreshAhead {
@@ -84,8 +88,15 @@ public final class PushTokens: Sendable {
         return token
     }
 
+    /// Keeps `token` of `account`'s new session `sessionID` (registration).
+    public func keep(_ token: String, account: String, sessionID: String) {
+        tokens.withLockedValue { $0[Self.key(account, sessionID)] = token }
+        changes.changed(account)
+    }
+
     /// Forgets every token of `account` (its session ended).
     public func forget(_ account: String) {
         tokens.withLockedValue { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
+        changes.changed(account)
     }
 }

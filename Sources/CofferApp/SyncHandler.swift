@@ -1,3 +1,4 @@
+import CofferKeymaker
 import CofferStore
 import CofferSync
 
@@ -23,6 +24,35 @@ public struct SyncHandler: Sendable {
         progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
     ) async throws -> SyncSummary {
         try await dependencies.coordinator.run(.sync(server: id, folders: folders, batch: batch), progress: progress)
+    }
+
+    /// Waits up to `seconds` (at most 29 minutes, as RFC 2177 asks) for a change of the first of `folders` with IDLE,
+    /// then syncs through the coordinator. All of it is background work: a change on the server is not a person's
+    /// request, so neither the wait nor the sync restarts the autolock.
+    public func watch(
+        id: Int64?,
+        folders: [String],
+        batch: Int?,
+        seconds: Int,
+        progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
+    ) async throws -> SyncSummary {
+        let store = try dependencies.mailStore
+        return try await KeyUse.background.run {
+            let server = try await AccountCoordinator.serverAccount(id, in: store)
+            do {
+                _ = try await Syncer(store: store).waitForChange(
+                    accountID: server.id,
+                    folder: folders.first ?? "INBOX",
+                    timeout: .seconds(min(max(1, seconds), 29 * 60))
+                )
+            } catch SyncError.locked {
+                throw StoreError.locked
+            }
+            return try await dependencies.coordinator.run(
+                .sync(server: server.id, folders: folders, batch: batch),
+                progress: progress
+            )
+        }
     }
 
     /// Checks a login to `settings` with `password` (pinned as the settings say), then stores the account sealed.

@@ -32,11 +32,11 @@ public struct NotifyClient: Sendable {
         public var created: Date
     }
 
-    private struct StreamPage: Decodable { var messages: [StreamMessage] }
+    struct StreamPage: Decodable { var messages: [StreamMessage] }
 
     private var http: NotifyHTTP { NotifyHTTP(server: server, timeout: timeout) }
 
-    private static func decoder() -> JSONDecoder {
+    static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder

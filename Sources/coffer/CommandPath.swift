@@ -182,17 +182,6 @@ final class CommandPath: Sendable {
         return status
     }
 
-    /// Runs `body` in this process, even when an agent runs, with the chosen account's container: for the commands
-    /// that must ask the person here (FastSync renewal) or that work only here (push registration, the push handler,
-    /// `sync --watch`).
-    static func local<T>(_ home: HomeOptions, _ body: (LocalAccount) async throws -> T) async throws -> T {
-        try await with(home, inProcess: true) { path in
-            guard case .inProcess(let global, _, _) = path.route else { throw AppError.malformedMessage }
-            let name = try await path.account(home).account
-            return try await body(LocalAccount(path: path, name: name, user: try global.keymakerRegistry.user(name)))
-        }
-    }
-
     /// Ends the connection, or drops this process's keys and closes its stores.
     func close() async {
         switch route {
@@ -203,15 +192,14 @@ final class CommandPath: Sendable {
         }
     }
 
-    /// Runs `body` with a path for `home` (this process's own with `inProcess`) and closes it after, whatever
-    /// happens.
+    /// Runs `body` with a path for `home` (the agent's when one runs, else this process's) and closes it after,
+    /// whatever happens.
     @discardableResult
     static func with<T>(
         _ home: HomeOptions,
-        inProcess: Bool = false,
         _ body: (CommandPath) async throws -> T
     ) async throws -> T {
-        let path = inProcess ? try Self.inProcess(home.paths()) : try open(home)
+        let path = try open(home)
         do {
             let result = try await body(path)
             await path.close()
@@ -253,33 +241,5 @@ final class TerminalConversation: AgentConversation {
             return state.preview
         }
         if let folder { SecureFile.removeTree(folder) }
-    }
-}
-
-/// One account opened in this process by ``CommandPath/local(_:_:)``.
-struct LocalAccount {
-    let path: CommandPath
-    /// The account's name.
-    let name: String
-    /// Its container: Keymaker, store, keychain.
-    let user: UserContainer
-
-    /// Unlocks the account here: a fresh proof, even when an agent holds the key.
-    func unlock(_ home: HomeOptions, _ pin: PINOptions) async throws {
-        try await path.unlock(home, pinFromStdin: pin.pinStdin)
-    }
-
-    /// The push session's token, sealed under the MainKey: unlocks here first.
-    func pushToken(
-        of record: PushSessionStore.Record,
-        in store: PushSessionStore,
-        _ home: HomeOptions,
-        _ pin: PINOptions
-    ) async throws -> String {
-        try await unlock(home, pin)
-        return try store.token(
-            of: record,
-            key: await user.keymaker.mainKey(for: .userRequest).subkey(PushSessionStore.tokenSubkey)
-        )
     }
 }

@@ -43,24 +43,28 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                // Always a fresh proof in this process, even when an agent holds the key: renewal must ask the user.
-                try await CommandPath.local(home) { local in
-                    let keychain = try local.user.keychain
-                    let store = PushSessionStore(keychain: keychain, account: local.name)
-                    guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
-                    let token = try await local.pushToken(of: record, in: store, home, pinOptions)
-                    let keymaker = try local.user.keymaker
-                    let lifetime = FastSyncCommand.seconds(duration) ?? 8 * 3600
-                    let fastSync = try await FastSync.enable(
-                        mainKey: await keymaker.mainKey(for: .userRequest),
-                        keychain: keychain,
-                        account: local.name,
-                        session: record,
-                        token: token,
-                        lifetime: lifetime
+                // Always a fresh proof, even when the agent holds the key: renewal must ask the person.
+                try await CommandPath.with(home) { path in
+                    let status = try await path.account(home)
+                    guard
+                        case .notifySession(let session, _) = try await path.call(
+                            .notifyStatus(account: status.account)
+                        ),
+                        session != nil
+                    else { throw NotifyClientError.notRegistered }
+                    let (method, pin) = try path.proof(
+                        for: status,
+                        pinFromStdin: pinOptions.pinStdin,
+                        preference: nil
                     )
-                    let until = Date(timeIntervalSince1970: TimeInterval(fastSync.expires))
-                    print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
+                    let seconds = Int(FastSyncCommand.seconds(duration) ?? 8 * 3600)
+                    guard
+                        case .fastSync(let expires?, _, _) = try await path.call(
+                            .fastSyncOn(account: status.account, seconds: seconds, proof: method),
+                            secret: pin
+                        )
+                    else { throw AppError.malformedMessage }
+                    print("FastSync is on until \(ISO8601DateFormatter().string(from: expires)).")
                 }
             }
         }
@@ -76,19 +80,23 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.local(home) { local in
-                    let keychain = try local.user.keychain
+                try await CommandPath.with(home) { path in
+                    let account = try await path.account(home).account
                     // The record goes first: without it the escrowed key opens nothing.
-                    let ended = try FastSync.end(keychain: keychain, account: local.name)
-                    let hasSession = try PushSessionStore(keychain: keychain, account: local.name).loadSession() != nil
-                    guard hasSession, try FastSync.escrowDeletionPending(keychain: keychain, account: local.name) else {
+                    guard
+                        case .fastSync(_, let ended, let pending) = try await path.call(.fastSyncOff(account: account))
+                    else { throw AppError.malformedMessage }
+                    guard pending else {
                         print(ended ? "FastSync is off: the record is deleted here." : "FastSync is off.")
                         return
                     }
                     // The unlock opens the token and tells the service, as every unlock does while the note is there.
-                    try await local.unlock(home, pinOptions)
+                    try await path.unlock(home, pinFromStdin: pinOptions.pinStdin)
+                    guard
+                        case .fastSync(_, _, let stillPending) = try await path.call(.fastSyncStatus(account: account))
+                    else { throw AppError.malformedMessage }
                     print(
-                        try FastSync.escrowDeletionPending(keychain: keychain, account: local.name)
+                        stillPending
                             ? "FastSync is off here; the service could not be reached, and the next unlock tells it."
                             : "FastSync is off: the record is deleted here and the key on the service."
                     )
@@ -104,12 +112,14 @@ struct FastSyncCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.local(home) { local in
-                    guard let record = try FastSync.load(keychain: try local.user.keychain, account: local.name) else {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.account(home).account
+                    guard case .fastSync(let expires, _, _) = try await path.call(.fastSyncStatus(account: account))
+                    else { throw AppError.malformedMessage }
+                    guard let until = expires else {
                         print("FastSync is off.")
                         return
                     }
-                    let until = Date(timeIntervalSince1970: TimeInterval(record.expires))
                     if until > Date() {
                         print("FastSync is on until \(ISO8601DateFormatter().string(from: until)).")
                     } else {

@@ -51,45 +51,20 @@ struct NotifyCommand: AsyncParsableCommand {
                     caFile: trust.absoluteCAFile,
                     connectAddress: trust.connect
                 )
-                // Registration needs the IMAP password, which only an unlocked store gives: it runs in this process.
-                try await CommandPath.local(home) { local in
-                    try await local.unlock(home, pinOptions)
-                    let user = local.user
-                    let store = PushSessionStore(keychain: try user.keychain, account: local.name)
-                    if try store.loadSession() != nil { throw NotifyClientError.alreadyRegistered }
-                    let imap = try await AccountCoordinator.serverAccount(id, in: try user.mailStore).server
-                    let name =
-                        deviceName
-                        ?? (ProcessInfo.processInfo.hostName.isEmpty ? "coffer" : ProcessInfo.processInfo.hostName)
-                    let keys = WebPush.UserAgentKeys()
-                    let client = NotifyClient(server: target)
-                    let token = try await client.register(
-                        user: imap.username,
-                        password: imap.password,
-                        deviceName: String(name.prefix(100)),
-                        keys: keys
-                    )
-                    do {
-                        let tokenKey = try await user.keymaker.mainKey(for: .userRequest).subkey(
-                            PushSessionStore.tokenSubkey
+                let name =
+                    deviceName
+                    ?? (ProcessInfo.processInfo.hostName.isEmpty ? "coffer" : ProcessInfo.processInfo.hostName)
+                // Registration needs the IMAP password, which only an unlocked store gives: unlocked first (a no-op
+                // when the agent holds the key), then the agent (or this process) registers.
+                try await CommandPath.with(home) { path in
+                    let status = try await path.unlock(home, pinFromStdin: pinOptions.pinStdin).status
+                    guard
+                        case .notifyRegistered(let sessionID, let url, let user, let expires) = try await path.call(
+                            .notifyRegister(account: status.account, service: target, server: id, deviceName: name)
                         )
-                        try store.saveKeys(keys)
-                        try store.saveSession(
-                            server: target,
-                            sessionID: token.sessionID,
-                            expires: token.expires,
-                            deviceName: String(name.prefix(100)),
-                            token: token.token,
-                            key: tokenKey
-                        )
-                    } catch {
-                        // Nothing half-registered stays: the service forgets the session, the device its keys.
-                        try? await client.revoke(sessionID: token.sessionID, token: token.token)
-                        try? store.delete()
-                        throw error
-                    }
+                    else { throw AppError.malformedMessage }
                     print(
-                        "Registered push session \(token.sessionID) with \(target.url) for \(imap.username) (expires \(ISO8601DateFormatter().string(from: token.expires)))."
+                        "Registered push session \(sessionID) with \(url) for \(user) (expires \(ISO8601DateFormatter().string(from: expires)))."
                     )
                 }
             }
@@ -105,23 +80,29 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.local(home) { local in
-                    let store = PushSessionStore(keychain: try local.user.keychain, account: local.name)
-                    guard let record = try store.loadSession() else {
-                        if let reason = store.endedReason() {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.account(home).account
+                    guard
+                        case .notifySession(let session, let reason) = try await path.call(
+                            .notifyStatus(account: account)
+                        )
+                    else { throw AppError.malformedMessage }
+                    guard let session else {
+                        if let reason {
                             print("No push session: \(reason)")
                         } else {
                             print("No push session; register one with `coffer notify register --server https://HOST`.")
                         }
                         return
                     }
-                    let hasKey = (try? store.loadKeys()) != nil
-                    print("Push session \(record.sessionID) with \(record.server.url) as \"\(record.deviceName)\"")
-                    print("\texpires: \(ISO8601DateFormatter().string(from: record.expires))")
+                    print("Push session \(session.sessionID) with \(session.service) as \"\(session.deviceName)\"")
+                    print("\texpires: \(ISO8601DateFormatter().string(from: session.expires))")
                     print(
-                        "\tpins: \(record.server.pins.isEmpty ? "none (chain and host name only)" : record.server.pins.joined(separator: " "))"
+                        "\tpins: \(session.pins.isEmpty ? "none (chain and host name only)" : session.pins.joined(separator: " "))"
                     )
-                    print("\tpush key: \(hasKey ? "in the keychain (afterFirstUnlockThisDeviceOnly)" : "missing")")
+                    print(
+                        "\tpush key: \(session.hasPushKey ? "in the keychain (afterFirstUnlockThisDeviceOnly)" : "missing")"
+                    )
                 }
             }
         }
@@ -142,21 +123,26 @@ struct NotifyCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await runReportingErrors {
-                try await CommandPath.local(home) { local in
-                    let store = PushSessionStore(keychain: try local.user.keychain, account: local.name)
-                    guard let record = try store.loadSession() else { throw NotifyClientError.notRegistered }
-                    let token = try await local.pushToken(of: record, in: store, home, pinOptions)
-                    let outcome: String
-                    do throws(NotifyClientError) {
-                        try await NotifyClient(server: record.server).revoke(sessionID: record.sessionID, token: token)
-                        outcome = "revoked on the service"
-                    } catch .sessionRevoked {
-                        outcome = "the service had already ended it"
-                    } catch {
-                        outcome = "the service could not be told (\(error.description)) and ends it at its expiry"
-                    }
-                    try store.delete()
-                    print("Unregistered push session \(record.sessionID): \(outcome); its keys are deleted here.")
+                try await CommandPath.with(home) { path in
+                    // No PIN is asked when there is nothing to unregister.
+                    let account = try await path.account(home).account
+                    guard case .notifySession(let session, _) = try await path.call(.notifyStatus(account: account)),
+                        session != nil
+                    else { throw NotifyClientError.notRegistered }
+                    let status = try await path.unlock(home, pinFromStdin: pinOptions.pinStdin).status
+                    guard
+                        case .notifyUnregistered(let sessionID, let outcome) = try await path.call(
+                            .notifyUnregister(account: status.account)
+                        )
+                    else { throw AppError.malformedMessage }
+                    let said =
+                        switch outcome {
+                        case .revoked: "revoked on the service"
+                        case .alreadyEnded: "the service had already ended it"
+                        case .unreachable(let reason):
+                            "the service could not be told (\(reason)) and ends it at its expiry"
+                        }
+                    print("Unregistered push session \(sessionID): \(said); its keys are deleted here.")
                 }
             }
         }

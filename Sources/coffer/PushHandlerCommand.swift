@@ -30,33 +30,19 @@ struct PushHandlerCommand: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             let input = FileHandle.standardInput.readDataToEndOfFile()
-            guard input.count <= 64 * 1024 else { throw CLIError("The push on standard input is larger than 64 KiB.") }
-            try await CommandPath.local(home) { local in
-                let account = local.name
-                let keychain = try local.user.keychain
-                let sessions = PushSessionStore(keychain: keychain, account: account)
-                let push = try PushHandler.open(
-                    PushHandler.body(fromInput: Array(input)),
-                    keys: try sessions.loadKeys()
-                )
-                if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
-                guard !noSync, push.fastSync != nil,
-                    let session = try sessions.loadSession(),
-                    let secret = try FastSync.mainKey(
-                        for: push,
-                        keychain: keychain,
-                        account: account,
-                        sessionID: session.sessionID
+            guard input.count <= 16 * 1024 else { throw CLIError("The push on standard input is larger than 16 KiB.") }
+            // The agent's route when one runs, else this process's: the same request, the same dispatcher.
+            try await CommandPath.with(home) { path in
+                let account = try await path.account(home).account
+                guard
+                    case .pushOpened(let push, let fetched, let failure) = try await path.call(
+                        .push(account: account, body: input, sync: !noSync)
                     )
-                else { return }
-                // The agent's route: the account's coordinator, with the key granted to this one background job.
-                let summary = try await local.user.coordinator.run(
-                    .sync(server: nil, folders: [push.folder ?? "INBOX"], batch: nil),
-                    key: .granted(secret)
-                )
-                print(
-                    "FastSync: \(summary.fetched) new message\(summary.fetched == 1 ? "" : "s") sealed in the store while locked."
-                )
+                else { throw AppError.malformedMessage }
+                if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
+                if let failure { throw CLIError(failure) }
+                guard let fetched else { return }
+                print("FastSync: \(fetched) new message\(fetched == 1 ? "" : "s") sealed in the store while locked.")
             }
         }
     }

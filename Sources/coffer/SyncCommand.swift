@@ -37,46 +37,25 @@ struct SyncCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            if !watch {
-                try await CommandPath.with(home) { path in
-                    let account = try await path.mailAccount(home, pinOptions)
-                    let line = ProgressLine()
-                    let request = AgentRequest.sync(account: account, server: id, folders: folder, batch: batch)
-                    let reply = try await path.call(request) { event in
-                        guard case .syncProgress(let progress) = event, progress.total > 0 else { return }
-                        line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
-                    }
+            try await CommandPath.with(home) { path in
+                let account = try await path.mailAccount(home, pinOptions)
+                let line = ProgressLine()
+                let show: @Sendable (AgentEvent) -> Void = { event in
+                    guard case .syncProgress(let progress) = event, progress.total > 0 else { return }
+                    line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
+                }
+                var request = AgentRequest.sync(account: account, server: id, folders: folder, batch: batch)
+                repeat {
+                    let reply = try await path.call(request, progress: show)
                     line.finish()
                     guard case .synced(let summary) = reply else { throw AppError.malformedMessage }
                     print(Self.line(summary))
-                }
-                return
-            }
-            // Watching keeps an IDLE connection of this process's own, so it runs here even when an agent runs.
-            try await CommandPath.local(home) { local in
-                try await local.unlock(home, pinOptions)
-                let user = local.user
-                let server = try await AccountCoordinator.serverAccount(id, in: try user.mailStore)
-                let line = ProgressLine()
-                let syncer = Syncer(store: try user.mailStore, batchSize: batch)
-                while true {
-                    // Each round is a background job of the account's coordinator: it never restarts the autolock.
-                    let summary = try await user.coordinator.run(
-                        .sync(server: server.id, folders: folder, batch: batch)
-                    ) { progress in
-                        guard progress.total > 0 else { return }
-                        line.show(ProgressLine.bar(progress.folder, done: progress.done, total: progress.total))
-                    }
-                    line.finish()
-                    print(Self.line(summary))
                     fflush(nil)
-                    // A sync is crash-safe, so ending the watch with Ctrl-C (or a kill) at any point loses nothing.
-                    _ = try await syncer.waitForChange(
-                        accountID: server.id,
-                        folder: folder.first ?? "INBOX",
-                        timeout: .seconds(25 * 60)
-                    )
-                }
+                    // Watching: the agent (or this process) waits with IDLE on the first folder, then syncs again as
+                    // background work, which never holds the autolock open. A sync is crash-safe, so ending the
+                    // watch with Ctrl-C (or a kill) at any point loses nothing.
+                    request = .watch(account: account, server: id, folders: folder, batch: batch, seconds: 25 * 60)
+                } while watch
             }
         }
     }

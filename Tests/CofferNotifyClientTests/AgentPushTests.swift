@@ -72,6 +72,17 @@ final class LogCollector: @unchecked Sendable {
             let first = "Agent unlocked canary 0d4f"
             try deliver(stack, subject: first)
             #expect(await log.wait(for: "push: synced while unlocked"), "\(log.contents)")
+            // Issue 23: the stream is one WebSocket, acked on the same socket: more mail opens no connection to the
+            // service (before, each mail cost a long poll and an ack, each over a new TLS connection).
+            for index in 1...3 {
+                try deliver(stack, subject: "Agent unlocked follow-up \(index)")
+                #expect(await log.wait(for: "push: synced while unlocked", count: 1 + index), "\(log.contents)")
+            }
+            #expect(
+                log.contents.components(separatedBy: "push stream: WebSocket open").count - 1 == 1,
+                "\(log.contents)"
+            )
+            #expect(!log.contents.contains("push stream: long poll"), "\(log.contents)")
             let listed = try await cli.runOffPool(["list"])
             #expect(listed.stdout.contains(first), "\(listed.stdout)\(listed.stderr)")
 

@@ -7,6 +7,7 @@ import CofferTransport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import HummingbirdWebSocket
 import Logging
 import Testing
 
@@ -251,7 +252,12 @@ extension TestServers.PinnedDovecot {
             masterKey: Array(repeating: 3, count: 32)
         )
         let configured = service
-        try await Application(router: NotifyAPI.router(service: configured)).test(.live) { client in
+        // The service as `coffer-notify serve` runs it: the API and the WebSocket stream the agent holds.
+        let application = Application(
+            router: NotifyAPI.router(service: configured),
+            server: .http1WebSocketUpgrade(webSocketRouter: NotifyAPI.webSocketRouter(service: configured))
+        )
+        try await application.test(.live) { client in
             let port = try #require(client.port)
             let secret = String(decoding: NotifyCLITests.eventSecret, as: UTF8.self)
             let dovecot = try TestServers.PinnedDovecot.start(

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Known-answer vectors for the agent protocol v3 frames and messages, written from docs/FORMAT.md ("Agent protocol
-v3", "Summary page v1") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
+"""Known-answer vectors for the agent protocol v4 frames and messages, written from docs/FORMAT.md ("Agent protocol
+v4", "Summary page v1") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
 frame_vectors.json; FrameVectorTests checks that AgentFrame encodes exactly these bytes, that FrameDecoder reads them
 back (whatever the chunking) and refuses the bad ones with the documented reason, and that the JSON payloads decode
 to the documented requests, events, answers and replies; SummaryPageTests checks the summary pages."""
 import json, pathlib, struct
 
-VERSION = 3
+VERSION = 4
 KINDS = {"request": 1, "reply": 2, "event": 3, "answer": 4, "secret": 5, "summaries": 6}
 REQUEST_LIMIT = 64 * 1024          # anything a client sends
 REPLY_LIMIT = 48 * 1024 * 1024     # what the agent sends
 
 def frame(kind, payload):
-    """Header: magic "CF", version 3, kind, payload length as big-endian UInt32; then the payload."""
+    """Header: magic "CF", version 4, kind, payload length as big-endian UInt32; then the payload."""
     return b"CF" + bytes([VERSION, KINDS[kind]]) + struct.pack(">I", len(payload)) + payload
 
 def js(obj):
@@ -35,7 +35,7 @@ def add(name, kind, payload, as_pattern=False):
         entry["frame"] = encoded.hex()
     frames.append(entry)
 
-add("hello request", "request", js({"hello": {"version": 3}}))
+add("hello request", "request", js({"hello": {"version": 4}}))
 add("pin unlock request", "request", js({"unlock": {"account": "alice@example.com", "method": "pin"}}))
 add("the PIN after it", "secret", b"246810")
 add("an empty secret", "secret", b"")
@@ -58,6 +58,8 @@ refused = [
     {"name": "wrong second magic byte", "bytes": b"CX".hex(), "maximum": REQUEST_LIMIT, "error": "badMagic"},
     {"name": "version 2", "bytes": (b"CF" + bytes([2])).hex(), "maximum": REQUEST_LIMIT,
      "error": "unsupportedVersion", "value": 2},
+    {"name": "version 3", "bytes": (b"CF" + bytes([3])).hex(), "maximum": REQUEST_LIMIT,
+     "error": "unsupportedVersion", "value": 3},
     {"name": "version 0", "bytes": (b"CF" + bytes([0, 1]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unsupportedVersion", "value": 0},
     {"name": "kind 0", "bytes": (b"CF" + bytes([VERSION, 0]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
@@ -73,7 +75,7 @@ refused = [
 ]
 
 # Bytes that are the start of a valid frame: no frame yet, and no error.
-hello = frame("request", js({"hello": {"version": 3}}))
+hello = frame("request", js({"hello": {"version": 4}}))
 incomplete = [hello[:n].hex() for n in (1, 2, 3, 7, 8, len(hello) - 1)]
 
 # JSON payloads as a client or the agent writes them, with the fields they carry.
@@ -99,6 +101,15 @@ requests = [
     {"json": js({"serverAdd": {"account": "carol", "server": {"host": "mail.example.org", "port": 993,
      "startTLS": False, "username": "carol", "pins": []}}}).decode(), "op": "server-add", "account": "carol",
      "secret": True},
+    {"json": js({"notifyRegister": {"account": "carol", "service": {"host": "notify.example.org", "port": 443,
+     "tls": True, "pins": ["a", "b"]}, "deviceName": "laptop"}}).decode(), "op": "notify-register",
+     "account": "carol"},
+    {"json": js({"notifyUnregister": {"account": "carol"}}).decode(), "op": "notify-unregister", "account": "carol"},
+    {"json": js({"fastSyncOn": {"account": "carol", "seconds": 28800, "proof": "pin"}}).decode(), "op": "fastsync-on",
+     "account": "carol", "secret": True},
+    {"json": js({"fastSyncOff": {"account": "carol"}}).decode(), "op": "fastsync-off", "account": "carol"},
+    {"json": js({"push": {"account": "carol", "body": "AAEC", "sync": True}}).decode(), "op": "push",
+     "account": "carol"},
 ]
 failures = [{"json": js({"failure": {"_0": {"code": code, "message": "A sentence."}}}).decode(), "code": code}
             for code in ["locked", "bad-frame", "bad-request", "timeout", "busy", "forbidden", "unsupported-version",
