@@ -38,6 +38,8 @@ COFFER_TOUR_BIN="$(swift build --show-bin-path)" bash scripts/tour-server.sh
 bash Fuzz/run.sh 60
 # libFuzzer on the IMAP response parser: a fixed seed and 200,000 inputs.
 bash Fuzz/imap.sh 25
+# libFuzzer on CofferMIME's writer (parse-write-parse stable) and mailto: links: a fixed seed and 25,000 inputs.
+bash Fuzz/mime.sh 45
 # The benchmark regression guard: a small corpus, ratios only (Coffer beside its same-run reference), failing when
 # one falls below half its recorded baseline (Benchmarks/check-baselines.txt).
 "$(swift build --show-bin-path)/coffer-bench" --check

@@ -52,7 +52,7 @@ public enum KeymakerError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .locked: "Coffer is locked; unlock it first."
-        case .notSetUp: "This account has no key on this device; run `coffer init` to log in."
+        case .notSetUp: "This account has no key on this device."
         case .alreadySetUp: "This account already has a key on this device."
         case .wrongPIN(let left):
             left == 1 ? "Wrong PIN. One more wrong PIN erases this account's key." : "Wrong PIN. \(left) attempts left."

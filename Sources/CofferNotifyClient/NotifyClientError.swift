@@ -44,9 +44,9 @@ public enum NotifyClientError: Error, Sendable, Equatable, CustomStringConvertib
         case .sessionRevoked:
             "The notification server no longer accepts this device's session (revoked, expired or unknown)."
         case .malformedResponse(let what): "The notification server's answer could not be read: \(what)."
-        case .notRegistered: "This account has no push session; run `coffer notify register` first."
+        case .notRegistered: "This account has no push session."
         case .alreadyRegistered:
-            "This account already has a push session; run `coffer notify unregister` before registering again."
+            "This account already has a push session."
         case .keychain(let error): "The keychain failed: \(error)"
         case .crypto(let error): "The stored push session could not be opened: \(error)"
         case .invalidRecord(let what): "A stored push record is not readable: \(what)."

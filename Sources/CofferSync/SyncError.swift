@@ -28,7 +28,7 @@ public enum SyncError: Error, Sendable, Equatable, CustomStringConvertible {
         case .store(let error): error.description
         case .imap(let error): error.description
         case .invalidAccount(let why): "The account's settings cannot be used: \(why)."
-        case .noAccount: "No mail server account is set up; run `coffer account add` first."
+        case .noAccount: "No mail server account is set up."
         case .noUIDValidity:
             "The IMAP server did not report a UIDVALIDITY for a folder, so it cannot be synced safely."
         case .folderKeptChanging:

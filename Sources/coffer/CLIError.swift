@@ -3,6 +3,8 @@ import CofferApp
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
+import CofferNotifyClient
+import CofferSync
 
 #if canImport(Glibc)
 import Glibc
@@ -34,6 +36,8 @@ struct CLIError: Error, CustomStringConvertible {
             description = "\(error) Run `coffer init --account NAME` to make one."
         } else if case AppError.remote(.locked, let message) = error {
             description = "\(message) Run `coffer unlock` to give the agent the key again."
+        } else if let hint = Self.hint(for: error) {
+            description = "\(error) \(hint)"
         } else if let keychain = Self.keychainError(in: error),
             keychain == .deviceMismatch
                 || keychain == .deviceSecretMissing
@@ -47,6 +51,17 @@ struct CLIError: Error, CustomStringConvertible {
 }
 
 extension CLIError {
+    /// The command that is the way out of a module's error, where there is one (the modules never name commands).
+    fileprivate static func hint(for error: any Error) -> String? {
+        switch error {
+        case KeymakerError.notSetUp: "Run `coffer init` to log in."
+        case SyncError.noAccount: "Run `coffer account add` first."
+        case NotifyClientError.notRegistered: "Run `coffer notify register` first."
+        case NotifyClientError.alreadyRegistered: "Run `coffer notify unregister` before registering again."
+        default: nil
+        }
+    }
+
     /// The keychain error inside `error`, directly or as the Keymaker's cause.
     fileprivate static func keychainError(in error: any Error) -> KeychainError? {
         if let error = error as? KeychainError { return error }
