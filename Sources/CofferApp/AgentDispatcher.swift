@@ -53,12 +53,12 @@ public final class AgentDispatcher: Sendable {
     }
 
     /// The container of `account` with its mail store open. Opening it (and any migration of an old store) runs on
-    /// the cooperative pool, not on the caller's executor: the agent runs `list`, `search` and `attachments` on a
+    /// the blocking pool, not on the caller's executor: the agent runs `list`, `search` and `attachments` on a
     /// connection's event loop, which must not wait on a migration.
     private func mailUser(_ account: String) async throws -> UserContainer {
         let user = try user(account)
         if !user.hasOpenedMailStore {
-            try await withTaskExecutorPreference(globalConcurrentExecutor) { _ = try user.mailStore }
+            try await withTaskExecutorPreference(BlockingPool.taskExecutor) { _ = try user.mailStore }
         }
         return user
     }

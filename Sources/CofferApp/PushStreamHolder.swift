@@ -175,7 +175,7 @@ public final class PushStreamHolder: Service, Sendable {
             let folder = push.folder ?? "INBOX"
             let user = try global.keymakerRegistry.user(account)
             let locked = await (try user.keymaker).isLocked
-            if locked, showNotifications { _ = PushHandler.showDesktopNotification(push) }
+            if locked, showNotifications { _ = await PushHandler.desktopNotification(push) }
             // One route for both states; only the key differs. Unlocked: the Keymaker's key, as background work that
             // never restarts the autolock. Locked: FastSync's key, granted to this one job and wiped after it.
             let key: AccountCoordinator.KeySupply

@@ -1,3 +1,4 @@
+import CofferCrypto
 import Foundation
 import NIOCore
 
@@ -123,7 +124,8 @@ public struct PushEndpointPolicy: Sendable {
         if let literal = try? SocketAddress(ipAddress: host.trimmingCharacters(in: ["[", "]"]), port: port) {
             return [literal]
         }
-        return try await Task.detached {
+        // getaddrinfo blocks: on the blocking pool, never the cooperative pool (docs/ARCHITECTURE.md, "Concurrency").
+        return try await BlockingPool.run { () throws(NotifyError) -> [SocketAddress] in
             var hints = addrinfo()
             hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
             var result: UnsafeMutablePointer<addrinfo>?
@@ -149,6 +151,6 @@ public struct PushEndpointPolicy: Sendable {
                 cursor = info.pointee.ai_next
             }
             return addresses
-        }.value
+        }
     }
 }

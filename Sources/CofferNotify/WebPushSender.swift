@@ -26,12 +26,7 @@ public struct WebPushSender: Sendable {
     ///
     /// - Throws: `NotifyError.invalidRequest` for a target with a control character, a space or non-ASCII.
     public static func requestTarget(of url: URL) throws(NotifyError) -> String {
-        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            throw .invalidRequest("the push endpoint is not a URL")
-        }
-        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        let target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
-        guard target.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+        guard let target = PinnedHTTP.target(of: url) else {
             throw .invalidRequest("the push endpoint's path holds a character a request line cannot carry")
         }
         return target

@@ -81,22 +81,4 @@ public enum PushHandler {
         ]
         return (path, arguments)
     }
-
-    /// The blocking form of ``desktopNotification(_:)``: it waits for `notify-send` on the calling thread, so it must
-    /// not be called from an event loop or the cooperative pool. Kept until its last callers move to the async form.
-    public static func showDesktopNotification(_ push: PushMessage) -> Bool {
-        guard let (path, arguments) = notifySend(push) else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus == 0
-        } catch {
-            return false
-        }
-    }
 }

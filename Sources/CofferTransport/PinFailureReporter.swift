@@ -135,14 +135,15 @@ public final class PinReportUploader: PinFailureReporter {
 
     /// Starts the upload of `report` to its `reportURL` (nothing when it has none).
     public func pinFailure(_ report: PinFailureReport) {
-        guard let url = report.reportURL, url.scheme?.lowercased() == "https", let host = url.host else { return }
+        guard let url = report.reportURL, url.scheme?.lowercased() == "https", let host = url.host,
+            let path = PinnedHTTP.target(of: url)
+        else { return }
         let configuration = PinnedTLSConfiguration(
             serverName: host,
             port: url.port ?? 443,
             trustRoots: trustRoots,
             timeout: timeout
         )
-        let path = PinnedHTTP.target(of: url)
         let body = Self.body(report)
         let (timeout, id) = (timeout, UUID())
         let task = Task {

@@ -25,10 +25,15 @@ public enum PinnedHTTP {
         }
     }
 
-    /// The request target of `url` for the request line: its path (`/` when empty) and query.
-    public static func target(of url: URL) -> String {
-        let path = url.path.isEmpty ? "/" : url.path
-        return url.query.map { "\(path)?\($0)" } ?? path
+    /// The request target of `url` for the request line: its path (`/` when empty) and query as they are written,
+    /// escapes kept, so `%0D%0A` stays three characters each and never becomes a line break in the request; nil
+    /// when the target holds anything but visible ASCII (a control character, a space, non-ASCII).
+    public static func target(of url: URL) -> String? {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        let target = components.percentEncodedQuery.map { "\(path)?\($0)" } ?? path
+        guard target.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else { return nil }
+        return target
     }
 
     /// Sends one request and reads the whole answer.

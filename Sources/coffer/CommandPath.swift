@@ -101,7 +101,10 @@ final class CommandPath: Sendable {
                 }
             }
             conversation.onProgress(progress)
-            return try await dispatcher.perform(request, secret: secret, conversation: conversation)
+            // As in the agent: a request that reads the keychain or files runs on the blocking pool.
+            return try await withTaskExecutorPreference(BlockingPool.taskExecutor) {
+                try await dispatcher.perform(request, secret: secret, conversation: conversation)
+            }
         }
     }
 
@@ -165,14 +168,13 @@ final class CommandPath: Sendable {
             throw AppError.malformedMessage
         }
         for line in report { Terminal.printError(line) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", Viewer.script(viewer), "coffer-viewer", file]
+        // The viewer is waited for through its termination handler on the blocking pool: no thread is held.
         let status: Int32
         do {
-            try process.run()
-            process.waitUntilExit()
-            status = process.terminationStatus
+            status = try await ChildProcess.run(
+                "/bin/sh",
+                arguments: ["-c", Viewer.script(viewer), "coffer-viewer", file]
+            )
             Viewer.waitIfNeeded(viewer, file: file)
         } catch {
             _ = try? await call(.previewEnd)

@@ -39,7 +39,9 @@ struct PushHandlerCommand: AsyncParsableCommand {
                         .push(account: account, body: input, sync: !noSync)
                     )
                 else { throw AppError.malformedMessage }
-                if stdout || !PushHandler.showDesktopNotification(push) { print(push.line) }
+                var shown = false
+                if !stdout { shown = await PushHandler.desktopNotification(push) }
+                if !shown { print(push.line) }
                 if let failure { throw CLIError(failure) }
                 guard let fetched else { return }
                 print("FastSync: \(fetched) new message\(fetched == 1 ? "" : "s") sealed in the store while locked.")

@@ -1,5 +1,7 @@
 import ArgumentParser
 import CofferApp
+import CofferNotifyClient
+import CofferPush
 import CofferStore
 import CofferSync
 
@@ -50,7 +52,15 @@ struct SyncCommand: AsyncParsableCommand {
                     line.finish()
                     guard case .synced(let summary) = reply else { throw AppError.malformedMessage }
                     print(Self.line(summary))
+                    // A folder the server named is shown without its control characters: it is the server's text.
+                    for failure in summary.failures {
+                        Terminal.printError(
+                            "The folder \(PushMessage.clean(failure.folder)) was not synced: \(failure.reason)"
+                        )
+                    }
                     fflush(nil)
+                    // Without --watch, a folder that failed makes the command fail, after the others were synced.
+                    if !watch, !summary.failures.isEmpty { throw ExitCode(1) }
                     // Watching: the agent (or this process) waits with IDLE on the first folder, then syncs again as
                     // background work, which never holds the autolock open. A sync is crash-safe, so ending the
                     // watch with Ctrl-C (or a kill) at any point loses nothing.
@@ -65,6 +75,12 @@ struct SyncCommand: AsyncParsableCommand {
         "Synced \(summary.folders) folder\(summary.folders == 1 ? "" : "s"): \(summary.fetched) new, "
             + "\(summary.deleted) deleted, \(summary.flagsPulled + summary.flagsPushed) flags changed"
             + (summary.resynced > 0 ? ", \(summary.resynced) folder(s) fetched again (UIDVALIDITY changed)" : "")
+            + (summary.damaged > 0
+                ? ", \(summary.damaged) damaged message\(summary.damaged == 1 ? "" : "s") kept as they came" : "")
+            + (summary.forgotten > 0
+                ? ", \(summary.forgotten) folder\(summary.forgotten == 1 ? "" : "s") gone from the server forgotten"
+                : "")
+            + (summary.failures.isEmpty ? "" : ", \(summary.failures.count) folder(s) not synced")
             + "."
     }
 }

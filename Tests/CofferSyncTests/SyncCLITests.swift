@@ -118,6 +118,15 @@ extension CLIRunner {
         #expect(!synced.stderr.contains("] 2/2"))
         let listed = try cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(listed.stdout.contains("note clione") && listed.stdout.contains("note clitwo"))
+        // A folder the server refuses is named on standard error and fails the command; the others are synced.
+        let partial = try cli.run(
+            ["sync", "--folder", "Missing\u{1B}[2J", "--folder", "INBOX", "--pin-stdin"],
+            input: "\(Self.pin)\n"
+        )
+        #expect(partial.status == 1, "\(partial.stdout)\(partial.stderr)")
+        #expect(partial.stdout.contains("Synced 1 folder: 0 new") && partial.stdout.contains("1 folder(s) not synced"))
+        #expect(partial.stderr.contains("The folder Missing[2J was not synced"), "\(partial.stderr)")
+        #expect(!partial.stderr.contains("\u{1B}"))
         let again = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(again.stdout.contains("0 new, 0 deleted, 0 flags changed"), "\(again.stdout)")
 
