@@ -36,6 +36,14 @@ public enum PinnedHTTP {
         return target
     }
 
+    /// The `Host` header for `configuration`: the server's name (an IPv6 address in brackets), with its port unless
+    /// it is the scheme's default.
+    static func hostHeader(_ configuration: PinnedTLSConfiguration, tls: Bool) -> String {
+        let host = configuration.serverName
+        let shown = host.contains(":") ? "[\(host)]" : host
+        return configuration.port == (tls ? 443 : 80) ? shown : "\(shown):\(configuration.port)"
+    }
+
     /// Sends one request and reads the whole answer.
     ///
     /// `Host`, `Connection: close` and `Content-Length` are set here; `headers` adds the rest. The connection is
@@ -56,12 +64,7 @@ public enum PinnedHTTP {
     ) async throws(TransportError) -> Response {
         let host = configuration.serverName
         var headers = headers
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        let defaultPort = tls ? 443 : 80
-        headers.replaceOrAdd(
-            name: "Host",
-            value: configuration.port == defaultPort ? shownHost : "\(shownHost):\(configuration.port)"
-        )
+        headers.replaceOrAdd(name: "Host", value: hostHeader(configuration, tls: tls))
         headers.replaceOrAdd(name: "Connection", value: "close")
         if let body {
             headers.replaceOrAdd(name: "Content-Length", value: String(body.count))

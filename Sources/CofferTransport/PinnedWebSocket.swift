@@ -40,12 +40,7 @@ public enum PinnedWebSocket {
     ) async throws(TransportError) -> Upgrade {
         var headers = headers
         let host = configuration.serverName
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        let defaultPort = tls ? 443 : 80
-        headers.replaceOrAdd(
-            name: "Host",
-            value: configuration.port == defaultPort ? shownHost : "\(shownHost):\(configuration.port)"
-        )
+        headers.replaceOrAdd(name: "Host", value: PinnedHTTP.hostHeader(configuration, tls: tls))
         headers.replaceOrAdd(name: "Content-Length", value: "0")
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers)
         let configure: @Sendable (any NIOCore.Channel) -> EventLoopFuture<EventLoopFuture<Upgrade>> = { channel in

@@ -46,26 +46,11 @@ final class LogCollector: @unchecked Sendable {
     @Test func theAgentSyncsOnPushesUnlockedAndLockedAndLogsOutOnRevocation() async throws {
         try await FastSyncCLITests().withStack { stack in
             let cli = stack.cli
-            let agent = Process()
-            agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-            agent.arguments = ["agent", "--home", cli.home.path]
-            agent.environment = cli.environment
-            agent.standardOutput = FileHandle.nullDevice
-            let errors = Pipe()
-            agent.standardError = errors
-            let log = LogCollector()
-            log.attach(errors)
-            try agent.run()
+            let (agent, log) = try await Self.startAgent(cli)
             defer {
                 kill(agent.processIdentifier, SIGTERM)
                 agent.waitUntilExit()
             }
-            var ready = false
-            for _ in 0..<200 where !ready {
-                ready = try await cli.runOffPool(["status"]).stdout.contains("mode: agent")
-                if !ready { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            #expect(ready, "the agent did not come up")
 
             // Unlocked: the agent opens the token and holds the stream; a delivery is synced by the agent.
             #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
@@ -141,26 +126,11 @@ final class LogCollector: @unchecked Sendable {
     @Test func pushDrivenSyncsNeverHoldTheAutolockOpen() async throws {
         try await FastSyncCLITests().withStack { stack in
             let cli = stack.cli
-            let agent = Process()
-            agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-            agent.arguments = ["agent", "--home", cli.home.path]
-            agent.environment = cli.environment
-            agent.standardOutput = FileHandle.nullDevice
-            let errors = Pipe()
-            agent.standardError = errors
-            let log = LogCollector()
-            log.attach(errors)
-            try agent.run()
+            let (agent, log) = try await Self.startAgent(cli)
             defer {
                 kill(agent.processIdentifier, SIGTERM)
                 agent.waitUntilExit()
             }
-            var ready = false
-            for _ in 0..<200 where !ready {
-                ready = try await cli.runOffPool(["status"]).stdout.contains("mode: agent")
-                if !ready { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            #expect(ready, "the agent did not come up")
             #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
             let set = try await cli.runOffPool(["autolock", "30s", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(set.status == 0, "\(set.stderr)")
@@ -190,6 +160,33 @@ final class LogCollector: @unchecked Sendable {
             #expect(final.contains("state: locked"), "\(final)")
             #expect(try await cli.runOffPool(["list"]).status == 1)
         }
+    }
+
+    /// Starts `coffer agent` for `cli`'s home, its standard error collected, and waits until it answers.
+    static func startAgent(_ cli: CLIRunner) async throws -> (Process, LogCollector) {
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
+        agent.arguments = ["agent", "--home", cli.home.path]
+        agent.environment = cli.environment
+        agent.standardOutput = FileHandle.nullDevice
+        let errors = Pipe()
+        agent.standardError = errors
+        let log = LogCollector()
+        log.attach(errors)
+        try agent.run()
+        var ready = false
+        do {
+            for _ in 0..<200 where !ready {
+                ready = try await cli.runOffPool(["status"]).stdout.contains("mode: agent")
+                if !ready { try await Task.sleep(for: .milliseconds(100)) }
+            }
+        } catch {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+            throw error
+        }
+        #expect(ready, "the agent did not come up")
+        return (agent, log)
     }
 
     func deliver(_ stack: FastSyncCLITests.Stack, subject: String) throws {
