@@ -12,7 +12,7 @@ shift || true
 out=.build-fuzz
 rm -rf "$out/imap-corpus"
 mkdir -p "$out/imap-corpus"
-sources=(Sources/CofferIMAP/{IMAPError,IMAPResponse,IMAPResponseParser,ResponseGrammar,IMAPCommand}.swift)
+sources=(Sources/CofferIMAP/{IMAPError,IMAPResponse,IMAPResponseParser,ResponseGrammar,IMAPCommand,UIDSet}.swift)
 stamp="$out/imap-sources.sha"
 sum="$(cat "${sources[@]}" Fuzz/IMAPFuzzer.swift Fuzz/imap.sh | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$out/IMAPFuzzer" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
