@@ -114,7 +114,7 @@ aside: it is the mail server)."
 
 SESSION=$("$BIN/coffer-notify" sessions list --data-dir "$ROOT/notify" | awk 'NR == 2 { print $1 }')
 run coffer-notify sessions revoke "$SESSION" --data-dir "$ROOT/notify"
-say "The admin revoked the session; the agent's next poll gets 401 and logs the account out (at most 25 s)."
+say "The admin revoked the session; the service closes the agent's WebSocket within 30 s, the agent's next connection gets 401, and it logs the account out."
 wait_for "account logged out" 60 "$ROOT/agent.log"
 run coffer status
 say "Remote logout: the MainKey, its wraps, the push keys, the FastSync record and the mail are gone."
