@@ -4,6 +4,7 @@ import CofferKeymaker
 import CofferNotifyClient
 import CofferPush
 import CofferStore
+import CofferSync
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -186,31 +187,39 @@ public final class PushSessionHandler: Sendable {
         }
         // The push is shown whatever its sync does: a failure of the sync travels beside it.
         do {
-            let locked = await (try dependencies.keymaker).isLocked
-            let key: AccountCoordinator.KeySupply
-            if locked {
-                guard
-                    let secret = try FastSync.mainKey(
-                        for: push,
-                        keychain: try dependencies.keychain,
-                        account: dependencies.account,
-                        sessionID: record.sessionID
-                    )
-                else { return .pushOpened(opened(push), fetched: nil, syncFailure: nil) }
-                key = .granted(secret)
-            } else {
-                key = .account
-            }
-            let summary = try await KeyUse.background.run {
-                try await dependencies.coordinator.run(
-                    .sync(server: nil, folders: [push.folder ?? "INBOX"], batch: nil),
-                    key: key
-                )
-            }
-            return .pushOpened(opened(push), fetched: summary.fetched, syncFailure: nil)
+            let summary = try await syncFolder(of: push, sessionID: record.sessionID)
+            return .pushOpened(opened(push), fetched: summary?.fetched, syncFailure: nil)
         } catch {
             let failure = AgentDispatcher.failure(for: error, account: dependencies.account)
             return .pushOpened(opened(push), fetched: nil, syncFailure: failure.message)
+        }
+    }
+
+    /// Syncs the folder of an opened push through the account's coordinator, as background work, whatever the lock
+    /// state: unlocked with the Keymaker's key (never restarting the autolock), locked with the push's FastSync key
+    /// granted to this one job and wiped after it. The agent's stream and `push-handler` both come here.
+    ///
+    /// - Returns: The sync's summary, or nil while locked when the push brings no usable FastSync key.
+    public func syncFolder(of push: PushMessage, sessionID: String) async throws -> SyncSummary? {
+        let key: AccountCoordinator.KeySupply
+        if await (try dependencies.keymaker).isLocked {
+            guard
+                let secret = try FastSync.mainKey(
+                    for: push,
+                    keychain: try dependencies.keychain,
+                    account: dependencies.account,
+                    sessionID: sessionID
+                )
+            else { return nil }
+            key = .granted(secret)
+        } else {
+            key = .account
+        }
+        return try await KeyUse.background.run {
+            try await dependencies.coordinator.run(
+                .sync(server: nil, folders: [push.folder ?? "INBOX"], batch: nil),
+                key: key
+            )
         }
     }
 

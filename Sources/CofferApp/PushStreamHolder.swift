@@ -172,31 +172,17 @@ public final class PushStreamHolder: Service, Sendable {
             let keys = try PushSessionStore(keychain: keychain, account: account).loadKeys()
             guard let body = Base64URL.decode(message.body) else { throw NotifyClientError.malformedPush("base64url") }
             let push = try PushHandler.open(body, keys: keys)
-            let folder = push.folder ?? "INBOX"
             let user = try global.keymakerRegistry.user(account)
             let locked = await (try user.keymaker).isLocked
             if locked, showNotifications { _ = await PushHandler.desktopNotification(push) }
-            // One route for both states; only the key differs. Unlocked: the Keymaker's key, as background work that
-            // never restarts the autolock. Locked: FastSync's key, granted to this one job and wiped after it.
-            let key: AccountCoordinator.KeySupply
-            if locked {
-                guard
-                    let secret = try FastSync.mainKey(
-                        for: push,
-                        keychain: keychain,
-                        account: account,
-                        sessionID: sessionID
-                    )
-                else {
-                    log.info("push: shown while locked", metadata: ["account": "\(account)"])
-                    return
-                }
-                key = .granted(secret)
-            } else {
-                key = .account
-            }
-            let summary = try await KeyUse.background.run {
-                try await user.coordinator.run(.sync(server: nil, folders: [folder], batch: nil), key: key)
+            guard
+                let summary = try await PushSessionHandler(dependencies: user).syncFolder(
+                    of: push,
+                    sessionID: sessionID
+                )
+            else {
+                log.info("push: shown while locked", metadata: ["account": "\(account)"])
+                return
             }
             log.info(
                 locked ? "push: FastSync synced while locked" : "push: synced while unlocked",
