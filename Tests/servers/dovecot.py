@@ -76,6 +76,8 @@ info_log_path = {d}/dovecot.log
 debug_log_path = {d}/dovecot.log
 instance_name = coffer-test-{imaps_port}
 listen = 127.0.0.1
+# The test clients may pass on their own client address (IMAP ID x-originating-ip), as a trusted proxy does.
+login_trusted_networks = 127.0.0.0/8
 protocols = imap lmtp
 ssl = required
 ssl_cert = <{d}/server-chain.pem
