@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "CofferContent", targets: ["CofferContent"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
+        .library(name: "CofferCompose", targets: ["CofferCompose"]),
         .library(name: "CofferApp", targets: ["CofferApp"]),
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
@@ -72,13 +73,20 @@ let package = Package(
         .target(
             name: "CofferStore",
             dependencies: [
-                "CofferCrypto", "CofferKeymaker", "CofferMIME", .product(name: "GRDB", package: "GRDB.swift"),
+                "CofferCrypto", "CofferKeymaker", "CofferMIME", "CofferTransport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // Generated sample mail (SyntheticMail, SplitMix) for the tour, coffer-bench and tests; not store code.
         .target(name: "CofferSampleMail"),
         // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
-        .target(name: "CofferAttachments", dependencies: ["CofferCrypto", "CofferKeymaker"]),
+        .target(name: "CofferAttachments", dependencies: [locks, "CofferCrypto", "CofferKeymaker"]),
+        // Writing mail: the editor's template (headers and a plain-text body), replies and forwards built from a
+        // received message, and the editor session on a cleartext file in a private runtime folder.
+        .target(
+            name: "CofferCompose",
+            dependencies: ["CofferMIME", "CofferContent", "CofferCrypto", "CofferAttachments"]
+        ),
         // Dependency injection (Has-protocols, containers, Factory) and the agent: its service (a NIO Unix socket server),
         // protocol and client.
         .target(
@@ -229,6 +237,10 @@ let package = Package(
             name: "CofferMIMETests",
             dependencies: ["CofferMIME", "CofferSampleMail"],
             exclude: ["make_corpus.py", "oracle.py", "compose_oracle.py"]
+        ),
+        .testTarget(
+            name: "CofferComposeTests",
+            dependencies: ["CofferCompose", "CofferMIME", "CofferContent", "CofferAttachments", "CofferSampleMail"]
         ),
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML", "CofferSampleMail"]),
         .testTarget(

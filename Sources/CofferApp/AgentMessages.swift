@@ -247,15 +247,15 @@ public struct ServerSettings: Codable, Sendable, Equatable {
     /// Settings from an account record (its password left out).
     public init(_ server: ServerAccount, id: Int64? = nil) {
         self.id = id
-        host = server.host
-        port = server.port
-        startTLS = server.startTLS
+        host = server.endpoint.host
+        port = server.endpoint.port
+        startTLS = server.endpoint.security == .startTLS
         username = server.username
-        pins = server.pins
-        caFile = server.caFile
-        connectAddress = server.connectAddress
-        pinReportURL = server.pinReportURL
-        pinExpires = server.pinExpires.map { Int64($0.timeIntervalSince1970) }
+        pins = server.endpoint.pins
+        caFile = server.endpoint.caFile
+        connectAddress = server.endpoint.connectAddress
+        pinReportURL = server.endpoint.pinReportURL
+        pinExpires = server.endpoint.pinExpires.map { Int64($0.timeIntervalSince1970) }
     }
 
     /// The account record with `password`.

@@ -1,4 +1,5 @@
 import CofferMIME
+import CofferTransport
 import GRDB
 
 #if canImport(FoundationEssentials)
@@ -7,38 +8,24 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// An IMAP account's connection settings, stored sealed under the MainKey (account record v1, docs/FORMAT.md).
+/// An IMAP account: its server endpoint and credentials, stored sealed under the MainKey (account record v4,
+/// docs/FORMAT.md).
 public struct ServerAccount: Sendable, Equatable {
-    /// The server's host name (the certificate must carry it).
-    public var host: String
-    /// The port: IMAPS (implicit TLS), or plain IMAP upgraded with STARTTLS when ``startTLS``.
-    public var port: Int
-    /// Whether the connection starts in plaintext and must be upgraded with STARTTLS (an `imap://` account); a
-    /// server that does not offer it is refused.
-    public var startTLS: Bool
+    /// Where the server is, how TLS starts (implicit, or STARTTLS for an `imap://` account) and what it must present.
+    public var endpoint: ServerEndpoint
     /// The login name.
     public var username: String
     /// The password (never printed; ``description`` leaves it out).
     public var password: String
-    /// SPKI pins (base64 SHA-256); empty means chain and host name validation only.
-    public var pins: [String]
-    /// A PEM bundle of the CAs to trust instead of the system store.
-    public var caFile: String?
-    /// The address to connect to instead of `host` (the certificate must still carry `host`).
-    public var connectAddress: String?
-    /// Where pin failures of this server are reported (an https URL; record v3), or nil.
-    public var pinReportURL: String?
-    /// When the pins stop being enforced and are only reported (TrustKit's expiration date; record v4), or nil.
-    /// Kept in whole seconds, as the record stores it.
-    public var pinExpires: Date? {
-        didSet { pinExpires = Self.wholeSeconds(pinExpires) }
-    }
-
-    private static func wholeSeconds(_ date: Date?) -> Date? {
-        date.map { Date(timeIntervalSince1970: $0.timeIntervalSince1970.rounded(.down)) }
-    }
 
     /// Creates a record.
+    public init(endpoint: ServerEndpoint, username: String, password: String) {
+        self.endpoint = endpoint
+        self.username = username
+        self.password = password
+    }
+
+    /// Creates a record from the endpoint's parts.
     public init(
         host: String,
         port: Int,
@@ -51,16 +38,20 @@ public struct ServerAccount: Sendable, Equatable {
         pinReportURL: String? = nil,
         pinExpires: Date? = nil
     ) {
-        self.host = host
-        self.port = port
-        self.startTLS = startTLS
-        self.username = username
-        self.password = password
-        self.pins = pins
-        self.caFile = caFile
-        self.connectAddress = connectAddress
-        self.pinReportURL = pinReportURL
-        self.pinExpires = Self.wholeSeconds(pinExpires)
+        self.init(
+            endpoint: ServerEndpoint(
+                host: host,
+                port: port,
+                security: startTLS ? .startTLS : .implicitTLS,
+                pins: pins,
+                caFile: caFile,
+                connectAddress: connectAddress,
+                pinReportURL: pinReportURL,
+                pinExpires: pinExpires
+            ),
+            username: username,
+            password: password
+        )
     }
 
     /// The version of the sealed record written by this code (v2 adds `startTLS`, v3 `pinReportURL`, v4
@@ -68,23 +59,23 @@ public struct ServerAccount: Sendable, Equatable {
     public static let recordVersion = 4
 
     /// The account's server as a URL: `imaps://HOST:PORT`, or `imap://HOST:PORT` for STARTTLS.
-    public var url: String { "\(startTLS ? "imap" : "imaps")://\(host):\(port)" }
+    public var url: String { endpoint.url(scheme: "imaps", plainScheme: "imap") }
 
     func encoded() -> [UInt8] {
         var writer = CellWriter(capacity: 128)
         writer.count(Self.recordVersion)
-        writer.string(host)
-        writer.count(port)
+        writer.string(endpoint.host)
+        writer.count(endpoint.port)
         writer.string(username)
         writer.string(password)
-        writer.string(caFile)
-        writer.string(connectAddress)
-        writer.count(pins.count)
-        for pin in pins { writer.string(pin) }
-        writer.flag(startTLS)
-        writer.string(pinReportURL)
+        writer.string(endpoint.caFile)
+        writer.string(endpoint.connectAddress)
+        writer.count(endpoint.pins.count)
+        for pin in endpoint.pins { writer.string(pin) }
+        writer.flag(endpoint.security == .startTLS)
+        writer.string(endpoint.pinReportURL)
         // Unix seconds (a u32: until 2106); 0 = no expiration.
-        writer.count(pinExpires.map { Int($0.timeIntervalSince1970) } ?? 0)
+        writer.count(endpoint.pinExpires.map { Int($0.timeIntervalSince1970) } ?? 0)
         return writer.bytes
     }
 
@@ -179,10 +170,12 @@ extension MailStore {
     ///
     /// - Returns: The account's id.
     public func addServerAccount(_ server: ServerAccount) async throws(StoreError) -> Int64 {
-        guard !server.host.isEmpty, !server.username.isEmpty else {
+        guard !server.endpoint.host.isEmpty, !server.username.isEmpty else {
             throw .invalidArgument("an account needs a host and a user name")
         }
-        guard (1...65535).contains(server.port) else { throw .invalidArgument("the port must be from 1 to 65535") }
+        guard (1...65535).contains(server.endpoint.port) else {
+            throw .invalidArgument("the port must be from 1 to 65535")
+        }
         let keys = try await keys()
         var writer = CellWriter()
         writer.string(server.username)

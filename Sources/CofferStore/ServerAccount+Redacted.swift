@@ -3,7 +3,7 @@
 extension ServerAccount: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The account without its password.
     public var description: String {
-        "ServerAccount(\(username)@\(host):\(port)\(startTLS ? " STARTTLS" : ""), password: <redacted>)"
+        "ServerAccount(\(username)@\(endpoint.host):\(endpoint.port)\(endpoint.security == .startTLS ? " STARTTLS" : ""), password: <redacted>)"
     }
 
     /// Same as ``description``.
@@ -14,9 +14,7 @@ extension ServerAccount: CustomStringConvertible, CustomDebugStringConvertible, 
         Mirror(
             self,
             children: [
-                "host": host, "port": port, "startTLS": startTLS, "username": username, "password": "<redacted>",
-                "pins": pins, "caFile": caFile as Any, "connectAddress": connectAddress as Any,
-                "pinReportURL": pinReportURL as Any, "pinExpires": pinExpires as Any,
+                "endpoint": endpoint, "username": username, "password": "<redacted>",
             ],
             displayStyle: .struct
         )

@@ -130,64 +130,26 @@ public struct Syncer: Sendable {
         self.observer = observer
     }
 
-    /// The pinned TLS configuration of an account: its CA bundle (or the system store) and, with pins, a pin
-    /// policy for its host, enforced with no way around it; with a report URL, the uploader its pin failures go to
-    /// (rate-limited per process, as TrustKit's are).
+    /// The IMAP configuration of an account: its endpoint's pinned TLS configuration (``ServerEndpoint``) and, with
+    /// a report URL, the uploader its pin failures go to.
     func configuration(
         for server: ServerAccount
     ) throws(SyncError) -> (configuration: IMAPConfiguration, reports: PinReportUploader?) {
-        let trustRoots: TrustRoots = server.caFile.map { .caBundle(path: $0) } ?? .system
-        var reportURL: URL?
-        if let text = server.pinReportURL {
-            guard let url = URL(string: text) else { throw .invalidAccount("the pin report URL is not a URL") }
-            reportURL = url
+        let tls: (configuration: PinnedTLSConfiguration, reports: PinReportUploader?)
+        do {
+            tls = try server.endpoint.tlsConfiguration(timeout: timeout)
+        } catch {
+            throw .invalidAccount(error.description)
         }
-        var policy: PinPolicy?
-        if !server.pins.isEmpty {
-            var pins: [SPKIPin] = []
-            for text in server.pins {
-                guard let pin = SPKIPin(base64: text) else {
-                    throw .invalidAccount("a pin is not the base64 of a SHA-256 hash")
-                }
-                pins.append(pin)
-            }
-            do {
-                policy = try PinPolicy(
-                    hosts: [
-                        HostPinPolicy(
-                            host: server.host,
-                            pins: pins,
-                            expirationDate: server.pinExpires,
-                            reportURL: reportURL
-                        )
-                    ]
-                )
-            } catch let error as TransportError {
-                throw .invalidAccount(error.description)
-            } catch {
-                throw .invalidAccount("the pin policy is invalid")
-            }
-        }
-        let reports = policy != nil && reportURL != nil ? PinReportUploader(trustRoots: trustRoots) : nil
         let configuration = IMAPConfiguration(
-            tls: PinnedTLSConfiguration(
-                serverName: server.host,
-                port: server.port,
-                connectAddress: server.connectAddress,
-                trustRoots: trustRoots,
-                pinPolicy: policy,
-                timeout: timeout,
-                reporter: reports.map { uploader in
-                    RateLimitedPinReporter(memory: .process) { uploader.pinFailure($0) }
-                }
-            ),
-            security: server.startTLS ? .startTLS : .implicitTLS,
+            tls: tls.configuration,
+            security: server.endpoint.security == .startTLS ? .startTLS : .implicitTLS,
             limits: limits,
             ignoredCapabilities: ignoredCapabilities,
             responseTimeout: responseTimeout,
             onCommand: commandHook
         )
-        return (configuration, reports)
+        return (configuration, tls.reports)
     }
 
     private var commandHook: (@Sendable (String) -> Void)? {
@@ -229,7 +191,7 @@ public struct Syncer: Sendable {
         switch evaluation {
         case .matched(_, let pin): return "pin \(pin.base64) matched"
         case .expired:
-            return server.pinReportURL == nil
+            return server.endpoint.pinReportURL == nil
                 ? "the pins have expired and did not match: not enforced"
                 : "the pins have expired and did not match: reported, not enforced"
         case .notPinned, .refused: return "not pinned"

@@ -255,7 +255,7 @@ import Testing
         let world = try await SyncWorld()
         let syncer = Syncer(store: world.store, timeout: .seconds(60))
         var settings = try server.account(pins: [server.pin("b"), server.pin("backup")])
-        settings.pinReportURL = "https://localhost:\(collector.port)/pin-reports?app=coffer"
+        settings.endpoint.pinReportURL = "https://localhost:\(collector.port)/pin-reports?app=coffer"
         let account = try await world.store.addServerAccount(settings)
         for _ in 0..<2 {
             await #expect(throws: SyncError.self) { _ = try await syncer.sync(accountID: account) }
@@ -293,10 +293,12 @@ import Testing
         let world = try await SyncWorld()
         let syncer = Syncer(store: world.store, timeout: .seconds(60))
         var settings = try server.account(pins: [server.pin("b"), server.pin("backup")])
-        settings.pinReportURL = "https://localhost:\(collector.port)/expired"
-        settings.pinExpires = Date(timeIntervalSinceNow: -86_400)
+        settings.endpoint.pinReportURL = "https://localhost:\(collector.port)/expired"
+        settings.endpoint.pinExpires = Date(timeIntervalSinceNow: -86_400)
         let account = try await world.store.addServerAccount(settings)
-        #expect(try await world.store.serverAccounts().first?.server.pinExpires == settings.pinExpires)
+        #expect(
+            try await world.store.serverAccounts().first?.server.endpoint.pinExpires == settings.endpoint.pinExpires
+        )
         #expect(
             try await syncer.checkLogin(settings) == "the pins have expired and did not match: reported, not enforced"
         )

@@ -154,9 +154,9 @@ struct SyncStoreTests {
         writer.flag(false)
         writer.string("https://reports.example.test/pins")
         let account = try ServerAccount.decode(writer.bytes)
-        #expect(account.pinReportURL == "https://reports.example.test/pins")
-        #expect(account.pinExpires == nil)
-        #expect(account.pins == ["pinA", "pinB"])
+        #expect(account.endpoint.pinReportURL == "https://reports.example.test/pins")
+        #expect(account.endpoint.pinExpires == nil)
+        #expect(account.endpoint.pins == ["pinA", "pinB"])
         // The same bytes with a version 4 header lack the expiry field: refused, not guessed.
         var bytes = writer.bytes
         var header = CellWriter()
@@ -181,7 +181,7 @@ struct SyncStoreTests {
             pinExpires: Date(timeIntervalSince1970: 1_900_000_000.75)
         )
         // Whole seconds, as the record keeps them.
-        #expect(server.pinExpires == Date(timeIntervalSince1970: 1_900_000_000))
+        #expect(server.endpoint.pinExpires == Date(timeIntervalSince1970: 1_900_000_000))
         let id = try await world.store.addServerAccount(server)
         let stored = try await world.store.serverAccounts()
         #expect(stored.count == 1)
