@@ -51,6 +51,23 @@ public enum Charset {
         }
     }
 
+    /// Decodes `bytes` as text in the charset `name` only when they are text in it: nil for bytes that are not
+    /// valid UTF-8 (or ASCII, or the multi-byte charset) where that is declared. An unknown charset is read as
+    /// UTF-8 and must be valid UTF-8. Single-byte charsets map every byte. RFC 2047 encoded words use this: a word
+    /// that does not decode is shown as written (RFC 2047 section 6.3), not as replacement characters.
+    static func decodeStrict(_ bytes: [UInt8], charset name: String) -> String? {
+        switch kind(of: name) {
+        case .utf8, nil:
+            return String(validating: bytes, as: UTF8.self)
+        case .ascii:
+            return bytes.allSatisfy { $0 < 0x80 } ? decode(bytes, charset: name) : nil
+        case .latin1, .singleByte:
+            return decode(bytes, charset: name)
+        case .multiByte(let raw):
+            return String(bytes: bytes, encoding: String.Encoding(rawValue: raw))
+        }
+    }
+
     /// Whether `name` is a charset this module can decode (as opposed to falling back to UTF-8).
     public static func isKnown(_ name: String) -> Bool {
         kind(of: name) != nil

@@ -10,6 +10,11 @@ enum HeaderDecoding {
 
     /// Tries to decode an RFC 2047 encoded word starting at `start` (which must point at `=?`).
     /// Returns the decoded text and the index just past the closing `?=`.
+    ///
+    /// Only a valid word decodes (RFC 2047 sections 2, 4 and 6.3): its charset and encoded text are printable ASCII
+    /// without spaces, its B or Q text is well-formed, and the bytes are text in its charset. Anything else is not
+    /// an encoded word and is shown as written: a word never runs across whitespace, so it cannot swallow the
+    /// commas and addresses that follow it in an address list.
     static func encodedWord(_ scalars: [Unicode.Scalar], at start: Int) -> (text: String, end: Int)? {
         let count = scalars.count
         guard start + 1 < count, scalars[start] == "=", scalars[start + 1] == "?" else {
@@ -19,6 +24,7 @@ enum HeaderDecoding {
         // charset
         var index = start + 2
         while index < limit && scalars[index] != "?" {
+            guard isEncodedWordCharacter(scalars[index]) else { return nil }
             index += 1
         }
         guard index < limit, index > start + 2 else {
@@ -46,21 +52,36 @@ enum HeaderDecoding {
                 }
                 break
             }
+            guard isEncodedWordCharacter(scalars[cursor]) else { return nil }
             cursor += 1
         }
         guard cursor + 1 < limit, scalars[cursor] == "?", scalars[cursor + 1] == "=" else {
             return nil
         }
-        var raw: [UInt8] = []
-        raw.reserveCapacity(cursor - textStart)
-        for scalar in scalars[textStart..<cursor] {
-            raw.append(scalar.isASCII ? UInt8(scalar.value) : UInt8(ascii: "?"))
-        }
-        let bytes = isBase64 ? TransferDecoding.base64(raw) : qDecode(raw)
-        return (Charset.decode(bytes, charset: charset), cursor + 2)
+        let raw = scalars[textStart..<cursor].map { UInt8($0.value) }
+        guard let bytes = isBase64 ? bDecode(raw) : qDecode(raw),
+            let text = Charset.decodeStrict(bytes, charset: charset)
+        else { return nil }
+        return (text, cursor + 2)
     }
 
-    private static func qDecode(_ raw: [UInt8]) -> [UInt8] {
+    /// Printable ASCII other than space (RFC 2047 `token` and `encoded-text`; `?` is checked by the caller).
+    private static func isEncodedWordCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value > 0x20 && scalar.value < 0x7F
+    }
+
+    /// RFC 2047 "B": the base64 alphabet only, padding only at the end; nil for anything else.
+    private static func bDecode(_ raw: [UInt8]) -> [UInt8]? {
+        var body = raw[...]
+        while body.last == UInt8(ascii: "=") { body = body.dropLast() }
+        guard raw.count - body.count <= 2, body.count % 4 != 1,
+            body.allSatisfy({ TransferDecoding.isBase64Character($0) })
+        else { return nil }
+        return TransferDecoding.base64(body)
+    }
+
+    /// RFC 2047 "Q": `_` is a space and `=` is followed by two hex digits; nil for a broken escape.
+    private static func qDecode(_ raw: [UInt8]) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(raw.count)
         var index = 0
@@ -68,10 +89,10 @@ enum HeaderDecoding {
             let byte = raw[index]
             if byte == UInt8(ascii: "_") {
                 output.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "="), index + 2 < raw.count,
-                let high = TransferDecoding.hexValue(raw[index + 1]),
-                let low = TransferDecoding.hexValue(raw[index + 2])
-            {
+            } else if byte == UInt8(ascii: "=") {
+                guard index + 2 < raw.count, let high = TransferDecoding.hexValue(raw[index + 1]),
+                    let low = TransferDecoding.hexValue(raw[index + 2])
+                else { return nil }
                 output.append(high << 4 | low)
                 index += 3
                 continue

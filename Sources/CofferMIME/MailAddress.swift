@@ -97,7 +97,11 @@ private enum AddressTokenizer {
                     index += 1
                     continue
                 }
-                if scalar == "=", let (_, end) = HeaderDecoding.encodedWord(scalars, at: index) {
+                // An encoded word in a phrase holds no specials (RFC 2047 section 5(3)): one that does is not a
+                // word, so it cannot hide the addresses after a comma inside a display name.
+                if scalar == "=", let (_, end) = HeaderDecoding.encodedWord(scalars, at: index),
+                    !scalars[index..<end].contains(where: specials.contains)
+                {
                     tokens.append(.atom(String(String.UnicodeScalarView(scalars[index..<end]))))
                     index = end
                     continue

@@ -46,6 +46,11 @@ enum TransferDecoding {
         return output
     }
 
+    /// Whether `byte` is in the base64 alphabet (padding excluded).
+    static func isBase64Character(_ byte: UInt8) -> Bool {
+        base64Values[Int(byte)] != 0xFF
+    }
+
     static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")

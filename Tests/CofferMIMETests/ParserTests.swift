@@ -30,12 +30,33 @@ private func parse(_ text: String) throws -> MIMEMessage {
         ("=?utf-8?q?unterminated", "=?utf-8?q?unterminated"),
         ("=?utf-8?x?abc?=", "=?utf-8?x?abc?="),
         ("=?no-such-charset?q?abc?=", "abc"),
+        // Invalid words are shown as written (RFC 2047 section 6.3), never as replacement characters.
+        ("=?utf-8?q?caf=C3?=", "=?utf-8?q?caf=C3?="),
+        ("=?utf-8?b?!!!!?=", "=?utf-8?b?!!!!?="),
+        ("=?utf-8?b?w6kgw6A=x?=", "=?utf-8?b?w6kgw6A=x?="),
+        ("=?utf-8?q?a=ZZ?=", "=?utf-8?q?a=ZZ?="),
+        ("=?utf-8?q?a b?=", "=?utf-8?q?a b?="),
+        ("=?us-ascii?q?caf=E9?=", "=?us-ascii?q?caf=E9?="),
+        ("=?utf 8?q?abc?=", "=?utf 8?q?abc?="),
         ("=?ISO-8859-1*fr?Q?caf=E9?=", "café"),
         ("plain  text ", "plain  text"),
     ])
     func encodedWords(raw: String, expected: String) throws {
         let message = try parse("Subject: \(raw)\n\nbody\n")
         #expect(message.subject == expected)
+    }
+
+    /// An encoded word that runs across a comma, with or without spaces, must not swallow the addresses after it
+    /// into a display name: every address the server will send to is listed.
+    @Test(arguments: [
+        "=?utf-8?q?Boss, attacker@evil.example, x?= <victim@example.com>",
+        "=?utf-8?q?Boss,attacker@evil.example,x?= <victim@example.com>",
+    ])
+    func encodedWordCannotHideRecipients(to: String) throws {
+        let message = try parse("To: \(to)\n\nbody\n")
+        let addresses = message.to.map(\.address)
+        #expect(addresses.contains("attacker@evil.example"))
+        #expect(addresses.contains("victim@example.com"))
     }
 
     @Test func rawUTF8HeaderIsDecoded() throws {
