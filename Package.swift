@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "CofferApp", targets: ["CofferApp"]),
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
+        .library(name: "CofferSMTP", targets: ["CofferSMTP"]),
         .library(name: "CofferPush", targets: ["CofferPush"]),
         .library(name: "CofferTPM", targets: ["CofferTPM"]),
         .library(name: "CofferSync", targets: ["CofferSync"]),
@@ -120,6 +121,15 @@ let package = Package(
         // The IMAP protocol layer: an incremental response parser, the command encoder and an async client.
         .target(
             name: "CofferIMAP",
+            dependencies: [
+                locks,
+                "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // SMTP submission (RFC 6409) over pinned TLS: the reply parser, the command and DATA encoders, an async client.
+        .target(
+            name: "CofferSMTP",
             dependencies: [
                 locks,
                 "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
@@ -270,6 +280,15 @@ let package = Package(
                 "CofferIMAP", "CofferTransport", "CofferTesting", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "CofferSMTPTests",
+            dependencies: [
+                locks,
+                "CofferSMTP", "CofferIMAP", "CofferTransport", "CofferTesting",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

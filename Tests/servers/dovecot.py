@@ -9,6 +9,10 @@ unprivileged user (nobody, or --user) and every Dovecot process keeps that user:
       its ports answer, and prints one JSON line: {"imaps_port": N, "imap_port": S, "lmtp_port": M, "pid": P,
       "dir": DIR} (imap_port: plain IMAP where only STARTTLS leads on, since ssl = required).
       (also saved as DIR/server.json). Exit 0 on success; on failure exit 2 and print why (with the log's tail).
+      With --submission [--submission-max-size N] [--reject-subject TEXT]: also Dovecot's submission service
+      (AUTH against the same users; "submission_port": STARTTLS, "submissions_port": implicit TLS) relaying through a
+      private Postfix ("relay_port", Tests/servers/postfix.py, needs root) that delivers back into this Dovecot over
+      LMTP, so a message sent to NAME@coffer.test lands in NAME's INBOX; other recipients are refused at RCPT TO.
   dovecot.py stop    --dir DIR                          stops it (SIGTERM, then SIGKILL) and waits.
   dovecot.py deliver --dir DIR --to NAME [--file MESSAGE]  delivers a message (stdin or file) over LMTP.
   dovecot.py fetch   --dir DIR --user-pass NAME:PASSWORD --ca CA.pem [--name HOST]
@@ -28,6 +32,9 @@ import ssl
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import postfix  # noqa: E402  (the relay hop of the submission service)
 
 TEST_NAME = "mail.coffer.test"
 
@@ -57,7 +64,7 @@ def log_tail(d):
         return "(no log)"
 
 
-def write_config(d, cert, key, users, account, imaps_port, imap_port, lmtp_port, push_url=None):
+def write_config(d, cert, key, users, account, imaps_port, imap_port, lmtp_port, push_url=None, submission=None):
     uid, gid = account.pw_uid, account.pw_gid
     group = subprocess.run(["id", "-gn", account.pw_name], capture_output=True, text=True).stdout.strip()
     for sub in ("run", "state", "mail", "home"):
@@ -78,7 +85,7 @@ instance_name = coffer-test-{imaps_port}
 listen = 127.0.0.1
 # The test clients may pass on their own client address (IMAP ID x-originating-ip), as a trusted proxy does.
 login_trusted_networks = 127.0.0.0/8
-protocols = imap lmtp
+protocols = imap lmtp{" submission" if submission else ""}
 ssl = required
 ssl_cert = <{d}/server-chain.pem
 ssl_key = <{d}/server.key
@@ -126,7 +133,7 @@ service pop3-login {{
 }}
 service submission-login {{
   chroot =
-}}
+{submission_listeners(account, submission)}}}
 service imap {{
   user = {account.pw_name}
 }}
@@ -157,6 +164,8 @@ service dict-async {{
   user = {account.pw_name}
 }}
 """
+    if submission:
+        conf += submission_config(account, submission)
     if push_url:
         # Optional: the push_notification plugin's ox driver POSTs new-mail events to push_url (coffer-notify's
         # /v1/events/dovecot with the secret as Basic auth) for users whose METADATA entry
@@ -177,6 +186,40 @@ plugin {{
         for n in dirs + files:
             os.chown(os.path.join(root, n), uid, gid)
     os.chown(d, uid, gid)
+
+
+def submission_listeners(account, submission):
+    """The submission-login listeners: STARTTLS on one port, implicit TLS (RFC 8314) on the other."""
+    if not submission:
+        return ""
+    return f"""  user = {account.pw_name}
+  inet_listener submission {{
+    address = 127.0.0.1
+    port = {submission["submission_port"]}
+  }}
+  inet_listener submissions {{
+    address = 127.0.0.1
+    port = {submission["submissions_port"]}
+    ssl = yes
+  }}
+"""
+
+
+def submission_config(account, submission):
+    """Dovecot's submission service (RFC 6409, AUTH against the same users as IMAP) relaying every message to the
+    private Postfix (Tests/servers/postfix.py), which delivers it back into this Dovecot over LMTP."""
+    return f"""submission_relay_host = 127.0.0.1
+submission_relay_port = {submission["relay_port"]}
+submission_relay_trusted = yes
+submission_max_mail_size = {submission["max_size"]}
+service submission {{
+  user = {account.pw_name}
+}}
+# The relay addresses users as name@coffer.test; the users here are plain names.
+protocol lmtp {{
+  auth_username_format = %Ln
+}}
+"""
 
 
 def wait_port(port, proc, seconds=20):
@@ -202,9 +245,13 @@ def start(a):
     users = [tuple(u.split(":", 1)) for u in (a.user_pass or ["alice:alice-test-password"])]
     # A port found free may be taken by a server that another test starts meanwhile: retry with new ports then.
     for attempt in range(3):
-        imaps_port, imap_port, lmtp_port = free_ports(3)
+        imaps_port, imap_port, lmtp_port, submission_port, submissions_port, relay_port = free_ports(6)
         push_url = getattr(a, "push_url", None)
-        write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port, push_url)
+        submission = None
+        if getattr(a, "submission", False):
+            submission = {"submission_port": submission_port, "submissions_port": submissions_port,
+                          "relay_port": relay_port, "max_size": a.submission_max_size}
+        write_config(d, a.cert, a.key, users, account, imaps_port, imap_port, lmtp_port, push_url, submission)
         kwargs = {}
         if os.geteuid() == 0:
             kwargs = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
@@ -216,7 +263,8 @@ def start(a):
             # A caller (the Swift test runner) may block signals; Dovecot must see SIGTERM to stop cleanly.
             preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, []),
         )
-        ports_answer = wait_port(imaps_port, proc) and wait_port(imap_port, proc) and wait_port(lmtp_port, proc)
+        ports = [imaps_port, imap_port, lmtp_port] + ([submission_port, submissions_port] if submission else [])
+        ports_answer = all(wait_port(port, proc) for port in ports)
         # A port that answers may be another server's: this one would have exited on its failed bind by now.
         time.sleep(0.2)
         if ports_answer and proc.poll() is None:
@@ -232,6 +280,14 @@ def start(a):
             continue
         fail(f"dovecot did not start (exit {code}):\n{report}")
     info = {"imaps_port": imaps_port, "imap_port": imap_port, "lmtp_port": lmtp_port, "pid": proc.pid, "dir": d}
+    if submission:
+        recipients = [f"{name}@coffer.test" for name, _ in users]
+        try:
+            postfix.start(os.path.join(d, "relay"), lmtp_port, recipients, a.reject_subject, smtp_port=relay_port)
+        except SystemExit:
+            stop_pid(proc.pid)
+            raise
+        info.update(submission_port=submission_port, submissions_port=submissions_port, relay_port=relay_port)
     with open(os.path.join(d, "server.json"), "w", encoding="utf-8") as f:
         json.dump(info, f)
     print(json.dumps(info), flush=True)
@@ -253,8 +309,15 @@ def gone(pid):
 
 
 def stop(a):
+    """Stops the relay Postfix if there is one, then Dovecot."""
+    info = load(a.dir)
+    if "relay_port" in info:
+        postfix.stop(os.path.join(info["dir"], "relay"))
+    stop_pid(info["pid"])
+
+
+def stop_pid(pid):
     """SIGTERM to the master (it stops its children), then SIGKILL to its process group after 10 seconds."""
-    pid = load(a.dir)["pid"]
     try:
         os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
@@ -339,6 +402,11 @@ def main():
     p.add_argument("--name", default=TEST_NAME)
     p.add_argument("--user-pass", action="append")
     p.add_argument("--push-url", help="enable push_notification (ox driver) posting to this URL")
+    p.add_argument("--submission", action="store_true",
+                   help="also run the submission service (STARTTLS and implicit TLS ports) relaying through a private "
+                   "Postfix into this Dovecot (Tests/servers/postfix.py; needs root)")
+    p.add_argument("--submission-max-size", type=int, default=0, help="submission_max_mail_size in bytes (0: none)")
+    p.add_argument("--reject-subject", help="the relay refuses, at the end of DATA, a message whose Subject has this")
     p.add_argument("--run-as", default="nobody")
     p.add_argument("--to")
     p.add_argument("--file")
