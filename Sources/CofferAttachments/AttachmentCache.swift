@@ -287,11 +287,7 @@ public final class AttachmentCache: Sendable {
     /// preview folder) may be showing one. Runs when the cache is created.
     public func removeLeftovers() throws(AttachmentError) {
         do { try SecureFile.removeTemporaryLeftovers(in: folder) } catch { throw AttachmentError.wrap(error) }
-        let own = getpid()
-        for name in (try? SecureFile.list(previewFolder)) ?? [] {
-            if let owner = SecureFile.folderOwner(name), owner == own || SecureFile.isAlive(owner) { continue }
-            SecureFile.removeTree("\(previewFolder)/\(name)")
-        }
+        PreviewFolder.removeFoldersOfEndedProcesses(under: previewFolder)
     }
 
     /// Drops the derived keys from memory now; the next operation derives them again if unlocked.

@@ -17,12 +17,41 @@ import Musl
 public enum PreviewFolder {
     /// The preview folder for the cache at `cacheFolder`.
     public static func choose(cacheFolder: String) -> String {
+        memoryFolder(named: "coffer-previews") ?? "\(cacheFolder)/previews"
+    }
+
+    /// The parent of the editor's folders while a message is written (`CofferCompose.EditorSession`), chosen as the
+    /// preview folder is: `$XDG_RUNTIME_DIR/coffer-compose`, else `/dev/shm/coffer-compose-<uid>` under the same
+    /// checks, else `fallback` (on the disk; the caller's private folder).
+    public static func chooseCompose(fallback: String) -> String {
+        memoryFolder(named: "coffer-compose") ?? fallback
+    }
+
+    /// `$XDG_RUNTIME_DIR/<name>`, else the checked `/dev/shm/<name>-<uid>`, else `nil`.
+    static func memoryFolder(named name: String) -> String? {
         if let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/") {
-            return "\(runtime)/coffer-previews"
+            return "\(runtime)/\(name)"
         }
-        let shared = "/dev/shm/coffer-previews-\(getuid())"
+        let shared = "/dev/shm/\(name)-\(getuid())"
         if isSharedMemory("/dev/shm"), claimPrivateFolder(shared) { return shared }
-        return "\(cacheFolder)/previews"
+        return nil
+    }
+
+    /// Deletes what is under `parent` but the folders (``SecureFile/makeProcessFolder(under:)``) of processes that
+    /// still run: what a SIGKILL or a crash left. This process's own folders are kept: another part of it may be
+    /// using one.
+    ///
+    /// - Returns: How many entries were deleted.
+    @discardableResult
+    public static func removeFoldersOfEndedProcesses(under parent: String) -> Int {
+        let own = getpid()
+        var removed = 0
+        for name in (try? SecureFile.list(parent)) ?? [] {
+            if let owner = SecureFile.folderOwner(name), owner == own || SecureFile.isAlive(owner) { continue }
+            SecureFile.removeTree("\(parent)/\(name)")
+            removed += 1
+        }
+        return removed
     }
 
     /// Whether `path` is a tmpfs mount with mode 1777 (sticky, writable by all), as `/dev/shm` should be.

@@ -162,7 +162,7 @@ final class CommandPath: Sendable {
     func view(_ source: PreviewSource, account: String, viewer: String?) async throws -> Int32 {
         if case .inProcess = route {
             // This process owns the preview: a signal at the prompt must still delete it.
-            PreviewCleanup.protect(parent: PreviewFolder.choose(cacheFolder: paths.cache(account)))
+            CleartextCleanup.protect(parent: PreviewFolder.choose(cacheFolder: paths.cache(account)))
         }
         guard case .preview(let file, let report) = try await call(.preview(account: account, source: source)) else {
             throw AppError.malformedMessage

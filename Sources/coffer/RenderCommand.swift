@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferApp
+import CofferAttachments
 import CofferContent
 import CofferCrypto
 import CofferMIME
@@ -23,7 +24,7 @@ extension MessagePage {
     /// for Enter.
     static func show(_ page: String, viewer: String?, under parent: String) async throws {
         try SecureFile.makePrivateDirectory(parent)
-        PreviewCleanup.protect(parent: parent)
+        CleartextCleanup.protect(parent: parent)
         let folder = try SecureFile.makeProcessFolder(under: parent)
         defer { SecureFile.removeTree(folder) }
         let file = "\(folder)/message.html"

@@ -1,0 +1,129 @@
+import Foundation
+import Testing
+
+@testable import CofferCompose
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the parent test hands the child process.
+enum EditorChildEnvironment {
+    static let child = "COFFER_COMPOSE_EDITOR_CHILD"
+    static let parent = "COFFER_COMPOSE_EDITOR_PARENT"
+    static let editor = "COFFER_COMPOSE_EDITOR_SCRIPT"
+
+    static var isChild: Bool { ProcessInfo.processInfo.environment[child] == "1" }
+}
+
+/// The child side: runs only inside the process that the signal tests start (and signal).
+@Suite("Editor session child")
+struct EditorSessionChild {
+    @Test(
+        "edit with the parent's editor script",
+        .enabled(if: EditorChildEnvironment.isChild, "runs only inside the child process the signal tests start")
+    )
+    func editForParent() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let session = try EditorSession(
+            parent: try #require(environment[EditorChildEnvironment.parent]),
+            environment: ["EDITOR": try #require(environment[EditorChildEnvironment.editor])]
+        )
+        let outcome = try await session.edit("To: b@example.org\n\nhello\n")
+        #expect(outcome.text == "To: b@example.org\n\nhello\nedited after the interrupt\n")
+    }
+}
+
+/// A session ended by a signal leaves no cleartext: SIGTERM and SIGHUP delete the folder and end the process by that
+/// signal; SIGINT (Ctrl-C, which the editor on the terminal receives too) is left to the editor, and the session goes
+/// on.
+@Suite(.serialized) struct EditorSignalTests {
+    /// An editor that tells the parent where its file is and waits, in the foreground, until told to finish.
+    static let waitingScript = """
+        cp "$1" "$1~"
+        printf '%s' "$1" > "$OUT/file"
+        printf '%s' "$$" > "$OUT/pid.tmp" && mv "$OUT/pid.tmp" "$OUT/pid"
+        while [ ! -e "$OUT/go" ]; do sleep 0.05; done
+        printf 'edited after the interrupt\\n' >> "$1"
+
+        """
+
+    struct Child {
+        let process: Process
+        let file: String
+        let editorPID: pid_t
+    }
+
+    /// Starts the child test process and waits until its editor runs.
+    static func startChild(scratch: ScratchFolder, parent: String, out: String) throws -> Child {
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let editor = try scratch.script("wait.sh", "OUT=\(out)\n" + waitingScript)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["--testing-library", "swift-testing", "--filter", "EditorSessionChild"]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            EditorChildEnvironment.child: "1",
+            EditorChildEnvironment.parent: parent,
+            EditorChildEnvironment.editor: editor,
+        ]) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait (up to a minute; the child test binary starts slowly on a busy machine) for the editor to run.
+        var waited = 0
+        while !FileManager.default.fileExists(atPath: "\(out)/pid") && process.isRunning && waited < 1200 {
+            usleep(50_000)
+            waited += 1
+        }
+        let file = try String(contentsOfFile: "\(out)/file", encoding: .utf8)
+        let pid = pid_t(try String(contentsOfFile: "\(out)/pid", encoding: .utf8)) ?? 0
+        return Child(process: process, file: file, editorPID: pid)
+    }
+
+    @Test(arguments: [SIGTERM, SIGHUP])
+    func aSessionEndedBySignalLeavesNothing(signal: Int32) throws {
+        let scratch = ScratchFolder()
+        let parent = "\(scratch.path)/compose"
+        let child = try Self.startChild(scratch: scratch, parent: parent, out: "\(scratch.path)/out")
+        defer { if child.editorPID > 0 { kill(child.editorPID, SIGKILL) } }
+        #expect(FileManager.default.fileExists(atPath: child.file), "the editor's file must exist while it runs")
+        #expect(FileManager.default.fileExists(atPath: child.file + "~"))
+        kill(child.process.processIdentifier, signal)
+        child.process.waitUntilExit()
+        #expect(child.process.terminationReason == .uncaughtSignal)
+        #expect(child.process.terminationStatus == signal)
+        #expect(!FileManager.default.fileExists(atPath: child.file))
+        #expect(ScratchFolder.contents(parent).isEmpty, "\(ScratchFolder.contents(parent))")
+    }
+
+    @Test func anInterruptIsLeftToTheEditorAndTheSessionGoesOn() throws {
+        let scratch = ScratchFolder()
+        let parent = "\(scratch.path)/compose"
+        let out = "\(scratch.path)/out"
+        let child = try Self.startChild(scratch: scratch, parent: parent, out: out)
+        defer { if child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) } }
+        // SIGINT to the session's process alone (the editor script would end on it, as a real terminal's Ctrl-C
+        // reaches both; vim takes it as "cancel").
+        kill(child.process.processIdentifier, SIGINT)
+        usleep(300_000)
+        #expect(child.process.isRunning, "SIGINT ended the session while its editor ran")
+        #expect(FileManager.default.fileExists(atPath: child.file), "SIGINT deleted the file under the editor")
+        FileManager.default.createFile(atPath: "\(out)/go", contents: nil)
+        child.process.waitUntilExit()
+        #expect(child.process.terminationReason == .exit)
+        #expect(child.process.terminationStatus == 0, "the child's session must return the edited text")
+        #expect(ScratchFolder.contents(parent).isEmpty, "\(ScratchFolder.contents(parent))")
+    }
+
+    @Test func aKilledSessionsFolderIsSweptByTheNext() async throws {
+        let scratch = ScratchFolder()
+        let parent = "\(scratch.path)/compose"
+        let child = try Self.startChild(scratch: scratch, parent: parent, out: "\(scratch.path)/out")
+        kill(child.process.processIdentifier, SIGKILL)
+        child.process.waitUntilExit()
+        if child.editorPID > 0 { kill(child.editorPID, SIGKILL) }
+        #expect(FileManager.default.fileExists(atPath: child.file), "SIGKILL cannot be caught: the file stays")
+        _ = try await EditorSession(parent: parent, environment: ["EDITOR": "/bin/true"]).edit("x")
+        #expect(ScratchFolder.contents(parent).isEmpty, "\(ScratchFolder.contents(parent))")
+    }
+}
