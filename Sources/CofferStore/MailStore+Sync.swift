@@ -8,7 +8,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// An IMAP account: its server endpoint and credentials, stored sealed under the MainKey (account record v4,
+/// An IMAP account: its server endpoint and credentials, stored sealed under the MainKey (account record v5,
 /// docs/FORMAT.md).
 public struct ServerAccount: Sendable, Equatable {
     /// Where the server is, how TLS starts (implicit, or STARTTLS for an `imap://` account) and what it must present.
@@ -17,12 +17,20 @@ public struct ServerAccount: Sendable, Equatable {
     public var username: String
     /// The password (never printed; ``description`` leaves it out).
     public var password: String
+    /// The SMTP submission server mail is sent through (record v5), or nil for an account that only reads mail.
+    public var submission: SubmissionServer?
 
     /// Creates a record.
-    public init(endpoint: ServerEndpoint, username: String, password: String) {
+    public init(endpoint: ServerEndpoint, username: String, password: String, submission: SubmissionServer? = nil) {
         self.endpoint = endpoint
         self.username = username
         self.password = password
+        self.submission = submission
+    }
+
+    /// The login for the submission server: its own, else the IMAP account's.
+    public var submissionLogin: (username: String, password: String) {
+        (submission?.username ?? username, submission?.password ?? password)
     }
 
     /// Creates a record from the endpoint's parts.
@@ -55,8 +63,8 @@ public struct ServerAccount: Sendable, Equatable {
     }
 
     /// The version of the sealed record written by this code (v2 adds `startTLS`, v3 `pinReportURL`, v4
-    /// `pinExpires`; older records still open).
-    public static let recordVersion = 4
+    /// `pinExpires`, v5 the submission server; older records still open).
+    public static let recordVersion = 5
 
     /// The account's server as a URL: `imaps://HOST:PORT`, or `imap://HOST:PORT` for STARTTLS.
     public var url: String { endpoint.url(scheme: "imaps", plainScheme: "imap") }
@@ -70,13 +78,56 @@ public struct ServerAccount: Sendable, Equatable {
         writer.string(password)
         writer.string(endpoint.caFile)
         writer.string(endpoint.connectAddress)
+        Self.writeTLS(endpoint, to: &writer)
+        writer.flag(submission != nil)
+        if let submission {
+            writer.string(submission.endpoint.host)
+            writer.count(submission.endpoint.port)
+            writer.string(submission.username)
+            writer.string(submission.password)
+            writer.string(submission.endpoint.caFile)
+            writer.string(submission.endpoint.connectAddress)
+            Self.writeTLS(submission.endpoint, to: &writer)
+        }
+        return writer.bytes
+    }
+
+    /// The pins, TLS mode, report URL and pin expiry of an endpoint, in record order.
+    private static func writeTLS(_ endpoint: ServerEndpoint, to writer: inout CellWriter) {
         writer.count(endpoint.pins.count)
         for pin in endpoint.pins { writer.string(pin) }
         writer.flag(endpoint.security == .startTLS)
         writer.string(endpoint.pinReportURL)
         // Unix seconds (a u32: until 2106); 0 = no expiration.
         writer.count(endpoint.pinExpires.map { Int($0.timeIntervalSince1970) } ?? 0)
-        return writer.bytes
+    }
+
+    /// Reads what ``writeTLS(_:to:)`` wrote (each field only from the record version that added it).
+    private static func readTLS(
+        host: String,
+        port: Int,
+        caFile: String?,
+        connectAddress: String?,
+        version: Int,
+        from reader: inout CellReader
+    ) throws(CellReader.Malformed) -> ServerEndpoint {
+        let pinCount = try reader.count()
+        guard pinCount <= 64 else { throw CellReader.Malformed() }
+        var pins: [String] = []
+        for _ in 0..<pinCount { pins.append(try reader.requiredString()) }
+        let startTLS = version >= 2 ? try reader.flag() : false
+        let pinReportURL = version >= 3 ? try reader.string() : nil
+        let expires = version >= 4 ? try reader.count() : 0
+        return ServerEndpoint(
+            host: host,
+            port: port,
+            security: startTLS ? .startTLS : .implicitTLS,
+            pins: pins,
+            caFile: caFile,
+            connectAddress: connectAddress,
+            pinReportURL: pinReportURL,
+            pinExpires: expires == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(expires))
+        )
     }
 
     static func decode(_ bytes: [UInt8]) throws(CellReader.Malformed) -> ServerAccount {
@@ -89,27 +140,59 @@ public struct ServerAccount: Sendable, Equatable {
         let password = try reader.requiredString()
         let caFile = try reader.string()
         let connectAddress = try reader.string()
-        let pinCount = try reader.count()
-        guard pinCount <= 64 else { throw CellReader.Malformed() }
-        var pins: [String] = []
-        for _ in 0..<pinCount { pins.append(try reader.requiredString()) }
-        let startTLS = version >= 2 ? try reader.flag() : false
-        let pinReportURL = version >= 3 ? try reader.string() : nil
-        let expires = version >= 4 ? try reader.count() : 0
-        try reader.finish()
-        return ServerAccount(
+        let endpoint = try readTLS(
             host: host,
             port: port,
-            username: username,
-            password: password,
-            pins: pins,
             caFile: caFile,
             connectAddress: connectAddress,
-            startTLS: startTLS,
-            pinReportURL: pinReportURL,
-            pinExpires: expires == 0 ? nil : Date(timeIntervalSince1970: TimeInterval(expires))
+            version: version,
+            from: &reader
         )
+        var submission: SubmissionServer?
+        if version >= 5, try reader.flag() {
+            let host = try reader.requiredString()
+            let port = try reader.count()
+            let username = try reader.string()
+            let password = try reader.string()
+            let caFile = try reader.string()
+            let connectAddress = try reader.string()
+            submission = SubmissionServer(
+                endpoint: try readTLS(
+                    host: host,
+                    port: port,
+                    caFile: caFile,
+                    connectAddress: connectAddress,
+                    version: version,
+                    from: &reader
+                ),
+                username: username,
+                password: password
+            )
+        }
+        try reader.finish()
+        return ServerAccount(endpoint: endpoint, username: username, password: password, submission: submission)
     }
+}
+
+/// An account's SMTP submission server (RFC 6409): where it is, what it must present, and its own login, or the
+/// IMAP account's when none is given.
+public struct SubmissionServer: Sendable, Equatable {
+    /// Where the server is: implicit TLS (RFC 8314, port 465) or STARTTLS (port 587), with its own pins.
+    public var endpoint: ServerEndpoint
+    /// The login name, or nil for the IMAP account's.
+    public var username: String?
+    /// The password, or nil for the IMAP account's (never printed).
+    public var password: String?
+
+    /// Creates one.
+    public init(endpoint: ServerEndpoint, username: String? = nil, password: String? = nil) {
+        self.endpoint = endpoint
+        self.username = username
+        self.password = password
+    }
+
+    /// The server as a URL: `submissions://HOST:PORT`, or `submission://HOST:PORT` for STARTTLS.
+    public var url: String { endpoint.url(scheme: "submissions", plainScheme: "submission") }
 }
 
 /// One server folder a sync follows: its validity and how far the sync got.
@@ -175,6 +258,11 @@ extension MailStore {
         }
         guard (1...65535).contains(server.endpoint.port) else {
             throw .invalidArgument("the port must be from 1 to 65535")
+        }
+        if let submission = server.submission {
+            guard !submission.endpoint.host.isEmpty, (1...65535).contains(submission.endpoint.port) else {
+                throw .invalidArgument("the submission server needs a host and a port from 1 to 65535")
+            }
         }
         let keys = try await keys()
         var writer = CellWriter()

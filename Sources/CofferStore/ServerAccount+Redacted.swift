@@ -15,7 +15,29 @@ extension ServerAccount: CustomStringConvertible, CustomDebugStringConvertible, 
             self,
             children: [
                 "endpoint": endpoint, "username": username, "password": "<redacted>",
+                "submission": submission as Any,
             ],
+            displayStyle: .struct
+        )
+    }
+}
+
+/// A submission server prints and mirrors without its password.
+extension SubmissionServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The server without its password.
+    public var description: String {
+        "SubmissionServer(\(url), username: \(username ?? "<the IMAP account's>"), password: "
+            + (password == nil ? "<the IMAP account's>" : "<redacted>") + ")"
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// Every field but the password.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: ["endpoint": endpoint, "username": username as Any, "password": "<redacted>"],
             displayStyle: .struct
         )
     }

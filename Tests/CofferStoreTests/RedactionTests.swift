@@ -1,4 +1,5 @@
 import CofferStore
+import CofferTransport
 import Foundation
 import Testing
 
@@ -6,7 +7,8 @@ import Testing
 @Suite struct RedactionTests {
     @Test func aServerAccountNeverPrintsOrDumpsItsPassword() {
         let password = "hunter2-canary-\(UUID().uuidString)"
-        let account = ServerAccount(
+        let smtpPassword = "smtp-canary-\(UUID().uuidString)"
+        var account = ServerAccount(
             host: "imap.example.org",
             port: 993,
             username: "alice",
@@ -14,14 +16,20 @@ import Testing
             pins: ["pin"],
             pinReportURL: "https://report.example.org/"
         )
+        account.submission = SubmissionServer(
+            endpoint: ServerEndpoint(host: "smtp.example.org", port: 465),
+            username: "alice-smtp",
+            password: smtpPassword
+        )
         var dumped = ""
         dump(account, to: &dumped)
         for text in [
             String(describing: account), String(reflecting: account), "\(account)", dumped, "\([account])",
         ] {
-            #expect(!text.contains(password), "\(text)")
+            #expect(!text.contains(password) && !text.contains(smtpPassword), "\(text)")
             #expect(text.contains("alice") && text.contains("imap.example.org"), "\(text)")
         }
         #expect(dumped.contains("<redacted>") && dumped.contains("report.example.org"))
+        #expect(dumped.contains("smtp.example.org") && dumped.contains("alice-smtp"))
     }
 }

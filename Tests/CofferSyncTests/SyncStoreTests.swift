@@ -1,6 +1,7 @@
 import CofferCrypto
 import CofferKeymaker
 import CofferTesting
+import CofferTransport
 import Foundation
 import GRDB
 import Testing
@@ -163,6 +164,59 @@ struct SyncStoreTests {
         header.count(4)
         bytes.replaceSubrange(0..<header.bytes.count, with: header.bytes)
         #expect(throws: CellReader.Malformed.self) { try ServerAccount.decode(bytes) }
+    }
+
+    /// Record v5: the submission server, with its own pins and login or the IMAP account's, round-trips sealed; a
+    /// v4 record opens without one.
+    @Test func aSubmissionServerRoundTripsInTheAccountRecord() async throws {
+        let world = try await SyncWorld()
+        var server = ServerAccount(host: "imap.example.test", port: 993, username: "alice", password: "imap-secret")
+        server.submission = SubmissionServer(
+            endpoint: ServerEndpoint(
+                host: "smtp.example.test",
+                port: 587,
+                security: .startTLS,
+                pins: ["pinC", "pinD"],
+                caFile: "/tmp/smtp-ca.pem",
+                connectAddress: "127.0.0.2",
+                pinReportURL: "https://reports.example.test/smtp",
+                pinExpires: Date(timeIntervalSince1970: 1_900_000_000)
+            ),
+            username: nil,
+            password: "smtp-secret-canary-4411"
+        )
+        #expect(server.submissionLogin == ("alice", "smtp-secret-canary-4411"))
+        #expect(server.submission?.url == "submission://smtp.example.test:587")
+        _ = try await world.store.addServerAccount(server)
+        let stored = try await world.store.serverAccounts()
+        #expect(stored.map(\.server) == [server])
+        try world.store.close()
+        for file in world.root.allFiles() {
+            let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: file)))
+            #expect(!ByteSearch.contains(Array("smtp-secret-canary-4411".utf8), in: bytes), "in \(file)")
+        }
+        func record(version: Int, submissionFlag: Bool?) -> [UInt8] {
+            var writer = CellWriter()
+            writer.count(version)
+            writer.string("imap.example.test")
+            writer.count(993)
+            writer.string("alice")
+            writer.string("secret")
+            writer.string(nil)
+            writer.string(nil)
+            writer.count(0)
+            writer.flag(false)
+            writer.string(nil)
+            writer.count(0)
+            if let submissionFlag { writer.flag(submissionFlag) }
+            return writer.bytes
+        }
+        #expect(try ServerAccount.decode(record(version: 4, submissionFlag: nil)).submission == nil)
+        #expect(try ServerAccount.decode(record(version: 5, submissionFlag: false)).submission == nil)
+        // Version 5 with the submission flag set and nothing after it: refused, not guessed.
+        #expect(throws: CellReader.Malformed.self) {
+            try ServerAccount.decode(record(version: 5, submissionFlag: true))
+        }
     }
 
     @Test func theAccountRecordIsSealedAndRoundTrips() async throws {
