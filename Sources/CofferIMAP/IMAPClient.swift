@@ -314,6 +314,23 @@ public actor IMAPClient {
         try await refreshCapabilitiesIfNeeded()
     }
 
+    /// ID (RFC 2971): tells the server about this client, each field and value as a quoted string; the server's own
+    /// ID data is not kept. A proxy sends `x-originating-ip` and `x-originating-port` before logging in, which
+    /// Dovecot believes from its `login_trusted_networks`.
+    ///
+    /// - Throws: `.unencodable` for more than 30 fields, a name over 30 bytes, a value over 1024 bytes, or a byte that
+    ///   is not printable ASCII (CR, LF, NUL) — nothing is sent then; `.missingCapability("ID")` when the server does
+    ///   not offer ID; `.commandFailed` when it refuses the command.
+    public func id(_ fields: [(String, String)]) async throws(IMAPError) {
+        guard fields.count <= 30, fields.allSatisfy({ $0.0.utf8.count <= 30 && $0.1.utf8.count <= 1024 }) else {
+            throw .unencodable(reason: "ID takes at most 30 fields, names of 30 bytes and values of 1024")
+        }
+        let list = fields.flatMap { [IMAPArgument.quoted(Array($0.0.utf8)), .quoted(Array($0.1.utf8))] }
+        guard capabilities.contains("ID") else { throw .missingCapability("ID") }
+        // The encoder refuses a value it cannot quote before anything is written.
+        _ = try await run(IMAPCommand("ID", [list.isEmpty ? .atom("NIL") : .list(list)]))
+    }
+
     /// LIST: the mailboxes matching `pattern` under `reference`.
     public func list(reference: String = "", pattern: String = "*") async throws(IMAPError) -> [MailboxListing] {
         let untagged = try await run(IMAPCommand("LIST", [.string(reference), .string(pattern)]))
@@ -326,6 +343,12 @@ public actor IMAPClient {
         var result: [String: UInt64] = [:]
         for case .status(_, let values) in untagged { result.merge(values) { $1 } }
         return result
+    }
+
+    /// CREATE a mailbox (its wire name), then SUBSCRIBE to it so that syncs follow it.
+    public func createAndSubscribe(_ mailbox: String) async throws(IMAPError) {
+        _ = try await run(IMAPCommand("CREATE", [.string(mailbox)]))
+        _ = try await run(IMAPCommand("SUBSCRIBE", [.string(mailbox)]))
     }
 
     /// LSUB: the subscribed mailboxes matching `pattern` (names as the server sends them, modified UTF-7).
@@ -552,6 +575,83 @@ public actor IMAPClient {
         var result: [MetadataEntry] = []
         for case .metadata(_, let found) in untagged { result += found }
         return result
+    }
+
+    /// APPEND (RFC 3501 section 6.3.11) of a message of `size` bytes to `mailbox` (its wire name), read from
+    /// `nextChunk` as it is sent. The literal is synchronising, so nothing of the message goes before the server's
+    /// `+`, and each chunk is written before the next is read: the message is never whole in memory.
+    ///
+    /// - Returns: The message's UID validity and UID when the server says them (UIDPLUS `APPENDUID`), else nil.
+    /// - Throws: `.unencodable` when the chunks do not add up to `size` or hold a NUL byte, and `.transport` when a
+    ///   chunk cannot be read (the connection is closed then: a literal cannot be taken back); the server's refusal
+    ///   as `.commandFailed`.
+    public func append(
+        mailbox: String,
+        flags: [String] = [],
+        size: Int,
+        nextChunk: @Sendable () async throws -> [UInt8]?
+    ) async throws(IMAPError) -> (uidValidity: UInt32, uid: UInt32)? {
+        guard !closed else { throw .connectionClosed }
+        guard size > 0 else { throw .unencodable(reason: "an appended message cannot be empty") }
+        encoder.literalPlus = capabilities.contains("LITERAL+")
+        var encoded = try encoder.encode(IMAPCommand("APPEND", [.string(mailbox), .list(flags.map { .atom($0) })]))
+        // The message's literal goes on the command's last line, in place of its line break.
+        encoded.parts[encoded.parts.count - 1].removeLast(2)
+        encoded.parts[encoded.parts.count - 1] += Array(" {\(size)}\r\n".utf8)
+        onCommand?("APPEND")
+        var untagged: [UntaggedResponse] = []
+        for part in encoded.parts {
+            try await write(part)
+            waiting: while true {
+                switch try await nextResponseOrWakeUp(body: nil, wakeUp: false) {
+                case .continuation?: break waiting
+                case .untagged(let response)?: absorb(response, into: &untagged)
+                case .tagged(let tagged)?:
+                    guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "'+'") }
+                    try check(tagged, command: "APPEND")
+                    throw .unexpectedResponse(expected: "'+'")
+                case nil: break
+                }
+            }
+        }
+        var sent = 0
+        while true {
+            let chunk: [UInt8]?
+            do {
+                chunk = try await nextChunk()
+            } catch {
+                await closeChannel()
+                throw .transport("The message to append could not be read; nothing was stored.")
+            }
+            guard let chunk else { break }
+            guard sent + chunk.count <= size, !chunk.contains(0) else {
+                await closeChannel()
+                throw .unencodable(reason: "the message is longer than announced or holds a NUL byte")
+            }
+            try await write(chunk)
+            sent += chunk.count
+        }
+        guard sent == size else {
+            await closeChannel()
+            throw .unencodable(reason: "the message is shorter than announced")
+        }
+        try await write([0x0D, 0x0A])
+        while true {
+            switch try await nextResponseOrWakeUp(body: nil, wakeUp: false) {
+            case .untagged(let response)?: absorb(response, into: &untagged)
+            case .tagged(let tagged)?:
+                guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "the tag \(encoded.tag)") }
+                try check(tagged, command: "APPEND")
+                if case .appendUID(let validity, let uid)? = tagged.code, let number = UInt32(uid) {
+                    return (validity, number)
+                }
+                return nil
+            case .continuation?:
+                await closeChannel()
+                throw .unexpectedResponse(expected: "no continuation")
+            case nil: break
+            }
+        }
     }
 
     /// NOOP: lets the server report changes; returns them.

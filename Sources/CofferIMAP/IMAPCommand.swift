@@ -6,6 +6,9 @@ public enum IMAPArgument: Sendable, Equatable {
     case string([UInt8])
     /// A string always sent as a literal (a password, a metadata value): never quoted, never in the line.
     case literal([UInt8])
+    /// A string always sent as a quoted string (RFC 2971 ID fields and values, which may not be atoms): printable
+    /// ASCII of at most ``IMAPCommandEncoder/maxQuotedLength`` bytes, refused otherwise (no CR, LF or NUL).
+    case quoted([UInt8])
     /// A parenthesised list of arguments.
     case list([IMAPArgument])
 
@@ -55,7 +58,8 @@ public struct IMAPCommandEncoder: Sendable {
 
     /// Encodes a command with the next tag.
     ///
-    /// - Throws: `IMAPError.unencodable` for an atom with a control byte or space, or a string with a NUL byte.
+    /// - Throws: `IMAPError.unencodable` for an atom with a control byte or space, a string with a NUL byte, or a
+    ///   quoted string that is not short printable ASCII.
     public mutating func encode(_ command: IMAPCommand) throws(IMAPError) -> EncodedCommand {
         counter += 1
         let tag = "\(tagPrefix)\(counter)"
@@ -103,19 +107,28 @@ public struct IMAPCommandEncoder: Sendable {
             } else if bytes.count <= Self.maxQuotedLength,
                 bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F })
             {
-                current.append(UInt8(ascii: "\""))
-                for byte in bytes {
-                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { current.append(UInt8(ascii: "\\")) }
-                    current.append(byte)
-                }
-                current.append(UInt8(ascii: "\""))
+                appendQuoted(bytes, to: &current)
             } else {
                 appendLiteral(bytes, to: &current, parts: &parts)
             }
         case .literal(let bytes):
             guard !bytes.contains(0) else { throw .unencodable(reason: "a literal must not contain a NUL byte") }
             appendLiteral(bytes, to: &current, parts: &parts)
+        case .quoted(let bytes):
+            guard bytes.count <= Self.maxQuotedLength, bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+                throw .unencodable(reason: "a quoted string must be printable ASCII of at most 1024 bytes")
+            }
+            appendQuoted(bytes, to: &current)
         }
+    }
+
+    private func appendQuoted(_ bytes: [UInt8], to current: inout [UInt8]) {
+        current.append(UInt8(ascii: "\""))
+        for byte in bytes {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { current.append(UInt8(ascii: "\\")) }
+            current.append(byte)
+        }
+        current.append(UInt8(ascii: "\""))
     }
 
     private func appendLiteral(_ bytes: [UInt8], to current: inout [UInt8], parts: inout [[UInt8]]) {

@@ -158,13 +158,20 @@ public struct ClientResolver: Sendable {
 
     /// The client's bucket (``ClientAddress/bucket(text:)``: an IPv6 client as its /64).
     public func client(peer: String, forwardedFor: [String]) -> String {
-        guard isTrusted(peer) else { return ClientAddress.bucket(text: peer) }
+        origin(peer: peer, forwardedFor: forwardedFor).bucket
+    }
+
+    /// The client's address as written: the peer (with `port`), or the address a trusted proxy forwarded (without
+    /// a port: the proxy's own port says nothing about the client).
+    public func origin(peer: String, port: Int? = nil, forwardedFor: [String]) -> ClientOrigin {
+        let direct = ClientOrigin(address: peer, port: port)
+        guard isTrusted(peer) else { return direct }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
         for hop in hops.reversed() {
             let address = hop.hasPrefix("[") ? String(hop.dropFirst().prefix { $0 != "]" }) : hop
-            guard CIDR.parse(address) != nil else { return ClientAddress.bucket(text: peer) }
-            if !isTrusted(address) { return ClientAddress.bucket(text: address) }
+            guard CIDR.parse(address) != nil else { return direct }
+            if !isTrusted(address) { return ClientOrigin(address: address) }
         }
-        return ClientAddress.bucket(text: peer)
+        return direct
     }
 }

@@ -9,6 +9,8 @@ public struct NotifyRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The client's IP address, or "unknown" (the in-process test router has none).
     public let clientAddress: String
+    /// The client's TCP port, when there is a peer.
+    public let clientPort: Int?
     /// The session the bearer token proved, on protected routes.
     public var session: NotifySession?
 
@@ -16,6 +18,7 @@ public struct NotifyRequestContext: RequestContext {
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         clientAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        clientPort = source.channel.remoteAddress?.port
         session = nil
     }
 
@@ -181,7 +184,7 @@ public enum NotifyAPI {
                 pushPublicKey: key,
                 pushAuthSecret: secret,
                 pushEndpoint: body.pushEndpoint,
-                clientAddress: service.client(request, context)
+                client: service.client(request, context)
             )
             var response = try TokenResponse(sessionID: session.id, token: token.text, expires: session.expires)
                 .response(from: request, context: context)
@@ -297,10 +300,11 @@ public enum NotifyAPI {
 }
 
 extension NotifyService {
-    /// The client of a request, as the login limits count it: the TCP peer, or what a trusted proxy forwarded.
-    func client(_ request: Request, _ context: NotifyRequestContext) -> String {
-        clients.client(
+    /// The client of a request: the TCP peer, or what a trusted proxy forwarded.
+    func client(_ request: Request, _ context: NotifyRequestContext) -> ClientOrigin {
+        clients.origin(
             peer: context.clientAddress,
+            port: context.clientPort,
             forwardedFor: request.headers.filter { $0.name.canonicalName == "x-forwarded-for" }.map(\.value)
         )
     }

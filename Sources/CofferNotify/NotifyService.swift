@@ -107,7 +107,7 @@ public struct NotifyService: Sendable {
         pushPublicKey: [UInt8],
         pushAuthSecret: [UInt8],
         pushEndpoint: String? = nil,
-        clientAddress: String
+        client: ClientOrigin
     ) async throws(NotifyError) -> (session: NotifySession, token: SessionToken) {
         guard (1...320).contains(user.utf8.count), !user.contains(where: \.isNewline) else {
             throw .invalidRequest("user must be 1 to 320 bytes on one line")
@@ -133,7 +133,7 @@ public struct NotifyService: Sendable {
         }
         // One identity from here on: the canonical name is what the mail server authenticates and what is stored.
         let user = MailUser.canonical(user)
-        try await logIn(user: user, password: password, client: clientAddress)
+        try await logIn(user: user, password: password, client: client)
         let date = now()
         let live = try await storage.sessions(user: user).filter { $0.isLive(at: date) }.count
         guard live < settings.maximumSessionsPerUser else {
@@ -160,9 +160,11 @@ public struct NotifyService: Sendable {
 
     /// Checks a canonical user's password with the mail server, unless `client` is over its attempts or in back-off
     /// for this user (refused before the mail server is asked); counts a refusal as a failure of (user, client).
+    /// The mail server is told the client's address, so that its own failure penalty falls on that client.
     ///
     /// - Throws: `.rateLimited`, `.wrongCredentials`, `.mailServerUnavailable`.
-    public func logIn(user: String, password: String, client: String) async throws(NotifyError) {
+    public func logIn(user: String, password: String, client origin: ClientOrigin) async throws(NotifyError) {
+        let client = origin.bucket
         guard await limiter.allow(["address:" + client]) else {
             logger.notice("login refused: too many attempts from one client")
             throw .rateLimited
@@ -172,7 +174,7 @@ public struct NotifyService: Sendable {
             throw .rateLimited
         }
         do throws(NotifyError) {
-            try await authenticator.verify(user: user, password: password)
+            try await authenticator.verify(user: user, password: password, client: origin)
         } catch .wrongCredentials {
             await throttle.failed(user: user, client: client)
             throw .wrongCredentials

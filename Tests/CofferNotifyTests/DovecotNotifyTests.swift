@@ -164,4 +164,9 @@ final class AuthenticatorBox: MailAuthenticator, @unchecked Sendable {
         guard let inner = lock.withLock({ inner }) else { throw .mailServerUnavailable("not set yet") }
         try await inner.verify(user: user, password: password)
     }
+
+    func verify(user: String, password: String, client: ClientOrigin) async throws(NotifyError) {
+        guard let inner = lock.withLock({ inner }) else { throw .mailServerUnavailable("not set yet") }
+        try await inner.verify(user: user, password: password, client: client)
+    }
 }

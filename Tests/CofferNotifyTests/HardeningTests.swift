@@ -58,7 +58,7 @@ struct UnreachableMailServer: MailAuthenticator {
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "192.0.2.1"
+            client: ClientOrigin(address: "192.0.2.1")
         )
         var queued: [Int] = []
         for uid in 1...5 { queued.append(try await harness.service.handle(Self.event(UInt32(uid)))) }
@@ -76,7 +76,7 @@ struct UnreachableMailServer: MailAuthenticator {
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "192.0.2.1"
+            client: ClientOrigin(address: "192.0.2.1")
         )
         let service = harness.service
         let polls = (0..<2).map { _ in Task { try await service.pending(for: session, wait: .seconds(30)) } }

@@ -59,7 +59,7 @@ import Testing
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "127.0.0.1"
+            client: ClientOrigin(address: "127.0.0.1")
         )
         _ = try await service.authenticate(bearer: token.text)
         let refreshed = try await service.refresh(session)

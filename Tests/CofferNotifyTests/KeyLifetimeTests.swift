@@ -57,7 +57,7 @@ import Testing
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "192.0.2.1"
+            client: ClientOrigin(address: "192.0.2.1")
         )
         let expires = try await Self.escrowKey(service, session, clock: clock, lifetime: 3600)
         #expect(try await service.handle(Self.event(1)) == 1)

@@ -33,7 +33,7 @@ import Testing
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "127.0.0.1"
+            client: ClientOrigin(address: "127.0.0.1")
         ).session
         var expected: [[UInt8]] = []
         for (index, subject) in subjects.enumerated() {

@@ -265,7 +265,7 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "127.0.0.1"
+            client: ClientOrigin(address: "127.0.0.1")
         )
         let woken = Woken()
         let listener = Task {
@@ -318,7 +318,7 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
             deviceName: "phone",
             pushPublicKey: device.keys.subscription.publicKeyBytes,
             pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            clientAddress: "127.0.0.1"
+            client: ClientOrigin(address: "127.0.0.1")
         )
         // Both instances hand out the same user key, whichever is asked first.
         let publicKey = try await serviceB.escrow!.publicKey(user: "alice")
