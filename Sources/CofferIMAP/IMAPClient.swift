@@ -345,6 +345,12 @@ public actor IMAPClient {
         return result
     }
 
+    /// CREATE a mailbox (its wire name), then SUBSCRIBE to it so that syncs follow it.
+    public func createAndSubscribe(_ mailbox: String) async throws(IMAPError) {
+        _ = try await run(IMAPCommand("CREATE", [.string(mailbox)]))
+        _ = try await run(IMAPCommand("SUBSCRIBE", [.string(mailbox)]))
+    }
+
     /// LSUB: the subscribed mailboxes matching `pattern` (names as the server sends them, modified UTF-7).
     public func subscribed(reference: String = "", pattern: String = "*") async throws(IMAPError) -> [MailboxListing] {
         let untagged = try await run(IMAPCommand("LSUB", [.string(reference), .string(pattern)]))
@@ -569,6 +575,83 @@ public actor IMAPClient {
         var result: [MetadataEntry] = []
         for case .metadata(_, let found) in untagged { result += found }
         return result
+    }
+
+    /// APPEND (RFC 3501 section 6.3.11) of a message of `size` bytes to `mailbox` (its wire name), read from
+    /// `nextChunk` as it is sent. The literal is synchronising, so nothing of the message goes before the server's
+    /// `+`, and each chunk is written before the next is read: the message is never whole in memory.
+    ///
+    /// - Returns: The message's UID validity and UID when the server says them (UIDPLUS `APPENDUID`), else nil.
+    /// - Throws: `.unencodable` when the chunks do not add up to `size` or hold a NUL byte, and `.transport` when a
+    ///   chunk cannot be read (the connection is closed then: a literal cannot be taken back); the server's refusal
+    ///   as `.commandFailed`.
+    public func append(
+        mailbox: String,
+        flags: [String] = [],
+        size: Int,
+        nextChunk: @Sendable () async throws -> [UInt8]?
+    ) async throws(IMAPError) -> (uidValidity: UInt32, uid: UInt32)? {
+        guard !closed else { throw .connectionClosed }
+        guard size > 0 else { throw .unencodable(reason: "an appended message cannot be empty") }
+        encoder.literalPlus = capabilities.contains("LITERAL+")
+        var encoded = try encoder.encode(IMAPCommand("APPEND", [.string(mailbox), .list(flags.map { .atom($0) })]))
+        // The message's literal goes on the command's last line, in place of its line break.
+        encoded.parts[encoded.parts.count - 1].removeLast(2)
+        encoded.parts[encoded.parts.count - 1] += Array(" {\(size)}\r\n".utf8)
+        onCommand?("APPEND")
+        var untagged: [UntaggedResponse] = []
+        for part in encoded.parts {
+            try await write(part)
+            waiting: while true {
+                switch try await nextResponseOrWakeUp(body: nil, wakeUp: false) {
+                case .continuation?: break waiting
+                case .untagged(let response)?: absorb(response, into: &untagged)
+                case .tagged(let tagged)?:
+                    guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "'+'") }
+                    try check(tagged, command: "APPEND")
+                    throw .unexpectedResponse(expected: "'+'")
+                case nil: break
+                }
+            }
+        }
+        var sent = 0
+        while true {
+            let chunk: [UInt8]?
+            do {
+                chunk = try await nextChunk()
+            } catch {
+                await closeChannel()
+                throw .transport("The message to append could not be read; nothing was stored.")
+            }
+            guard let chunk else { break }
+            guard sent + chunk.count <= size, !chunk.contains(0) else {
+                await closeChannel()
+                throw .unencodable(reason: "the message is longer than announced or holds a NUL byte")
+            }
+            try await write(chunk)
+            sent += chunk.count
+        }
+        guard sent == size else {
+            await closeChannel()
+            throw .unencodable(reason: "the message is shorter than announced")
+        }
+        try await write([0x0D, 0x0A])
+        while true {
+            switch try await nextResponseOrWakeUp(body: nil, wakeUp: false) {
+            case .untagged(let response)?: absorb(response, into: &untagged)
+            case .tagged(let tagged)?:
+                guard tagged.tag == encoded.tag else { throw .unexpectedResponse(expected: "the tag \(encoded.tag)") }
+                try check(tagged, command: "APPEND")
+                if case .appendUID(let validity, let uid)? = tagged.code, let number = UInt32(uid) {
+                    return (validity, number)
+                }
+                return nil
+            case .continuation?:
+                await closeChannel()
+                throw .unexpectedResponse(expected: "no continuation")
+            case nil: break
+            }
+        }
     }
 
     /// NOOP: lets the server report changes; returns them.
