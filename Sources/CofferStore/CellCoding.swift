@@ -68,6 +68,20 @@ package struct CellWriter {
 
     package mutating func flag(_ value: Bool) { body.append(value ? 1 : 0) }
 
+    /// A signed 64-bit integer, big-endian (two's complement).
+    package mutating func int64(_ value: Int64) {
+        let bits = UInt64(bitPattern: value)
+        for shift in stride(from: 56, through: 0, by: -8) {
+            body.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+        }
+    }
+
+    /// A list of present strings: a count, then each string.
+    package mutating func strings(_ values: [String]) {
+        count(values.count)
+        for value in values { string(value) }
+    }
+
     package mutating func raw(_ value: [UInt8]) {
         count(value.count)
         body.append(contentsOf: value)
@@ -177,6 +191,28 @@ package struct CellReader {
         guard position < end, bytes[position] <= 1 else { throw Malformed() }
         defer { position += 1 }
         return bytes[position] == 1
+    }
+
+    /// A signed 64-bit integer written by ``CellWriter/int64(_:)``.
+    package mutating func int64() throws(Malformed) -> Int64 {
+        guard end - position >= 8 else { throw Malformed() }
+        var value: UInt64 = 0
+        for _ in 0..<8 {
+            value = value << 8 | UInt64(bytes[position])
+            position += 1
+        }
+        return Int64(bitPattern: value)
+    }
+
+    /// A list written by ``CellWriter/strings(_:)``; every entry must be present.
+    package mutating func strings() throws(Malformed) -> [String] {
+        let total = try count()
+        // Each entry takes at least five bytes, so a count the cell cannot hold is refused before allocating.
+        guard total <= (end - position) / 5 else { throw Malformed() }
+        var values: [String] = []
+        values.reserveCapacity(total)
+        for _ in 0..<total { values.append(try requiredString()) }
+        return values
     }
 
     package mutating func raw() throws(Malformed) -> [UInt8] {

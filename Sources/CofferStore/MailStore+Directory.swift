@@ -28,39 +28,6 @@ extension MailStore {
         return try await write { db in try Self.label(named: name, keys: keys, db: db) }
     }
 
-    // MARK: - Contacts
-
-    /// Saves a contact; an existing contact with the same address (compared case-insensitively) is updated.
-    ///
-    /// - Returns: The contact's id.
-    public func saveContact(name: String?, address: String) async throws(StoreError) -> Int64 {
-        guard !address.isEmpty else { throw .invalidArgument("a contact needs an address") }
-        let keys = try await keys()
-        let lookup = Data(keys.lookup.hash(tag: HashTag.contactAddress, Array(address.lowercased().utf8)).prefix(16))
-        var writer = CellWriter()
-        writer.string(name)
-        writer.string(address)
-        let plain = writer.bytes
-        return try await write { db in
-            let id =
-                try Int64.fetchOne(db, sql: "SELECT id FROM contacts WHERE lookup = ?", arguments: [lookup])
-                ?? Schema.nextID(db, table: "contacts")
-            try ContactRecord(id: id, lookup: lookup, details: try keys.seal(plain, .contactDetails, row: id)).save(db)
-            return id
-        }
-    }
-
-    /// Every contact, by id.
-    public func contacts() async throws(StoreError) -> [Contact] {
-        let keys = try await keys()
-        let records = try await read { db in try ContactRecord.order(Column("id")).fetchAll(db) }
-        return try records.map { record throws(StoreError) in
-            let fields = Self.strings(keys.open(record.details, .contactDetails, row: record.id), count: 2)
-            guard let fields, let address = fields[1] else { throw .corruptRecord(table: "contacts", id: record.id) }
-            return Contact(id: record.id, name: fields[0], address: address)
-        }
-    }
-
     // MARK: - Accounts and addresses
 
     /// Adds an account.

@@ -21,6 +21,8 @@ struct PreparedMessage: Sendable {
     var tokens: [Int64]
     var attachments: [(info: [UInt8], body: [UInt8])]
     var labels: [String]
+    /// The From, To and Cc addresses, counted in the address book when the message is stored.
+    var sightings: [MailAddress] = []
 }
 
 extension MailStore {
@@ -235,7 +237,8 @@ extension MailStore {
                 cells: cells,
                 tokens: Array(tokens),
                 attachments: sealedAttachments,
-                labels: raw.labels
+                labels: raw.labels,
+                sightings: from + to + message.cc
             )
         )
     }
@@ -279,6 +282,7 @@ extension MailStore {
         )
         var outcomes: [ImportOutcome] = []
         outcomes.reserveCapacity(prepared.count)
+        var seen: [(MailAddress, Int64)] = []
         for item in prepared {
             let message: PreparedMessage
             switch item {
@@ -342,6 +346,11 @@ extension MailStore {
                 ).insert(db)
             }
             outcomes.append(.imported(id))
+            for address in message.sightings { seen.append((address, message.time)) }
+        }
+        // The address book counts the addresses of the messages stored, in the same transaction.
+        for (address, sighting) in sightings(seen) {
+            try upsertContact(sighting, address: address, source: .mail, keys: keys, db: db)
         }
         return outcomes
     }

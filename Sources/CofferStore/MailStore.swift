@@ -91,6 +91,9 @@ public final class MailStore: Sendable {
         } catch {
             throw StoreError.wrap(error)
         }
+        // Interrupted writes and deletions of sealed files, and sends of processes that died (docs/STORE.md).
+        try Self.sweepSealedFiles(folder: folder, database: database)
+        try Self.recoverInterruptedSends(database)
         // The folder is already private; the files are made owner-only too.
         for suffix in ["", "-wal", "-shm"] { chmod("\(folder)/\(Self.databaseName)\(suffix)", 0o600) }
     }

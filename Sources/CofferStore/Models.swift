@@ -161,16 +161,6 @@ public struct Label: Sendable, Hashable, Identifiable {
     public var name: String
 }
 
-/// A contact (sealed at rest; found again by a keyed hash of the address).
-public struct Contact: Sendable, Hashable, Identifiable {
-    /// The contact id.
-    public var id: Int64
-    /// The display name.
-    public var name: String?
-    /// The address.
-    public var address: String
-}
-
 /// An account.
 public struct Account: Sendable, Hashable, Identifiable {
     /// The account id.

@@ -92,6 +92,7 @@ enum Schema {
             try db.execute(sql: "ALTER TABLE messages ADD COLUMN summary BLOB")
         }
         registerIdentityMigration(&migrator)
+        registerOutboxMigration(&migrator)
         return migrator
     }
 
@@ -161,28 +162,6 @@ struct AddressRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     }
     var id: Int64
     var accountID: Int64
-    var lookup: Data
-    var details: Data
-}
-
-/// A row of `contacts`: a keyed lookup hash of the address and one sealed cell (name and address).
-struct ContactRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
-    static let databaseTableName = "contacts"
-
-    /// Decodes strictly (see ``StrictRow``).
-    init(row: Row) throws {
-        let row = try StrictRow(row, table: Self.databaseTableName)
-        id = row.id
-        lookup = try row.blob("lookup")
-        details = try row.blob("details")
-    }
-
-    init(id: Int64, lookup: Data, details: Data) {
-        self.id = id
-        self.lookup = lookup
-        self.details = details
-    }
-    var id: Int64
     var lookup: Data
     var details: Data
 }

@@ -11,6 +11,22 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case locked
     /// The Keymaker failed for another reason than being locked.
     case keymaker(KeymakerError)
+    /// No draft with this id.
+    case draftNotFound(Int64)
+    /// No draft attachment with this id.
+    case draftAttachmentNotFound(Int64)
+    /// No address-book entry with this id.
+    case contactNotFound(Int64)
+    /// No outbox item with this id.
+    case outboxItemNotFound(Int64)
+    /// The outbox item is being sent (or was sent) and cannot be changed now: only a queued or failed item can be
+    /// cancelled or retried.
+    case outboxItemBusy(Int64)
+    /// A sealed file beside the store (a draft attachment, an outbox message) failed its integrity check, was cut
+    /// short, or is missing: it was changed or deleted outside Coffer.
+    case corruptFile(table: String, id: Int64)
+    /// A message could not be written as MIME (the field and why, never its content).
+    case compose(ComposeError)
     /// A cryptographic operation failed while sealing (opening failures are reported as ``corruptMessage(_:)``).
     case crypto(CofferCryptoError)
     /// No message with this id.
@@ -38,6 +54,14 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .locked: "Coffer is locked; unlock it to use the mail store."
         case .keymaker(let error): error.description
         case .crypto(let error): error.description
+        case .draftNotFound(let id): "There is no draft \(id)."
+        case .draftAttachmentNotFound(let id): "There is no draft attachment \(id)."
+        case .contactNotFound(let id): "There is no contact \(id)."
+        case .outboxItemNotFound(let id): "There is no message \(id) in the outbox."
+        case .outboxItemBusy(let id): "Message \(id) of the outbox is being sent or was sent; it cannot be changed now."
+        case .corruptFile(let table, let id):
+            "The sealed file of \(table) record \(id) is damaged or missing: it was changed outside Coffer."
+        case .compose(let error): error.description
         case .messageNotFound(let id): "There is no message \(id)."
         case .attachmentNotFound(let id): "There is no attachment \(id)."
         case .corruptMessage(let id):
@@ -60,6 +84,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case let error as DatabaseError:
             return .database(code: error.extendedResultCode.rawValue, message: error.message ?? "unknown error")
         case let error as MIMEError: return .source(error)
+        case let error as ComposeError: return .compose(error)
         case let error as DamagedRow:
             return error.table == "messages"
                 ? .corruptMessage(error.id) : .corruptRecord(table: error.table, id: error.id)

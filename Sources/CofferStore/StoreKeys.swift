@@ -66,6 +66,16 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case settingValue = "settings.value"
     case serverConfig = "accountServers.config"
     case syncFolderName = "syncFolders.name"
+    /// A draft: draft record v1 (migration `v5-outbox`).
+    case draftRecord = "drafts.record"
+    /// A draft attachment's metadata: draft attachment record v1.
+    case draftAttachmentInfo = "draftAttachments.info"
+    /// An address-book entry: contact record v1.
+    case contactRecord = "addressBook.record"
+    /// An outbox item: outbox item record v1.
+    case outboxRecord = "outbox.record"
+    /// An outbox item's last failure: one string.
+    case outboxError = "outbox.lastError"
 
     var table: Substring { rawValue.split(separator: ".")[0] }
     var column: Substring { rawValue.split(separator: ".")[1] }
@@ -80,6 +90,33 @@ enum HashTag {
     static let contactAddress: UInt8 = 0x05
     static let ownAddress: UInt8 = 0x06
     static let syncFolderName: UInt8 = 0x07
+    /// Under the search key: a prefix of a word of an address-book entry's name or address.
+    static let contactPrefix: UInt8 = 0x08
+    /// Under the lookup key: an address-book entry's canonical address.
+    static let contactCanonical: UInt8 = 0x09
+}
+
+/// The sealed files beside the store (draft attachments and outbox messages, `docs/STORE.md`, "Outgoing files"):
+/// each kind has its own streaming key, a MainKey subkey.
+enum SealedFileKind: String, CaseIterable, Sendable {
+    /// A draft attachment's bytes (`store.draftAttachments.file`).
+    case draftAttachment = "draftAttachments.file"
+    /// An outbox message's RFC 5322 bytes (`store.outbox.message`).
+    case outboxMessage = "outbox.message"
+
+    /// The file name extension of this kind.
+    var fileExtension: String {
+        switch self {
+        case .draftAttachment: ".cfd"
+        case .outboxMessage: ".cfo"
+        }
+    }
+
+    /// The stream's context: `["store", table, column, file name]`.
+    func context(file: String) -> EnvelopeContext {
+        let parts = rawValue.split(separator: ".")
+        return EnvelopeContext(["store", String(parts[0]), String(parts[1]), file])
+    }
 }
 
 /// Every key the store uses, derived once per MainKey (per unlock), never per cell.
@@ -91,6 +128,8 @@ final class StoreKeys: Sendable {
     }
 
     private let slots: [SealedColumn: Slot]
+    /// The streaming keys of the sealed files beside the store.
+    private let fileKeys: [SealedFileKind: EnvelopeKey]
     /// The sealing step of every cell (``EnvelopeCellCipher`` except in the benchmark).
     private let cipher: any CellCipher
     /// The blind-index key (`store.search`).
@@ -101,7 +140,9 @@ final class StoreKeys: Sendable {
     init(mainKey: MainKey, cipher: any CellCipher = EnvelopeCellCipher()) throws(StoreError) {
         self.cipher = cipher
         var slots: [SealedColumn: Slot] = [:]
+        var fileKeys: [SealedFileKind: EnvelopeKey] = [:]
         do {
+            for kind in SealedFileKind.allCases { fileKeys[kind] = try mainKey.subkey("store.\(kind.rawValue)") }
             for column in SealedColumn.allCases {
                 slots[column] = Slot(
                     key: try mainKey.subkey("store.\(column.rawValue)"),
@@ -115,7 +156,11 @@ final class StoreKeys: Sendable {
         }
         guard !mainKey.isWiped else { throw .locked }
         self.slots = slots
+        self.fileKeys = fileKeys
     }
+
+    /// The streaming key of one kind of sealed file.
+    func fileKey(_ kind: SealedFileKind) -> EnvelopeKey { fileKeys[kind]! }
 
     /// The context of one cell: `["store", table, column, row id]` plus any `extra` part (an attachment's message
     /// id, an address's account id, a setting's name).

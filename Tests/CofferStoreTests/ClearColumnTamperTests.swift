@@ -133,19 +133,19 @@ struct ClearColumnTamperTests {
     func tamperedOtherTables() async throws {
         let world = try await StoreWorld()
         _ = try await world.store.createLabel("Work")
-        _ = try await world.store.saveContact(name: "Bob", address: "bob@example.org")
+        _ = try await world.store.addContact(name: "Bob", address: "bob@example.org")
         let account = try await world.store.addAccount(username: "alice", displayName: nil)
         _ = try await world.store.saveAddress(accountID: account, address: "alice@example.org", displayName: nil)
         try await world.store.updateSettings(StoreSettings(remoteImages: true, stripMetadata: false))
         try await world.rawQueue().write { db in
             try db.execute(sql: "UPDATE labels SET name = 7")
-            try db.execute(sql: "UPDATE contacts SET details = 'text'")
+            try db.execute(sql: "UPDATE addressBook SET record = 'text'")
             try db.execute(sql: "UPDATE accounts SET details = 1.5")
             try db.execute(sql: "UPDATE addresses SET details = 9223372036854775807")
             try db.execute(sql: "UPDATE settings SET value = 1")
         }
         await #expect(throws: StoreError.self) { try await world.store.labels() }
-        await #expect(throws: StoreError.self) { try await world.store.contacts() }
+        await #expect(throws: StoreError.self) { try await world.store.allContacts() }
         await #expect(throws: StoreError.self) { try await world.store.accounts() }
         await #expect(throws: StoreError.self) { try await world.store.addresses(accountID: account) }
         // A setting of the wrong type reads as its most private value.

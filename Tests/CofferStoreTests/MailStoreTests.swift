@@ -141,9 +141,11 @@ struct MailStoreTests {
     func directory() async throws {
         let world = try await StoreWorld()
         let store = world.store
-        let contact = try await store.saveContact(name: "Carol", address: "carol@example.org")
-        #expect(try await store.saveContact(name: "Carol C.", address: "CAROL@example.org") == contact)
-        #expect(try await store.contacts() == [Contact(id: contact, name: "Carol C.", address: "CAROL@example.org")])
+        let contact = try await store.addContact(name: "Carol", address: "carol@example.org")
+        #expect(try await store.addContact(name: "Carol C.", address: "carol@EXAMPLE.org").id == contact.id)
+        #expect(
+            try await store.allContacts() == [Contact(id: contact.id, name: "Carol C.", address: "carol@example.org")]
+        )
         let account = try await store.addAccount(username: "alice", displayName: "Alice")
         #expect(try await store.accounts() == [Account(id: account, username: "alice", displayName: "Alice")])
         let address = try await store.saveAddress(accountID: account, address: "alice@coffer.example", displayName: nil)
@@ -187,7 +189,7 @@ struct MailStoreTests {
         await #expect(throws: StoreError.locked) { try await store.settings() }
         await #expect(throws: StoreError.locked) { try await store.updateSettings(.mostPrivate) }
         await #expect(throws: StoreError.locked) { try await store.labels() }
-        await #expect(throws: StoreError.locked) { try await store.contacts() }
+        await #expect(throws: StoreError.locked) { try await store.allContacts() }
         await #expect(throws: StoreError.locked) { try await store.count() }
         await #expect(throws: StoreError.locked) {
             try await store.importMessage(rawMessage(id: "m@x", subject: "s", body: "b"))
