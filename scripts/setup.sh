@@ -10,6 +10,15 @@ command -v setsid >/dev/null 2>&1 || need+=(util-linux)
 # The private Dovecot of the transport and IMAP tests (Tests/servers/dovecot.py): IMAPS and LMTP on loopback.
 dpkg -s dovecot-imapd >/dev/null 2>&1 || need+=(dovecot-imapd)
 dpkg -s dovecot-lmtpd >/dev/null 2>&1 || need+=(dovecot-lmtpd)
+# The SMTP tests' submission server (dovecot.py --submission): Dovecot's submission service, relaying through a
+# private Postfix (Tests/servers/postfix.py, its own config, queue and log in the test's folder, 127.0.0.1 only) back
+# into Dovecot's LMTP. Postfix is installed with "No configuration", so no system instance is set up or started.
+dpkg -s dovecot-submissiond >/dev/null 2>&1 || need+=(dovecot-submissiond)
+dpkg -s postfix >/dev/null 2>&1 || need+=(postfix)
+# Dovecot installed here is for the tests' private instances only: its system service must not stay up listening on
+# every interface (the packages' postinst starts it where an init system runs).
+system_dovecot_ours=0
+dpkg -s dovecot-core >/dev/null 2>&1 || system_dovecot_ours=1
 # mbsync, the reference beside which `coffer-bench sync` measures `coffer sync`.
 dpkg -s isync >/dev/null 2>&1 || need+=(isync)
 # wrk, the HTTP load generator `coffer-bench notify` runs against coffer-notify's event endpoint.
@@ -27,7 +36,13 @@ if [ ${#need[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
+  echo "postfix postfix/main_mailer_type select No configuration" | $sudo_cmd debconf-set-selections
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >/dev/null
+  if [ "$system_dovecot_ours" -eq 1 ]; then
+    for service in dovecot postfix; do
+      $sudo_cmd systemctl disable --now "$service" >/dev/null 2>&1 || $sudo_cmd service "$service" stop >/dev/null 2>&1 || true
+    done
+  fi
 fi
 
 # The browser test (Tests/browser/render_vectors.py): Debian's Chromium, driven by Playwright for Python in .venv,

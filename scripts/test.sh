@@ -10,13 +10,14 @@ if grep -rnE '\bMutex *(<|\()' Sources Tests Fuzz; then
 fi
 swift build --build-tests
 # The network suites, the TPM suites and coffer-notify's: each in a run of its own, below.
-network='CofferIMAPTests|CofferTransportTests|CofferSyncTests'
+network='CofferIMAPTests|CofferTransportTests|CofferSyncTests|CofferSMTPTests'
 tpm='CofferTPMTests|TPMCLITests'
 notify='CofferNotifyTests|CofferNotifyClientTests'
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network|$tpm|$notify" "$@"
 # The network suites (a private Dovecot and TLS servers on 127.0.0.1) run on their own: certificate validation runs
 # on Swift's cooperative thread pool, which the CLI suites' blocking process waits can starve on a 2-core machine
-# for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot.
+# for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot; CofferSMTPTests
+# sends through its submission service and a private Postfix (Tests/servers/postfix.py).
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$network" "$@"
 # The TPM suites (a private swtpm per test on 127.0.0.1): their TPM calls and PIN KDFs hold the pool too.
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$tpm" "$@"
