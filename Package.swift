@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "CofferSync", targets: ["CofferSync"]),
         .library(name: "CofferNotify", targets: ["CofferNotify"]),
         .library(name: "CofferNotifyClient", targets: ["CofferNotifyClient"]),
+        .library(name: "CofferOutbox", targets: ["CofferOutbox"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
         .executable(name: "coffer-notify", targets: ["coffer-notify"]),
@@ -158,6 +159,15 @@ let package = Package(
         // so that the Keymaker and everything above it but the app build without libtss2.
         .target(name: "CofferKeymakerTPM", dependencies: ["CofferCrypto", "CofferKeymaker", "CofferTPM"]),
         // coffer-notify's service: sessions on GRDB, the Hummingbird HTTP API, Dovecot events in, encrypted pushes out.
+        // The outbox's sender: due messages over SMTP submission, then their copies in the Sent folder.
+        .target(
+            name: "CofferOutbox",
+            dependencies: [
+                locks,
+                "CofferCrypto", "CofferIMAP", "CofferSMTP", "CofferStore", "CofferSync", "CofferTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         .target(
             name: "CofferNotify",
             dependencies: [
@@ -307,6 +317,13 @@ let package = Package(
         .testTarget(
             name: "CofferTPMTests",
             dependencies: [
+        .testTarget(
+            name: "CofferOutboxTests",
+            dependencies: [
+                "CofferOutbox", "CofferSMTP", "CofferIMAP", "CofferStore", "CofferMIME", "CofferTransport",
+                "CofferKeymaker", "CofferCrypto", "CofferTesting",
+            ]
+        ),
                 locks, "CofferTPM", "CofferKeymaker", "CofferKeymakerTPM", "CofferKeychain", "CofferTesting",
             ]
         ),

@@ -1,0 +1,281 @@
+import CofferCrypto
+import CofferIMAP
+import CofferSMTP
+import CofferStore
+import CofferSync
+import CofferTransport
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What one drain of an account's outbox did.
+public struct OutboxReport: Sendable, Equatable {
+    /// Messages the submission server accepted.
+    public var sent = 0
+    /// Messages that failed for now and are queued again (a 4xx reply, a network fault), with backoff.
+    public var retrying = 0
+    /// Messages that failed for good (a 5xx reply, a certificate or pin failure, too many attempts): they stay in
+    /// the outbox as failed, with the reason, until retried or cancelled.
+    public var failed: [Failure] = []
+    /// Sent messages whose copy is now in the server's Sent folder (and in the store).
+    public var sentCopies = 0
+    /// Why the Sent copies of sent messages could not be stored now (they are tried again at the next drain).
+    public var sentCopyFailure: String?
+
+    /// A message that failed for good.
+    public struct Failure: Sendable, Equatable {
+        /// The outbox item.
+        public var id: Int64
+        /// Its subject, as queued.
+        public var subject: String
+        /// Why, for the person (the server's reply or the check that failed; never a password).
+        public var reason: String
+    }
+
+    /// An empty report.
+    public init() {}
+}
+
+/// Sends an account's queued messages over SMTP submission and stores each one's copy in the Sent folder.
+///
+/// One drain sends every message that is due, one at a time over one pinned connection to the account's submission
+/// server (``SubmissionServer``), then appends each sent message to the IMAP Sent folder (RFC 6154 `\Sent`, else a
+/// folder named Sent, else one it creates) with `\Seen`, and imports it into the store under that folder's name.
+/// Each message's bytes are streamed from its sealed file: nothing holds a 25 MB message whole.
+///
+/// Key use (docs/ARCHITECTURE.md, "Key use"): the store's key is needed to claim a message and to open its file;
+/// the open file holds only its own key, so a send that started finishes after the account locks (the claim and the
+/// result need no key). The Sent copy needs the key again: if the account locked meanwhile, it waits for the next
+/// drain. Delivery is at least once (``MailStore/claimNextDue(accountID:now:)``).
+public struct OutboxSender: Sendable {
+    /// The store the outbox lives in.
+    public let store: MailStore
+    /// The SMTP connect and idle limits.
+    public var timeouts: SMTPTimeouts
+    /// When a temporary failure is tried again.
+    public var backoff: OutboxBackoff
+    /// The clock.
+    public var now: @Sendable () -> Date
+
+    /// A sender for `store`.
+    public init(
+        store: MailStore,
+        timeouts: SMTPTimeouts = .init(),
+        backoff: OutboxBackoff = .init(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.store = store
+        self.timeouts = timeouts
+        self.backoff = backoff
+        self.now = now
+    }
+
+    /// Sends every message of account `accountID` that is due, then stores the Sent copies of the messages sent.
+    ///
+    /// - Throws: ``StoreError`` when the store cannot be read (``StoreError/locked`` when the account is locked
+    ///   before anything was claimed: what is queued waits for the next unlock). Failures of a message are not
+    ///   thrown: they are recorded on the message and counted in the report.
+    public func drain(accountID: Int64) async throws(StoreError) -> OutboxReport {
+        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
+            throw .invalidArgument("there is no mail server account \(accountID)")
+        }
+        var report = OutboxReport()
+        var connection: SMTPClient?
+        do throws(StoreError) {
+            try await sendDue(server: server, accountID: accountID, connection: &connection, &report)
+        } catch {
+            await connection?.quit()
+            throw error
+        }
+        await connection?.quit()
+        await storeSentCopies(server: server, accountID: accountID, &report)
+        return report
+    }
+
+    /// Claims and sends the account's due messages one at a time over `connection` (made when first needed).
+    private func sendDue(
+        server: ServerAccount,
+        accountID: Int64,
+        connection: inout SMTPClient?,
+        _ report: inout OutboxReport
+    ) async throws(StoreError) {
+        while true {
+            let item: OutboxItem?
+            do {
+                item = try await store.claimNextDue(accountID: accountID, now: now())
+            } catch .locked where report != OutboxReport() {
+                // Locked during the drain: what is left waits for the next unlock.
+                break
+            }
+            guard let item else { break }
+            guard let submission = server.submission else {
+                try await fail(item, reason: "the account has no SMTP submission server", permanent: true, &report)
+                continue
+            }
+            let reader: SealedFileReader
+            do {
+                reader = try await store.openOutboxMessage(item.id)
+            } catch .locked {
+                // Locked between the claim and the open: the message is queued again at once, for the next unlock.
+                try await store.markFailed(item.id, reason: "", permanent: false, retryAt: now())
+                throw .locked
+            } catch {
+                try await fail(item, reason: error.description, permanent: true, &report)
+                continue
+            }
+            do throws(SMTPError) {
+                if connection == nil {
+                    let login = server.submissionLogin
+                    connection = try await SMTPClient.connect(
+                        to: submission.endpoint,
+                        credentials: SMTPCredentials(user: login.username, password: login.password),
+                        timeouts: timeouts
+                    )
+                }
+                guard let client = connection else { continue }
+                _ = try await client.send(
+                    from: item.envelope.sender,
+                    to: item.envelope.recipients,
+                    declaredSize: Int(item.size),
+                    body: SealedChunks(reader)
+                )
+            } catch {
+                // A failed exchange may leave the connection in any state: the next message gets a new one.
+                if let failed = connection {
+                    connection = nil
+                    await failed.quit()
+                }
+                switch error.failureClass {
+                case .transient:
+                    switch backoff.decision(afterAttempts: item.attempts, now: now()) {
+                    case .retry(let at):
+                        try await store.markFailed(item.id, reason: error.description, permanent: false, retryAt: at)
+                        report.retrying += 1
+                    case .giveUp:
+                        try await fail(item, reason: error.description, permanent: false, &report)
+                    }
+                case .permanent, .security:
+                    try await fail(item, reason: error.description, permanent: true, &report)
+                }
+                continue
+            }
+            try await store.markSent(item.id)
+            report.sent += 1
+        }
+    }
+
+    private func fail(
+        _ item: OutboxItem,
+        reason: String,
+        permanent: Bool,
+        _ report: inout OutboxReport
+    ) async throws(StoreError) {
+        try await store.markFailed(item.id, reason: reason, permanent: permanent, retryAt: nil)
+        report.failed.append(.init(id: item.id, subject: item.subject, reason: reason))
+    }
+
+    /// Appends every sent message of the account to the Sent folder and imports it, then ends its outbox item.
+    private func storeSentCopies(server: ServerAccount, accountID: Int64, _ report: inout OutboxReport) async {
+        let sent: [OutboxItem]
+        do {
+            sent = try await store.outbox().filter { $0.accountID == accountID && $0.state == .sent }
+        } catch {
+            report.sentCopyFailure = error.description
+            return
+        }
+        guard !sent.isEmpty else { return }
+        let client: IMAPClient
+        do {
+            client = try await Syncer(store: store).connect(server)
+        } catch {
+            report.sentCopyFailure = error.description
+            return
+        }
+        do {
+            let folder = try await Self.sentFolder(client)
+            for item in sent {
+                try await appendCopy(item, to: folder, client: client)
+                report.sentCopies += 1
+            }
+        } catch {
+            report.sentCopyFailure = "\(error)"
+        }
+        await client.logout()
+    }
+
+    /// The Sent folder: the one the server marks `\Sent` (RFC 6154), else one named Sent, else a new Sent folder.
+    static func sentFolder(_ client: IMAPClient) async throws(IMAPError) -> (name: String, wire: String) {
+        let listing = try await client.list()
+        func named(_ entry: MailboxListing) -> (name: String, wire: String) {
+            (MailboxName.decode(entry.name) ?? entry.name, entry.name)
+        }
+        if let marked = listing.first(where: {
+            $0.attributes.contains { $0.caseInsensitiveCompare("\\Sent") == .orderedSame }
+        }) {
+            return named(marked)
+        }
+        if let plain = listing.first(where: { (MailboxName.decode($0.name) ?? $0.name).lowercased() == "sent" }) {
+            return named(plain)
+        }
+        try await client.createAndSubscribe("Sent")
+        return ("Sent", "Sent")
+    }
+
+    /// One message's Sent copy: appended from its sealed file with `\Seen`, imported under the folder's name, then
+    /// its outbox item removed. A crash in between appends it again at the next drain (at least once, as sending).
+    private func appendCopy(
+        _ item: OutboxItem,
+        to folder: (name: String, wire: String),
+        client: IMAPClient
+    ) async throws {
+        let chunks = SealedChunks(try await store.openOutboxMessage(item.id))
+        let collected = NIOLockedValueBox<[UInt8]>([])
+        _ = try await client.append(mailbox: folder.wire, flags: ["\\Seen"], size: Int(item.size)) {
+            guard let chunk = try await chunks.next() else { return nil }
+            collected.withLockedValue { $0 += chunk }
+            return chunk
+        }
+        let bytes = collected.withLockedValue { $0 }
+        _ = try await store.importMessage(RawMessage(bytes: bytes, flags: [.seen], labels: [folder.name]))
+        try await store.removeSent(item.id)
+    }
+}
+
+/// A sealed outbox message as the SMTP client's body: its chunks in order, each read from the file on the
+/// BlockingPool as the previous one has been written.
+struct SealedChunks: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    typealias Failure = any Error
+
+    /// The reader, used by one task at a time (the client reads its body in order); the lock makes that explicit.
+    private final class Box: @unchecked Sendable {
+        let lock = NIOLock()
+        let reader: SealedFileReader
+
+        init(_ reader: SealedFileReader) { self.reader = reader }
+    }
+
+    private let box: Box
+
+    init(_ reader: sending SealedFileReader) {
+        box = Box(reader)
+    }
+
+    /// The next chunk, or nil at the end.
+    func next() async throws -> [UInt8]? {
+        let box = box
+        return try await BlockingPool.run { () throws(StoreError) -> [UInt8]? in
+            box.lock.lock()
+            defer { box.lock.unlock() }
+            return try box.reader.nextChunk()
+        }
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let chunks: SealedChunks
+
+        mutating func next() async throws -> [UInt8]? { try await chunks.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
+}

@@ -1,0 +1,217 @@
+import CofferCrypto
+import CofferIMAP
+import CofferKeymaker
+import CofferMIME
+import CofferSMTP
+import CofferStore
+import CofferTesting
+import CofferTransport
+import Foundation
+import Testing
+
+@testable import CofferOutbox
+
+/// The outbox's sender against real servers: Dovecot's submission service relaying through Postfix into the
+/// recipient's mailbox, and Dovecot's IMAP for the Sent copy.
+@Suite(.serialized) struct OutboxSenderTests {
+    typealias Server = TestServers.SubmissionDovecot
+
+    /// An unlocked store with alice's account on `server`: IMAP pinned to certificate A and the backup key, and
+    /// submission on `security`'s port pinned to `submissionPins` (the same by default).
+    struct World {
+        let root = TemporaryDirectory(prefix: "coffer-outbox-test")
+        let keymaker: Keymaker
+        let store: MailStore
+        let accountID: Int64
+
+        init(
+            _ server: Server,
+            security: ServerEndpoint.Security = .implicitTLS,
+            submissionPins: [String]? = nil
+        )
+            async throws
+        {
+            keymaker = try await Fixtures.unlockedKeymaker()
+            store = try MailStore(folder: "\(root.path)/store", keys: keymaker)
+            let pins = [try server.pin("a"), try server.pin("backup")]
+            // A copy of the test CA that outlives the server (a test stops it to make it unreachable).
+            let caFile = "\(root.path)/ca.pem"
+            try FileManager.default.copyItem(atPath: "\(server.certs)/ca.pem", toPath: caFile)
+            var account = ServerAccount(
+                host: Server.name,
+                port: server.imapsPort,
+                username: Server.sender.user,
+                password: Server.sender.password,
+                pins: pins,
+                caFile: caFile,
+                connectAddress: "127.0.0.1"
+            )
+            account.submission = SubmissionServer(
+                endpoint: ServerEndpoint(
+                    host: Server.name,
+                    port: security == .startTLS ? server.submissionPort : server.submissionsPort,
+                    security: security,
+                    pins: submissionPins ?? pins,
+                    caFile: caFile,
+                    connectAddress: "127.0.0.1"
+                )
+            )
+            accountID = try await store.addServerAccount(account)
+        }
+
+        /// Queues a message from alice to bob; returns the item and the exact bytes queued.
+        func enqueue(subject: String, attachment: [UInt8]? = nil) async throws -> (OutboxItem, [UInt8]) {
+            let message = OutgoingMessage(
+                from: MailAddress(name: "Alice", address: Server.sender.address),
+                to: [MailAddress(name: "Bob", address: Server.recipient.address)],
+                subject: subject,
+                text: "Hello Bob,\n.\n.a line that starts with a dot\nAlice\n",
+                attachments: attachment.map { [OutgoingAttachment(filename: "data.bin", bytes: $0)] } ?? []
+            )
+            let item = try await store.enqueue(message, accountID: accountID)
+            let reader = try await store.openOutboxMessage(item.id)
+            var bytes: [UInt8] = []
+            while let chunk = try reader.nextChunk() { bytes += chunk }
+            return (item, bytes)
+        }
+    }
+
+    /// The messages of `user`'s folder `mailbox` over IMAP: exact bytes and flags.
+    static func folder(
+        _ server: Server,
+        user: (String, String),
+        mailbox: String
+    ) async throws -> [(bytes: [UInt8], flags: [String])] {
+        let client = try await IMAPClient.connect(
+            IMAPConfiguration(
+                tls: PinnedTLSConfiguration(
+                    serverName: Server.name,
+                    port: server.imapsPort,
+                    connectAddress: "127.0.0.1",
+                    trustRoots: .caBundle(path: "\(server.certs)/ca.pem"),
+                    timeout: .seconds(60)
+                )
+            )
+        )
+        try await client.login(user: user.0, password: user.1)
+        defer { Task { await client.logout() } }
+        let selected = try await client.select(mailbox, readOnly: true)
+        guard selected.exists > 0 else { return [] }
+        return try await client.uidFetch("1:*").map { ($0.body ?? [], $0.flags) }
+    }
+
+    /// bob's INBOX, waiting for `count` messages (the relay delivers after the submission server has answered).
+    static func recipientInbox(_ server: Server, count: Int) async throws -> [[UInt8]] {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            let messages = try await folder(
+                server,
+                user: (Server.recipient.user, Server.recipient.password),
+                mailbox: "INBOX"
+            )
+            if messages.count >= count || ContinuousClock.now > deadline { return messages.map(\.bytes) }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    static func endsWith(_ bytes: [UInt8], _ suffix: [UInt8]) -> Bool {
+        bytes.count >= suffix.count && Array(bytes.suffix(suffix.count)) == suffix
+    }
+
+    @Test func queuedMessagesAreDeliveredAndTheirSentCopiesStoredOnTheServerAndHere() async throws {
+        let server = try Server.start(rejectSubject: "refuse-me")
+        defer { server.stop() }
+        let world = try await World(server)
+        let attachment = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        let (first, firstBytes) = try await world.enqueue(subject: "first, with an attachment", attachment: attachment)
+        let (refused, _) = try await world.enqueue(subject: "please refuse-me")
+        let (second, secondBytes) = try await world.enqueue(subject: "second")
+
+        let report = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
+        #expect(report.sent == 2)
+        #expect(report.retrying == 0)
+        #expect(report.failed.map(\.id) == [refused.id])
+        #expect(report.failed.first?.reason.contains("550") == true, "\(report.failed)")
+        #expect(report.sentCopies == 2)
+        #expect(report.sentCopyFailure == nil)
+
+        // bob has both, byte for byte after the relay's trace headers, the dot-led lines intact.
+        let inbox = try await Self.recipientInbox(server, count: 2)
+        #expect(inbox.count == 2)
+        #expect(inbox.contains { Self.endsWith($0, firstBytes) })
+        #expect(inbox.contains { Self.endsWith($0, secondBytes) })
+        let parsed = try MIMEParser.parse(try #require(inbox.first { Self.endsWith($0, firstBytes) }))
+        #expect(parsed.attachments.first?.body == attachment)
+
+        // alice's Sent folder (made, as the test server has none) holds the exact bytes, seen.
+        let sent = try await Self.folder(server, user: (Server.sender.user, Server.sender.password), mailbox: "Sent")
+        #expect(sent.map(\.bytes) == [firstBytes, secondBytes])
+        #expect(sent.allSatisfy { $0.flags.contains("\\Seen") })
+
+        // The store has them under Sent at once; the outbox keeps only the refused one, failed with its reason.
+        let local = try await world.store.list(label: "Sent")
+        #expect(Set(local.map(\.subject)) == ["first, with an attachment", "second"])
+        let outbox = try await world.store.outbox()
+        #expect(outbox.map(\.id) == [refused.id])
+        guard case .failed(let reason)? = outbox.first?.state else {
+            Issue.record("the refused message is not failed: \(outbox)")
+            return
+        }
+        #expect(reason?.contains("550") == true)
+        #expect(![first.id, second.id].contains(outbox[0].id))
+
+        // Nothing is due: a second drain sends nothing.
+        let again = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
+        #expect(again.sent == 0 && again.failed.isEmpty)
+    }
+
+    @Test func aSubmissionCertificateThatIsNotPinnedFailsForGoodBeforeAuth() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        // Pinned to two keys the server does not have.
+        let world = try await World(
+            server,
+            submissionPins: [
+                SPKIPin(subjectPublicKeyInfoDER: [1]).base64, SPKIPin(subjectPublicKeyInfoDER: [2]).base64,
+            ]
+        )
+        let (item, _) = try await world.enqueue(subject: "never sent")
+        let report = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
+        #expect(report.sent == 0)
+        #expect(report.failed.map(\.id) == [item.id])
+        #expect(report.failed.first?.reason.contains("pin") == true, "\(report.failed)")
+        #expect(!server.log().contains("AUTH"), "the server saw an AUTH")
+        #expect(try await Self.recipientInbox(server, count: 0).isEmpty)
+        guard case .failed? = try await world.store.outbox().first?.state else {
+            Issue.record("not failed")
+            return
+        }
+    }
+
+    @Test func anUnreachableServerQueuesTheMessageAgainWithBackoff() async throws {
+        let server = try Server.start()
+        let world = try await World(server)
+        server.stop()
+        let (item, _) = try await world.enqueue(subject: "later")
+        let start = Date()
+        let report = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
+        #expect(report.sent == 0 && report.failed.isEmpty)
+        #expect(report.retrying == 1)
+        let queued = try #require(try await world.store.outbox().first { $0.id == item.id })
+        #expect(queued.state == .queued)
+        #expect(queued.attempts == 1)
+        // The first retry is a minute later (OutboxBackoff), not now.
+        #expect(queued.nextAttempt.timeIntervalSince(start) >= 55)
+    }
+
+    @Test func aLockedStoreSendsNothingAndSaysLocked() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let world = try await World(server)
+        _ = try await world.enqueue(subject: "queued while unlocked")
+        await world.keymaker.lock()
+        await #expect(throws: StoreError.locked) {
+            _ = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
+        }
+    }
+}
