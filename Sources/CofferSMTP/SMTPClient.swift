@@ -422,9 +422,11 @@ public actor SMTPClient {
             do {
                 chunk = try await iterator.next()
             } catch let error as SMTPError {
+                await closeChannel()
                 throw error
             } catch {
                 await closeChannel()
+                if error is CancellationError || Task.isCancelled { throw .cancelled }
                 throw .messageUnreadable(reason: SMTPServerReply.sanitized("\(error)"))
             }
             guard let chunk else { break }
@@ -479,8 +481,10 @@ public actor SMTPClient {
     }
 
     /// QUIT, then closes the connection (also when the server does not answer), and lets pending pin reports go.
+    /// Call it when done with the client, after a failure too. During a send it only closes the connection (the
+    /// server then discards the unfinished message).
     public func quit() async {
-        if !closed { _ = try? await run(.quit) }
+        if !closed && !sending { _ = try? await run(.quit) }
         await closeChannel()
         await reports?.finish()
     }

@@ -218,7 +218,8 @@ import Testing
     }
 }
 
-/// The 25 MB message: streamed to the socket with flat memory, and delivered whole.
+/// The 25 MB message: streamed to the socket with flat memory, and delivered whole. The growth measured is the whole
+/// process's resident set, so scripts/test.sh runs this suite alone (other suites' allocations would count).
 @Suite(.serialized) struct StreamedSubmissionTests {
     @Test func a25MBMessageIsSentWithFlatMemoryAndArrivesWhole() async throws {
         let server = try LiveSubmission.start()
