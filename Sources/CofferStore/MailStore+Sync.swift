@@ -81,6 +81,8 @@ public struct ServerAccount: Sendable, Equatable {
         Self.writeTLS(endpoint, to: &writer)
         writer.flag(submission != nil)
         if let submission {
+            writer.string(submission.address.name)
+            writer.string(submission.address.address)
             writer.string(submission.endpoint.host)
             writer.count(submission.endpoint.port)
             writer.string(submission.username)
@@ -150,6 +152,7 @@ public struct ServerAccount: Sendable, Equatable {
         )
         var submission: SubmissionServer?
         if version >= 5, try reader.flag() {
+            let address = MailAddress(name: try reader.string(), address: try reader.requiredString())
             let host = try reader.requiredString()
             let port = try reader.count()
             let username = try reader.string()
@@ -165,6 +168,7 @@ public struct ServerAccount: Sendable, Equatable {
                     version: version,
                     from: &reader
                 ),
+                address: address,
                 username: username,
                 password: password
             )
@@ -179,14 +183,17 @@ public struct ServerAccount: Sendable, Equatable {
 public struct SubmissionServer: Sendable, Equatable {
     /// Where the server is: implicit TLS (RFC 8314, port 465) or STARTTLS (port 587), with its own pins.
     public var endpoint: ServerEndpoint
+    /// Who the account's mail is from: the `From` of every message written here, and the envelope sender.
+    public var address: MailAddress
     /// The login name, or nil for the IMAP account's.
     public var username: String?
     /// The password, or nil for the IMAP account's (never printed).
     public var password: String?
 
     /// Creates one.
-    public init(endpoint: ServerEndpoint, username: String? = nil, password: String? = nil) {
+    public init(endpoint: ServerEndpoint, address: MailAddress, username: String? = nil, password: String? = nil) {
         self.endpoint = endpoint
+        self.address = address
         self.username = username
         self.password = password
     }
@@ -262,6 +269,9 @@ extension MailStore {
         if let submission = server.submission {
             guard !submission.endpoint.host.isEmpty, (1...65535).contains(submission.endpoint.port) else {
                 throw .invalidArgument("the submission server needs a host and a port from 1 to 65535")
+            }
+            guard submission.address.address.contains("@") else {
+                throw .invalidArgument("the sending address must be an address with a domain")
             }
         }
         let keys = try await keys()

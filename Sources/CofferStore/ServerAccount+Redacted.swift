@@ -26,7 +26,7 @@ extension ServerAccount: CustomStringConvertible, CustomDebugStringConvertible, 
 extension SubmissionServer: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The server without its password.
     public var description: String {
-        "SubmissionServer(\(url), username: \(username ?? "<the IMAP account's>"), password: "
+        "SubmissionServer(\(url), from: \(address), username: \(username ?? "<the IMAP account's>"), password: "
             + (password == nil ? "<the IMAP account's>" : "<redacted>") + ")"
     }
 
@@ -37,7 +37,9 @@ extension SubmissionServer: CustomStringConvertible, CustomDebugStringConvertibl
     public var customMirror: Mirror {
         Mirror(
             self,
-            children: ["endpoint": endpoint, "username": username as Any, "password": "<redacted>"],
+            children: [
+                "endpoint": endpoint, "address": address, "username": username as Any, "password": "<redacted>",
+            ],
             displayStyle: .struct
         )
     }

@@ -54,7 +54,8 @@ import Testing
                     pins: submissionPins ?? pins,
                     caFile: caFile,
                     connectAddress: "127.0.0.1"
-                )
+                ),
+                address: MailAddress(name: "Alice", address: Server.sender.address)
             )
             accountID = try await store.addServerAccount(account)
         }

@@ -1,3 +1,4 @@
+import CofferMIME
 import CofferStore
 import CofferTransport
 import Foundation
@@ -18,6 +19,7 @@ import Testing
         )
         account.submission = SubmissionServer(
             endpoint: ServerEndpoint(host: "smtp.example.org", port: 465),
+            address: MailAddress(name: "Alice", address: "alice@example.org"),
             username: "alice-smtp",
             password: smtpPassword
         )

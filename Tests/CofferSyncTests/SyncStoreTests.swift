@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferKeymaker
+import CofferMIME
 import CofferTesting
 import CofferTransport
 import Foundation
@@ -182,6 +183,7 @@ struct SyncStoreTests {
                 pinReportURL: "https://reports.example.test/smtp",
                 pinExpires: Date(timeIntervalSince1970: 1_900_000_000)
             ),
+            address: MailAddress(name: "Alice \"A\" Example", address: "alice@example.test"),
             username: nil,
             password: "smtp-secret-canary-4411"
         )
