@@ -119,6 +119,9 @@ final class ConnectionGuardHandler: ChannelInboundHandler {
             headerTimeout.components.seconds * 1_000_000_000 + headerTimeout.components.attoseconds
             / 1_000_000_000
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(nanoseconds)) {
+            // Ended as a peer's half-close would end it: the HTTP upgrade handler then lets the connection go quietly
+            // (a plain close made Hummingbird log an error for every silent connection, a log flood under attack).
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
             context.close(promise: nil)
         }
     }

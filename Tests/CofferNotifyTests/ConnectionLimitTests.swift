@@ -199,6 +199,9 @@ func waitUntilClosed(_ sockets: [SilentSocket], patience: Duration = .seconds(30
         #expect(try await waitUntilClosed(sockets) == 0)
         #expect(try await server.health() == 200)
         #expect(server.process.isRunning)
+        // Closed quietly: Hummingbird logged an error line for each one before, a log an attacker could flood.
+        let errors = server.errorOutput.split(separator: "\n").filter { $0.contains("Error handling upgrade result") }
+        #expect(errors.isEmpty, "\(errors.count) error lines")
     }
 
     @Test func oneClientCannotHoldMoreThanItsShare() async throws {
