@@ -178,6 +178,17 @@ public enum ComposeTemplate {
             throw .invalidAddress(field: field, line: line, text: text)
         }
         for (index, address) in parsed.enumerated() {
+            // The parser joins what it cannot split (`a@b c@d` reads as one address `a@bc@d`, which the writer
+            // would send quoted): the address must be in the entry as typed, with one @ outside quotes.
+            let entry = entries[index]
+            let bare = address.address.hasPrefix("\"") || address.address.filter({ $0 == "@" }).count == 1
+            var typed = entry == address.address || entry.hasPrefix(address.address + " (")
+            if let angle = entry.range(of: "<\(address.address)>") {
+                // Words after the angle address are dropped by the parser: refuse them rather than lose them.
+                let after = entry[angle.upperBound...].trimmingSpaces()
+                typed = after.isEmpty || after.hasPrefix("(")
+            }
+            guard bare, typed else { throw .invalidAddress(field: field, line: line, text: entry) }
             do {
                 try check(address)
             } catch {

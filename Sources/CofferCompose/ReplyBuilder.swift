@@ -121,14 +121,15 @@ public struct ReplyBuilder: Sendable {
         return MailSanitizer().text(html: bounded)
     }
 
-    /// The text's lines, control characters but tab made spaces, cut after `maxQuotedBytes`.
-    func bounded(_ text: String) -> (lines: [String], shortened: Bool) {
+    /// The text's lines, control characters but tab made spaces, cut where the lines, each with `prefix` more bytes
+    /// and a line break, would pass `maxQuotedBytes`.
+    func bounded(_ text: String, prefix: Int = 0) -> (lines: [String], shortened: Bool) {
         var lines: [String] = []
         var total = 0
         var all = textLines(text)
         while let last = all.last, last.trimmingSpaces().isEmpty { all.removeLast() }
         for line in all {
-            total += line.utf8.count + 1
+            total += line.utf8.count + prefix + 1
             if total > maxQuotedBytes { return (lines, true) }
             // A stray control character (an escape sequence for the terminal the editor runs in) becomes a space.
             lines.append(OutgoingMessage.headerSafe(line))
@@ -138,7 +139,7 @@ public struct ReplyBuilder: Sendable {
 
     /// The text quoted line by line with `> ` (an empty line as `>`), bounded.
     func quoted(_ text: String) -> String {
-        let (lines, shortened) = bounded(text)
+        let (lines, shortened) = bounded(text, prefix: 2)
         var result = lines.map { $0.isEmpty ? ">" : "> " + $0 }.joined(separator: "\n")
         if shortened { result += "\n> " + Self.shortenedNotice }
         return result.isEmpty ? "" : result + "\n"

@@ -94,12 +94,15 @@ struct ComposeTemplateTests {
     }
 
     @Test func theFromLineMayStayOrGoButNotChange() throws {
-        _ = try ComposeTemplate.parse("From: ALICE@EXAMPLE.COM\nTo: b@example.org\n\nx", from: Self.alice)
+        _ = try ComposeTemplate.parse("From: alice@EXAMPLE.COM\nTo: b@example.org\n\nx", from: Self.alice)
         // The domain's case does not matter; the local part's does.
         _ = try ComposeTemplate.parse("From: Alice <alice@Example.COM>\n\nx", from: Self.alice)
         _ = try ComposeTemplate.parse("To: b@example.org\n\nx", from: Self.alice)
         #expect(throws: CompositionError.fromChanged(line: 1)) {
             try ComposeTemplate.parse("From: mallory@example.com\n\nx", from: Self.alice)
+        }
+        #expect(throws: CompositionError.fromChanged(line: 1)) {
+            try ComposeTemplate.parse("From: ALICE@example.com\n\nx", from: Self.alice)
         }
         #expect(throws: CompositionError.fromChanged(line: 1)) {
             try ComposeTemplate.parse("From: alice@example.com, bob@example.org\n\nx", from: Self.alice)
@@ -125,6 +128,12 @@ struct ComposeTemplateTests {
         ),
         ("To: bob@exämple.org\n\n", .invalidAddress(field: "To", line: 1, text: "bob@exämple.org")),
         ("To: b@example.org,\n  x@\n\n", .invalidAddress(field: "To", line: 1, text: "x@")),
+        ("To: b@c@example.org\n\n", .invalidAddress(field: "To", line: 1, text: "b@c@example.org")),
+        ("To: bob @ example.org\n\n", .invalidAddress(field: "To", line: 1, text: "bob @ example.org")),
+        (
+            "To: Bob <b@example.org> c@example.org\n\n",
+            .invalidAddress(field: "To", line: 1, text: "Bob <b@example.org> c@example.org")
+        ),
     ])
     func aMalformedTemplateIsAClearError(text: String, expected: CompositionError) {
         #expect(throws: expected) { try ComposeTemplate.parse(text, from: Self.alice) }

@@ -118,10 +118,11 @@ final class ScratchFolder: Sendable {
         let parent = "\(scratch.path)/compose"
         let listing = "\(scratch.path)/listing"
         // Swap on (no -n) in the first, backup and undo files on: each lands in the session folder ('.' first in
-        // vim's default directory, backupdir and undodir). -es runs the commands without a screen.
+        // vim's default directory, backupdir and undodir). -es runs the commands without a screen. backupskip is
+        // emptied because its default skips /tmp/*, where the test's folder is.
         for flags in ["-es", "-n -es"] {
             let command =
-                "\(vim) \(flags) -u NONE -i NONE -c 'set backup undofile' -c '%s/hello/goodbye/' -c w "
+                "\(vim) \(flags) -u NONE -i NONE -c 'set backup backupskip= undofile' -c '%s/hello/goodbye/' -c w "
                 + "-c 's/goodbye/farewell/' -c w -c '!ls -a %:p:h > \(listing)' -c q"
             let session = try EditorSession(parent: parent, environment: ["VISUAL": command])
             let outcome = try await session.edit("To: b@example.org\n\nhello vim\n")

@@ -43,7 +43,7 @@ struct EditorSessionChild {
         cp "$1" "$1~"
         printf '%s' "$1" > "$OUT/file"
         printf '%s' "$$" > "$OUT/pid.tmp" && mv "$OUT/pid.tmp" "$OUT/pid"
-        while [ ! -e "$OUT/go" ]; do sleep 0.05; done
+        while [ ! -e "$OUT/go" ] && [ -d "$OUT" ]; do sleep 0.05; done
         printf 'edited after the interrupt\\n' >> "$1"
 
         """
@@ -101,7 +101,13 @@ struct EditorSessionChild {
         let parent = "\(scratch.path)/compose"
         let out = "\(scratch.path)/out"
         let child = try Self.startChild(scratch: scratch, parent: parent, out: out)
-        defer { if child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) } }
+        defer {
+            // Only when the test failed: the session still runs, and so does its editor.
+            if child.process.isRunning {
+                kill(child.process.processIdentifier, SIGKILL)
+                if child.editorPID > 0 { kill(child.editorPID, SIGKILL) }
+            }
+        }
         // SIGINT to the session's process alone (the editor script would end on it, as a real terminal's Ctrl-C
         // reaches both; vim takes it as "cancel").
         kill(child.process.processIdentifier, SIGINT)

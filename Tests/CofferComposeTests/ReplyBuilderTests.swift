@@ -22,8 +22,8 @@ struct ReplyBuilderTests {
     static let thread = """
         From: Bob Example <bob@example.org>
         Reply-To: Bob's list <list@example.org>
-        To: Me <ME@COFFER.EXAMPLE>, Carol <carol@example.net>, alias@coffer.example
-        Cc: dan@example.org, Carol <CAROL@example.net>, me@Coffer.Example
+        To: Me <me@COFFER.EXAMPLE>, Carol <carol@example.net>, alias@coffer.example
+        Cc: dan@example.org, Carol <carol@EXAMPLE.net>, me@Coffer.Example, Me <ME@coffer.example>
         Subject: Re: RE: re:  Lunch on Friday
         Date: Wed, 26 Nov 2025 10:09:55 +0000
         Message-ID: <m3@example.org>
@@ -54,7 +54,8 @@ struct ReplyBuilderTests {
     @Test func replyAllLeavesOutOwnAddressesAndListsEachOnce() throws {
         let draft = Self.builder.reply(to: try Self.parse(Self.thread), all: true)
         #expect(draft.to.map(\.address) == ["list@example.org", "carol@example.net"])
-        #expect(draft.cc.map(\.address) == ["dan@example.org"])
+        // The local part is compared exactly (RFC 5321 leaves its case to the receiving server).
+        #expect(draft.cc.map(\.address) == ["dan@example.org", "ME@coffer.example"])
     }
 
     @Test func aReplyToOnesOwnMessageGoesToItsRecipients() throws {
@@ -89,7 +90,9 @@ struct ReplyBuilderTests {
             #expect(draft.to.first?.address == original.from.first?.address)
             let quoted = draft.body.split(separator: "\n").dropFirst()
             #expect(quoted.allSatisfy { $0.hasPrefix(">") })
-            #expect(quoted.count == textLines(original.textBody!).count)
+            let lines = textLines(original.textBody!).filter { !$0.isEmpty }
+            #expect(lines.count >= 6)
+            #expect(lines.allSatisfy { quoted.contains(Substring("> " + $0)) })
             var withTo = draft
             withTo.to = withTo.to.isEmpty ? [MailAddress(name: nil, address: "x@example.org")] : withTo.to
             try withTo.checkSendable(from: Self.me)
@@ -123,9 +126,11 @@ struct ReplyBuilderTests {
                 >
                 > - one
                 > - two
+                >
                 > Click here [logo]
                 >
                 > a b
+                >
                 > <b>literal</b> & more
                 """
         )
@@ -210,10 +215,7 @@ struct ReplyBuilderTests {
 
     @Test func aForwardCarriesTheSummaryAndTextInline() throws {
         let draft = Self.builder.forward(try Self.parse(Self.thread))
-        #expect(
-            draft.subject == "Fwd: Re: RE: re:  Lunch on Friday".replacingOccurrences(of: "  ", with: " ")
-                || draft.subject.hasPrefix("Fwd: ")
-        )
+        #expect(draft.subject == "Fwd: Re: RE: re:  Lunch on Friday")
         #expect(draft.to.isEmpty && draft.inReplyTo.isEmpty)
         #expect(draft.body.contains("---------- Forwarded message ----------\nFrom: Bob Example <bob@example.org>\n"))
         #expect(draft.body.contains("Date: Wed, 26 Nov 2025 at 10:09\n"))
