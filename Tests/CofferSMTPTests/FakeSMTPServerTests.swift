@@ -20,6 +20,8 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         var replies: [String: String] = [:]
         /// The reply after the final dot; nil closes the connection instead.
         var afterData: String? = "250 2.0.0 queued\r\n"
+        /// Bytes sent 50 ms after the reply to a verb, in a write of their own.
+        var later: [String: String] = [:]
     }
 
     let script: Script
@@ -61,6 +63,13 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
                 let reply = script.replies[verb] ?? (verb == "DATA" ? "354 go ahead\r\n" : "250 2.0.0 ok\r\n")
                 if verb == "DATA", reply.hasPrefix("354") { log.inData = true }
                 actions.append(reply)
+                if let later = script.later[verb] {
+                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    context.eventLoop.scheduleTask(in: .milliseconds(50)) {
+                        let (handler, context) = loopBound.value
+                        handler.send(later, context: context)
+                    }
+                }
             }
         }
         for action in actions {
@@ -145,6 +154,29 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         }
         #expect(seen.lines == ["EHLO [127.0.0.1]", "STARTTLS"])
         #expect(SMTPError.plaintextAfterStartTLS.failureClass == .security)
+    }
+
+    @Test func bytesInjectedInALaterPacketAreNeverReadAsReplies() async throws {
+        // The injection arrives 50 ms after the 220, in a segment of its own: either the handler still reads
+        // plaintext and refuses it, or TLS is already in front and the handshake fails on it. Never a reply.
+        let script = ScriptedSMTPHandlerScript(
+            replies: ["EHLO": "250-fake.coffer.test\r\n250 STARTTLS\r\n", "STARTTLS": "220 2.0.0 Ready\r\n"],
+            later: ["STARTTLS": "250-fake.coffer.test\r\n250 AUTH PLAIN\r\n"]
+        )
+        let seen = try await Self.withServer(script, tls: false) { endpoint in
+            await #expect {
+                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+            } throws: { error in
+                switch error as? SMTPError {
+                case .plaintextAfterStartTLS?, .transport(.handshakeFailed)?: return true
+                default: return false
+                }
+            }
+        }
+        // After STARTTLS the client sent only its TLS handshake (a record starting 0x16), no command in plaintext.
+        #expect(Array(seen.lines.prefix(2)) == ["EHLO [127.0.0.1]", "STARTTLS"])
+        let verbs = ["EHLO", "AUTH", "MAIL", "RCPT", "DATA", "QUIT"]
+        #expect(!seen.lines.dropFirst(2).contains { line in verbs.contains { line.uppercased().hasPrefix($0) } })
     }
 
     @Test func aServerWithoutStartTLSGetsNothingButEHLO() async throws {
@@ -315,8 +347,9 @@ struct ScriptedSMTPHandlerScript: Sendable {
     init(
         greeting: String? = "220 fake.coffer.test ESMTP\r\n",
         replies: [String: String] = [:],
-        afterData: String? = "250 2.0.0 queued\r\n"
+        afterData: String? = "250 2.0.0 queued\r\n",
+        later: [String: String] = [:]
     ) {
-        script = ScriptedSMTPHandler.Script(greeting: greeting, replies: replies, afterData: afterData)
+        script = ScriptedSMTPHandler.Script(greeting: greeting, replies: replies, afterData: afterData, later: later)
     }
 }
