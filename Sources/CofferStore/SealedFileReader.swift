@@ -14,6 +14,9 @@ import Musl
 /// The reader holds only this file's own key (the stream's per-file key), never the MainKey or a subkey, so a send
 /// that started may finish after the account locks without holding anything that opens another file.
 ///
+/// Each ``nextChunk()`` is a blocking `read(2)` of 64 KiB and one AEAD open: stream it from the ``BlockingPool``
+/// (docs/ARCHITECTURE.md, "Concurrency"), never from an event loop. Not thread-safe: one reader, one consumer.
+///
 /// - Warning: Chunks are handed out as they verify, before the end of the file has been seen. If
 ///   ``nextChunk()`` throws, everything read so far must be discarded: an SMTP client must abort the transaction
 ///   (never send the final `.`), a writer must delete its partial output.

@@ -86,7 +86,7 @@ struct OutboxStoreTests {
         let store = world.store
         let now = Date()
         let held = try await store.enqueue(outgoing(subject: "held"), accountID: 1, sendAfter: now + 30)
-        let other = try await store.enqueue(outgoing(subject: "other"), accountID: 2)
+        let other = try await store.enqueue(outgoing(subject: "other"), accountID: 2, sendAfter: now)
         #expect(try await store.claimNextDue(accountID: 1, now: now) == nil)
         #expect(
             try await store.nextOutboxAttempt(accountID: 1)
