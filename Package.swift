@@ -17,7 +17,9 @@ let package = Package(
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
         .library(name: "CofferCompose", targets: ["CofferCompose"]),
+        .library(name: "CofferAgentProtocol", targets: ["CofferAgentProtocol"]),
         .library(name: "CofferApp", targets: ["CofferApp"]),
+        .library(name: "CofferAgent", targets: ["CofferAgent"]),
         .library(name: "CofferTransport", targets: ["CofferTransport"]),
         .library(name: "CofferIMAP", targets: ["CofferIMAP"]),
         .library(name: "CofferSMTP", targets: ["CofferSMTP"]),
@@ -89,14 +91,35 @@ let package = Package(
             name: "CofferCompose",
             dependencies: ["CofferMIME", "CofferContent", "CofferCrypto", "CofferAttachments"]
         ),
-        // Dependency injection (Has-protocols, containers, Factory) and the agent: its service (a NIO Unix socket server),
-        // protocol and client.
+        // The agent's wire protocol: frames, the typed requests, replies and events, the account-name rule, and the
+        // client (a blocking socket: a command does one thing at a time). No NIO, no containers, no server.
+        .target(
+            name: "CofferAgentProtocol",
+            dependencies: [
+                locks,
+                "CofferCrypto", "CofferStore", "CofferSync", "CofferNotifyClient", "CofferPush",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Dependency injection (Has-protocols, containers, Factory), the account registry and the application
+        // services every mode shares: the per-account coordinator, sync, push sessions, page assembly.
         .target(
             name: "CofferApp",
             dependencies: [
                 locks,
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferSync",
-                "CofferNotifyClient", "CofferContent", "CofferKeymakerTPM",
+                "CofferAgentProtocol", "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore",
+                "CofferAttachments", "CofferSync", "CofferNotifyClient", "CofferContent", "CofferKeymakerTPM",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The agent: the dispatcher and handlers every request goes through (in the agent, or in a command's own
+        // process), and the service (a NIO Unix socket server) with its push stream.
+        .target(
+            name: "CofferAgent",
+            dependencies: [
+                locks,
+                "CofferAgentProtocol", "CofferApp", "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore",
+                "CofferAttachments", "CofferSync", "CofferNotifyClient", "CofferPush", "CofferContent",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -216,7 +239,8 @@ let package = Package(
             dependencies: [
                 locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
-                "CofferApp", "CofferSampleMail", .product(name: "Logging", package: "swift-log"),
+                "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferSampleMail",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync", "CofferNotifyClient", "CofferPush",
                 "CofferKeymakerTPM", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -225,8 +249,9 @@ let package = Package(
         .executableTarget(
             name: "coffer-bench",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting", "CofferApp",
-                "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail", "CofferNotify", "CofferPush",
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting",
+                "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferContent", "CofferHTML", "CofferMIME",
+                "CofferSampleMail", "CofferNotify", "CofferPush",
                 "CofferKeymakerTPM", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -270,7 +295,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: [locks, "CofferTesting", "CofferApp", "CofferSampleMail"],
+            dependencies: [locks, "CofferTesting", "CofferAgentProtocol", "CofferApp", "CofferSampleMail"],
             exclude: ["pty_driver.py"]
         ),
         .testTarget(
@@ -305,7 +330,8 @@ let package = Package(
             name: "CofferAppTests",
             dependencies: [
                 locks,
-                "CofferApp", "CofferTesting", "CofferKeymaker", "CofferKeychain", "CofferStore", "CofferSampleMail",
+                "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferTesting", "CofferKeymaker", "CofferKeychain",
+                "CofferStore", "CofferAttachments", "CofferSync", "CofferSampleMail",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -355,7 +381,7 @@ let package = Package(
             name: "CofferNotifyClientTests",
             dependencies: [
                 "CofferNotifyClient", "CofferNotify", "CofferPush", "CofferKeychain", "CofferCrypto", "CofferTesting",
-                "CofferIMAP", "CofferTransport", "CofferKeymaker", "CofferApp",
+                "CofferIMAP", "CofferTransport", "CofferKeymaker", "CofferAgentProtocol", "CofferApp", "CofferAgent",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

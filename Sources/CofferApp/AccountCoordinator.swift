@@ -1,3 +1,4 @@
+import CofferAgentProtocol
 import CofferCrypto
 import CofferKeymaker
 import CofferStore
@@ -46,7 +47,7 @@ public struct AccountCoordinator: Sendable {
     ///   - key: Where its key comes from.
     ///   - progress: How each folder goes.
     /// - Returns: The sync's summary.
-    /// - Throws: `StoreError.locked` when no key is available, else the job's error (``SyncError``).
+    /// - Throws: The job's error (``SyncError``; `locked` when no key is available).
     public func run(
         _ job: Job,
         key: KeySupply = .account,
@@ -69,16 +70,12 @@ public struct AccountCoordinator: Sendable {
         switch job {
         case .sync(let server, let folders, let batch):
             let store = try dependencies.mailStore
-            do {
-                let chosen = try await Self.serverAccount(server, in: store).id
-                return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
-                    accountID: chosen,
-                    folders: folders,
-                    progress: progress
-                )
-            } catch SyncError.locked {
-                throw StoreError.locked
-            }
+            let chosen = try await Self.serverAccount(server, in: store).id
+            return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
+                accountID: chosen,
+                folders: folders,
+                progress: progress
+            )
         }
     }
 

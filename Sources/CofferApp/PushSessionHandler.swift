@@ -1,3 +1,4 @@
+import CofferAgentProtocol
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
@@ -190,7 +191,7 @@ public final class PushSessionHandler: Sendable {
             let summary = try await syncFolder(of: push, sessionID: record.sessionID)
             return .pushOpened(opened(push), fetched: summary?.fetched, syncFailure: nil)
         } catch {
-            let failure = AgentDispatcher.failure(for: error, account: dependencies.account)
+            let failure = AgentFailure(describing: error, account: dependencies.account)
             return .pushOpened(opened(push), fetched: nil, syncFailure: failure.message)
         }
     }

@@ -1,3 +1,4 @@
+import CofferAgentProtocol
 import CofferKeymaker
 import CofferStore
 import CofferSync
@@ -15,8 +16,8 @@ public struct SyncHandler: Sendable {
     /// Syncs the IMAP account `id` (or the only one) through the account's coordinator, telling `progress` how each
     /// folder goes, and returns what it did.
     ///
-    /// - Throws: `StoreError.locked` when the key is not in memory (the dispatcher's usual locked reply), else the
-    ///   ``SyncError``.
+    /// - Throws: The ``SyncError`` (`locked` when the key is not in memory, which the dispatcher answers as every
+    ///   other "locked").
     public func sync(
         id: Int64?,
         folders: [String],
@@ -39,15 +40,11 @@ public struct SyncHandler: Sendable {
         let store = try dependencies.mailStore
         return try await KeyUse.background.run {
             let server = try await AccountCoordinator.serverAccount(id, in: store)
-            do {
-                _ = try await Syncer(store: store).waitForChange(
-                    accountID: server.id,
-                    folder: folders.first ?? "INBOX",
-                    timeout: .seconds(min(max(1, seconds), 29 * 60))
-                )
-            } catch SyncError.locked {
-                throw StoreError.locked
-            }
+            _ = try await Syncer(store: store).waitForChange(
+                accountID: server.id,
+                folder: folders.first ?? "INBOX",
+                timeout: .seconds(min(max(1, seconds), 29 * 60))
+            )
             return try await dependencies.coordinator.run(
                 .sync(server: server.id, folders: folders, batch: batch),
                 progress: progress
@@ -65,12 +62,8 @@ public struct SyncHandler: Sendable {
             throw AgentFailure(.badRequest, "The CA bundle's path must be absolute.")
         }
         let account = settings.account(password: password)
-        do {
-            let check = try await Syncer(store: store).checkLogin(account)
-            return (try await store.addServerAccount(account), check)
-        } catch SyncError.locked {
-            throw StoreError.locked
-        }
+        let check = try await Syncer(store: store).checkLogin(account)
+        return (try await store.addServerAccount(account), check)
     }
 
     /// The IMAP accounts, without passwords.

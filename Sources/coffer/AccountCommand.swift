@@ -1,5 +1,5 @@
 import ArgumentParser
-import CofferApp
+import CofferAgentProtocol
 import CofferCrypto
 import CofferStore
 import CofferSync

@@ -1,4 +1,6 @@
 import ArgumentParser
+import CofferAgent
+import CofferAgentProtocol
 import CofferApp
 import CofferCrypto
 import Foundation

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CofferApp
+import CofferAgentProtocol
 
 struct AttachmentsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

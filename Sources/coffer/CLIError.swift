@@ -1,5 +1,5 @@
 import ArgumentParser
-import CofferApp
+import CofferAgentProtocol
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
@@ -34,8 +34,9 @@ struct CLIError: Error, CustomStringConvertible {
             self = .noAccount
         } else if case AppError.unknownAccount = error {
             description = "\(error) Run `coffer init --account NAME` to make one."
-        } else if case AppError.remote(.locked, let message) = error {
-            description = "\(message) Run `coffer unlock` to give the agent the key again."
+        } else if case AppError.locked = error {
+            // The dispatcher and the agent client turn every module's "locked" into this one case.
+            description = "\(error) Run `coffer unlock` to give Coffer the key again."
         } else if let hint = Self.hint(for: error) {
             description = "\(error) \(hint)"
         } else if let keychain = Self.keychainError(in: error),

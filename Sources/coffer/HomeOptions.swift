@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferAgentProtocol
 import CofferApp
 
 #if canImport(Glibc)

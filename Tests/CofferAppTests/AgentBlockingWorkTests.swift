@@ -1,8 +1,9 @@
-import CofferApp
+import CofferAgentProtocol
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferTesting
+import Foundation
 import NIOConcurrencyHelpers
 import NIOPosix
 import Testing
@@ -39,6 +40,44 @@ import Glibc
         #expect(places.count >= requests.count)
         #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
     }
+
+    /// The mail reads and `server-show` check that their account exists, which reads the keychain: they leave the
+    /// event loop too. Every operation that stays on the loop (`hello`, `background`) reaches no keychain at all.
+    @Test func mailReadsAndTheRequestsLeftOnTheLoopNeverTakeTheKeychainOnTheLoop() async throws {
+        let agent = try await RunningAgent()
+        let keychain = PlaceRecordingKeychain(agent.app.keychain)
+        agent.app.global.keychainFactory.register { keychain }
+        let user = try await agent.app.account("alice")
+        try await user.keymaker.unlock(.none)
+        keychain.clear()
+
+        let requests: [AgentRequest] = [
+            .list(account: "alice", label: nil, limit: 50, offset: 0),
+            .search(account: "alice", words: "invoice", limit: 50, offset: 0),
+            .attachments(account: "alice", message: 1), .serverShow(account: "alice"),
+            .hello(version: Int(AgentFrame.version)), .background, .previewEnd,
+        ]
+        for request in requests {
+            let client = try await RawAgentClient.connect(agent.socket)
+            // A page of summaries comes in its own frame kind; every other answer is a reply.
+            let answer = try await client.exchange(try requestFrame(request)) { received, _, _ in received.frames.last }
+            #expect(answer?.kind == .summaries || answer?.kind == .reply, "\(request): no answer")
+            if case .attachments = request { continue }  // message 1 does not exist: a failure reply is the answer
+            let failure = answer.flatMap { $0.kind == .reply ? decodeReply($0.payload)?.failure : nil }
+            #expect(failure == nil, "\(request): \(String(describing: failure))")
+        }
+        try await agent.stop()
+
+        let places = keychain.places
+        // list, search, attachments and server-show each read the keychain at least once (the account's item).
+        #expect(places.count >= 4)
+        #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
+    }
+}
+
+/// A reply frame's payload, decoded.
+private func decodeReply(_ payload: [UInt8]) -> AgentReply? {
+    try? JSONDecoder().decode(AgentReply.self, from: Data(payload))
 }
 
 /// Where a keychain call ran.

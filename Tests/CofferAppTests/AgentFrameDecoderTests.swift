@@ -1,4 +1,5 @@
-import CofferApp
+import CofferAgent
+import CofferAgentProtocol
 import NIOCore
 import NIOEmbedded
 import Testing

@@ -1,3 +1,5 @@
+import CofferAgent
+import CofferAgentProtocol
 import CofferApp
 import CofferKeymaker
 import CofferStore

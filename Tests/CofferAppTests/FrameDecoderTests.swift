@@ -1,4 +1,4 @@
-import CofferApp
+import CofferAgentProtocol
 import CofferSampleMail
 import Testing
 

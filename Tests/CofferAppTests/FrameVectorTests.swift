@@ -1,4 +1,4 @@
-import CofferApp
+import CofferAgentProtocol
 import Foundation
 import Testing
 

@@ -1,9 +1,8 @@
+import CofferAgentProtocol
 import CofferMIME
 import CofferStore
 import Foundation
 import Testing
-
-@testable import CofferApp
 
 /// Summary page v1 (the payload of a `summaries` frame) against the pages `Fixtures/make_frame_vectors.py` writes
 /// from docs/FORMAT.md with Python's `struct`.

@@ -1,3 +1,4 @@
+import CofferAgentProtocol
 import CofferApp
 import CofferSampleMail
 import CofferTesting

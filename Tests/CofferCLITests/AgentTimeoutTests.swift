@@ -1,4 +1,4 @@
-import CofferApp
+import CofferAgentProtocol
 import CofferTesting
 import Foundation
 import Testing

@@ -89,14 +89,18 @@ public final class AgentClient: Sendable {
         }
     }
 
-    /// Like ``send(_:secret:timeoutSeconds:onEvent:)``, but a failure reply is thrown as ``AppError/remote(code:message:)``.
+    /// Like ``send(_:secret:timeoutSeconds:onEvent:)``, but a failure reply is thrown: `locked` as
+    /// ``AppError/locked(account:)``, any other as ``AppError/remote(code:message:)``.
     public func call(
         _ request: AgentRequest,
         secret: SecretBytes? = nil,
         onEvent: (AgentEvent) async -> AgentAnswer? = { _ in nil }
     ) async throws(AppError) -> AgentReply {
         let reply = try await send(request, secret: secret, onEvent: onEvent)
-        if let failure = reply.failure { throw .remote(code: failure.code, message: failure.message) }
+        if let failure = reply.failure {
+            if failure.code == .locked { throw .locked(account: request.accountName) }
+            throw .remote(code: failure.code, message: failure.message)
+        }
         return reply
     }
 }

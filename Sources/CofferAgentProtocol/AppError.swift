@@ -31,7 +31,9 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
     case timedOut
     /// The agent and this client speak different versions of the agent protocol.
     case versionMismatch(agent: Int, client: Int)
-    /// The agent answered with an error; `message` is its sentence.
+    /// The account's key is not in memory (every module's way of saying so becomes this one; see `isLocked`).
+    case locked(account: String?)
+    /// The agent answered with an error other than ``locked(account:)``; `message` is its sentence.
     case remote(code: AgentFailure.Code, message: String)
 
     /// A sentence for people.
@@ -56,6 +58,7 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
         case .versionMismatch(let agent, let client):
             "The agent speaks version \(agent), this client speaks \(client) of the agent protocol; they cannot work "
                 + "together until both run the same version of Coffer."
+        case .locked(let account): "Coffer is locked\(account.map { " for \($0)" } ?? ""): the key is not in memory."
         case .remote(_, let message): message
         }
     }
@@ -63,7 +66,7 @@ public enum AppError: Error, Sendable, Equatable, CustomStringConvertible {
 
 extension AppError {
     /// Runs a file operation, reporting its failure as ``AppError/file(_:)``.
-    static func file<R>(_ body: () throws(CofferCryptoError) -> R) throws(AppError) -> R {
+    package static func file<R>(_ body: () throws(CofferCryptoError) -> R) throws(AppError) -> R {
         do { return try body() } catch { throw .file(error) }
     }
 }

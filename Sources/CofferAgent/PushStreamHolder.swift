@@ -1,3 +1,5 @@
+import CofferAgentProtocol
+import CofferApp
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker

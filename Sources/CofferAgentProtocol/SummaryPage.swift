@@ -12,9 +12,9 @@ import Foundation
 /// string), the number of `from` addresses (`UInt32`) and each address: name (optional string), address (string),
 /// group (optional string). A string is its UTF-8 length (`UInt32`) and bytes; an optional string is a byte 0
 /// (absent) or 1 followed by the string.
-enum SummaryPage {
+package enum SummaryPage {
     /// Encodes `summaries`.
-    static func encode(_ summaries: [MessageSummary]) -> [UInt8] {
+    package static func encode(_ summaries: [MessageSummary]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(16 + summaries.count * 128)
         append(UInt32(summaries.count), to: &out)
@@ -39,7 +39,7 @@ enum SummaryPage {
     ///
     /// - Throws: ``AppError/malformedMessage`` for a short or overlong payload, a presence byte other than 0 or 1,
     ///   a string that is not UTF-8, or a date that is not a finite number.
-    static func decode(_ bytes: [UInt8]) throws(AppError) -> [MessageSummary] {
+    package static func decode(_ bytes: [UInt8]) throws(AppError) -> [MessageSummary] {
         var reader = Reader(bytes: bytes)
         let count = try reader.uint32()
         var summaries: [MessageSummary] = []

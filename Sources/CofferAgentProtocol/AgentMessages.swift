@@ -25,21 +25,6 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case fastSyncStatus = "fastsync-status"
     case push
     case watch
-
-    /// Whether the agent runs it on the connection's event loop: small reads and changes of state that take well
-    /// under a millisecond. The others (key derivation, MIME and HTML work, files, the network) run on the
-    /// cooperative pool, so that they never hold up the sockets of the loop.
-    var runsOnEventLoop: Bool {
-        switch self {
-        case .hello, .status, .account, .lock, .autolock, .background, .list, .search, .attachments, .previewEnd,
-            .serverShow:
-            true
-        case .create, .unlock, .protect, .logout, .erase, .message, .attachmentContent, .preview, .save, .import,
-            .sync, .serverAdd, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn,
-            .fastSyncOff, .fastSyncStatus, .push, .watch:
-            false
-        }
-    }
 }
 
 /// How a person proves they may unlock (or change, or log out) an account.
@@ -494,20 +479,20 @@ public struct AgentAnswer: Codable, Sendable, Equatable {
 }
 
 /// JSON coding of protocol messages.
-enum AgentCoding {
-    static func encode<T: Encodable>(_ value: T) throws(AppError) -> [UInt8] {
+package enum AgentCoding {
+    package static func encode<T: Encodable>(_ value: T) throws(AppError) -> [UInt8] {
         do { return Array(try JSONEncoder().encode(value)) } catch { throw .malformedMessage }
     }
 
     /// The frame that ends a request: a page of summaries in its binary encoding, any other reply as JSON.
-    static func frame(_ reply: AgentReply) throws(AppError) -> AgentFrame {
+    package static func frame(_ reply: AgentReply) throws(AppError) -> AgentFrame {
         if case .summaries(let summaries) = reply {
             return AgentFrame(kind: .summaries, payload: SummaryPage.encode(summaries))
         }
         return AgentFrame(kind: .reply, payload: try encode(reply))
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(AppError) -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(AppError) -> T {
         do { return try JSONDecoder().decode(type, from: Data(bytes)) } catch { throw .malformedMessage }
     }
 }

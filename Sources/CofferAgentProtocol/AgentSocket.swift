@@ -84,7 +84,7 @@ public enum AgentSocket {
     ///
     /// - Returns: The lock file's descriptor (keep it open while serving).
     /// - Throws: ``AppError/agentRunning(socket:)`` when another agent holds the lock; socket errors.
-    public static func claim(_ path: String) throws(AppError) -> Int32 {
+    package static func claim(_ path: String) throws(AppError) -> Int32 {
         let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
         do { try SecureFile.makePrivateDirectory(folder) } catch {
             throw .socket(operation: "create the folder \(folder)", errno: EACCES)

@@ -1,3 +1,5 @@
+import CofferAgentProtocol
+import CofferApp
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

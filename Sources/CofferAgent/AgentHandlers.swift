@@ -1,3 +1,5 @@
+import CofferAgentProtocol
+import CofferApp
 import CofferAttachments
 import CofferCrypto
 import CofferKeychain

@@ -1,3 +1,5 @@
+import CofferAgentProtocol
+import CofferApp
 import CofferAttachments
 import CofferCrypto
 import CofferKeymaker
@@ -36,35 +38,18 @@ public final class AgentDispatcher: Sendable {
         }
     }
 
-    /// The failure reply for `error`: `locked` for every flavour of locked, else the error's own sentence.
+    /// The failure reply for `error` (see ``AgentFailure/init(describing:account:)``).
     public static func failure(for error: any Error, account: String?) -> AgentFailure {
-        switch error {
-        case let failure as AgentFailure: return failure
-        case KeymakerError.locked, StoreError.locked, AttachmentError.locked, StoreError.keymaker(.locked):
-            let who = account.map { " for \($0)" } ?? ""
-            return AgentFailure(.locked, "Coffer is locked\(who): the key is not in memory.")
-        case let error as CustomStringConvertible: return AgentFailure(.failed, error.description)
-        default: return AgentFailure(.failed, "The operation failed.")
-        }
+        AgentFailure(describing: error, account: account)
     }
 
     private func user(_ account: String) throws -> UserContainer {
         try dependencies.keymakerRegistry.user(dependencies.keymakerRegistry.chooseAccount(account))
     }
 
-    /// The container of `account` with its mail store open. Opening it (and any migration of an old store) runs on
-    /// the blocking pool, not on the caller's executor: the agent runs `list`, `search` and `attachments` on a
-    /// connection's event loop, which must not wait on a migration.
-    private func mailUser(_ account: String) async throws -> UserContainer {
-        let user = try user(account)
-        if !user.hasOpenedMailStore {
-            try await withTaskExecutorPreference(BlockingPool.taskExecutor) { _ = try user.mailStore }
-        }
-        return user
-    }
-
     /// Runs `request` and throws what the modules throw: the one-shot CLI calls this in its own process, so its
-    /// errors keep their types (the socket path goes through ``handle(_:secret:conversation:)``).
+    /// errors keep their types (the socket path goes through ``handle(_:secret:conversation:)``), except that every
+    /// module's "locked" is thrown as ``AppError/locked(account:)`` (see ``AppError/isLocked(_:)``).
     ///
     /// Every request here is a person's, so it runs under ``KeyUse/userRequest``: each use of the MainKey it makes
     /// counts as activity for the autolock. Nothing else does (background work runs under ``KeyUse/background``).
@@ -78,7 +63,14 @@ public final class AgentDispatcher: Sendable {
         secret: SecretBytes?,
         conversation: any AgentConversation
     ) async throws -> AgentReply {
-        try await KeyUse.userRequest.run { try await serve(request, secret: secret, conversation: conversation) }
+        do {
+            return try await KeyUse.userRequest.run {
+                try await serve(request, secret: secret, conversation: conversation)
+            }
+        } catch let error where AppError.isLocked(error) {
+            // Every module's "locked" leaves the dispatcher as one error, in process and over the socket alike.
+            throw AppError.locked(account: request.accountName)
+        }
     }
 
     private func serve(
@@ -152,19 +144,19 @@ public final class AgentDispatcher: Sendable {
                 )
         case .list(let account, let label, let limit, let offset):
             return .summaries(
-                try await MailHandler(dependencies: try await mailUser(account))
+                try await MailHandler(dependencies: try user(account))
                     .list(label: label, limit: limit, offset: offset)
             )
         case .search(let account, let words, let limit, let offset):
             return .summaries(
-                try await MailHandler(dependencies: try await mailUser(account))
+                try await MailHandler(dependencies: try user(account))
                     .search(words, limit: limit, offset: offset)
             )
         case .message(let account, let id):
             return .message(try await MailHandler(dependencies: try user(account)).message(id))
         case .attachments(let account, let message):
             return .attachments(
-                try await MailHandler(dependencies: try await mailUser(account)).attachments(of: message)
+                try await MailHandler(dependencies: try user(account)).attachments(of: message)
             )
         case .attachmentContent(let account, let id):
             return .attachment(try await MailHandler(dependencies: try user(account)).stream(id, to: conversation))

@@ -1,3 +1,5 @@
+import CofferAgentProtocol
+import CofferApp
 import CofferCrypto
 import CofferKeymaker
 import CofferStore
@@ -287,7 +289,7 @@ public final class AgentServer: Service, Sendable {
             }
             let start = ContinuousClock.now
             let reply =
-                if request.operation.servedOnEventLoop {
+                if request.operation.runsOnEventLoop {
                     await dispatcher.handle(request, secret: secret, conversation: conversation)
                 } else {
                     // Blocking work (keychain `flock`/`fsync`, files, child processes) may run anywhere inside.
@@ -469,13 +471,20 @@ final class ConnectionConversation: AgentConversation {
 }
 
 extension AgentOperation {
-    /// Whether the agent runs the operation on the connection's event loop: ``runsOnEventLoop`` without those that
-    /// read the keychain (its `flock` blocks) or delete a preview: those run on ``BlockingPool``, as every other
-    /// operation does (docs/ARCHITECTURE.md, "Concurrency").
-    var servedOnEventLoop: Bool {
+    /// Whether the agent serves the operation on the connection's event loop, where nothing may block. Only `hello`
+    /// (no I/O) and `background` (the Keymakers' own code runs on ``BlockingPool`` whoever calls it) stay there.
+    /// Every other operation reaches the keychain (its `flock`, and `fsync` when it writes): a per-account request
+    /// first checks that its account exists, which reads the keychain (``KeymakerRegistry/chooseAccount(_:)``). So
+    /// they run with ``BlockingPool/taskExecutor`` as their preference (docs/ARCHITECTURE.md, "Concurrency").
+    var runsOnEventLoop: Bool {
         switch self {
-        case .status, .account, .autolock, .lock, .previewEnd: false
-        default: runsOnEventLoop
+        case .hello, .background:
+            true
+        case .status, .account, .create, .unlock, .lock, .autolock, .protect, .logout, .erase, .list, .search,
+            .message, .attachments, .attachmentContent, .preview, .previewEnd, .save, .import, .sync, .serverAdd,
+            .serverShow, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn, .fastSyncOff,
+            .fastSyncStatus, .push, .watch:
+            false
         }
     }
 }
