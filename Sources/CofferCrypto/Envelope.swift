@@ -68,9 +68,12 @@ public enum Envelope {
         context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm = .aes256GCM
     ) throws(CofferCryptoError) -> [UInt8] {
-        // From the process's buffer of kernel randomness: swift-crypto's AES.GCM.Nonce() makes two getrandom calls.
-        let nonce = SystemRandom.publicBytes(12)
-        return try seal(plaintext, with: key, context: context, algorithm: algorithm, nonce: nonce)
+        try withAssociatedData(context: context) { aad throws(CofferCryptoError) in
+            // The nonce is drawn straight into the header, from the process's buffer of kernel randomness
+            // (swift-crypto's AES.GCM.Nonce() makes two getrandom calls).
+            SystemRandom.fillPublic(UnsafeMutableRawBufferPointer(rebasing: aad[nonceRange]))
+            return try seal(plaintext, with: key, context: context, algorithm: algorithm, header: aad)
+        }
     }
 
     /// Seals with a caller-chosen nonce. Only for known-answer tests: a repeated nonce under one key breaks both
@@ -84,34 +87,36 @@ public enum Envelope {
         algorithm: EnvelopeAlgorithm,
         nonce: [UInt8]
     ) throws(CofferCryptoError) -> [UInt8] {
-        precondition(nonce.count == 12, "an envelope nonce is 12 bytes")
-        // The associated data is the 34-byte header, then the encoded context, built on the stack; the envelope is
-        // its first 22 bytes followed by the AEAD's combined output (nonce ‖ ciphertext ‖ tag).
-        let result = withAssociatedData(context: context) { aad in
-            let raw = UnsafeMutableRawBufferPointer(aad)
-            raw.copyBytes(from: magic)
-            raw[4] = version
-            raw[5] = algorithm.rawValue
-            UnsafeMutableRawBufferPointer(rebasing: raw[6..<14]).copyBytes(from: key.id)
-            key.withContextTag(context) { UnsafeMutableRawBufferPointer(rebasing: raw[14..<22]).copyMemory(from: $0) }
-            UnsafeMutableRawBufferPointer(rebasing: raw[22..<34]).copyBytes(from: nonce)
-            return Result { () throws(CofferCryptoError) in
-                try sealAEAD(plaintext, key: key, algorithm: algorithm, nonce: nonce, aad: UnsafeRawBufferPointer(aad))
-            }
+        precondition(nonce.count == nonceRange.count, "an envelope nonce is 12 bytes")
+        return try withAssociatedData(context: context) { aad throws(CofferCryptoError) in
+            UnsafeMutableRawBufferPointer(rebasing: aad[nonceRange]).copyBytes(from: nonce)
+            return try seal(plaintext, with: key, context: context, algorithm: algorithm, header: aad)
         }
-        return try result.get()
     }
 
-    private static func sealAEAD(
+    /// Where the nonce sits in the header.
+    private static let nonceRange = 22..<34
+
+    /// Fills in the header around the nonce already at `aad[22..<34]`, seals, and returns the envelope.
+    ///
+    /// `aad` is the associated data: the 34-byte header, then the encoded context. The envelope is the header's
+    /// first 22 bytes followed by the AEAD's combined output (nonce ‖ ciphertext ‖ tag), which is copied once,
+    /// straight into the envelope's one allocation.
+    private static func seal(
         _ plaintext: UnsafeRawBufferPointer,
-        key: EnvelopeKey,
+        with key: EnvelopeKey,
+        context: EnvelopeContext,
         algorithm: EnvelopeAlgorithm,
-        nonce: [UInt8],
-        aad: UnsafeRawBufferPointer
+        header aad: UnsafeMutableRawBufferPointer
     ) throws(CofferCryptoError) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(overhead + plaintext.count)
-        out += aad[0..<22]
+        aad.copyBytes(from: magic)
+        aad[4] = version
+        aad[5] = algorithm.rawValue
+        UnsafeMutableRawBufferPointer(rebasing: aad[6..<14]).copyBytes(from: key.id)
+        key.withContextTag(context) { UnsafeMutableRawBufferPointer(rebasing: aad[14..<22]).copyMemory(from: $0) }
+        let associated = UnsafeRawBufferPointer(aad)
+        let nonce = UnsafeRawBufferPointer(rebasing: associated[nonceRange])
+        let combined: Data
         do {
             switch algorithm {
             case .aes256GCM:
@@ -119,35 +124,43 @@ public enum Envelope {
                     plaintext,
                     using: key.aeadKey,
                     nonce: AES.GCM.Nonce(data: nonce),
-                    authenticating: aad
+                    authenticating: associated
                 )
-                guard let combined = box.combined else { throw CofferCryptoError.primitiveFailure("seal") }
-                combined.withUnsafeBytes { out.append(contentsOf: $0) }
+                guard let bytes = box.combined else { throw CofferCryptoError.primitiveFailure("seal") }
+                combined = bytes
             case .chaCha20Poly1305:
-                let box = try ChaChaPoly.seal(
+                combined = try ChaChaPoly.seal(
                     plaintext,
                     using: key.aeadKey,
                     nonce: ChaChaPoly.Nonce(data: nonce),
-                    authenticating: aad
-                )
-                box.combined.withUnsafeBytes { out.append(contentsOf: $0) }
+                    authenticating: associated
+                ).combined
             }
         } catch {
             throw .primitiveFailure("seal")
         }
-        return out
+        let count = nonceRange.lowerBound + combined.count
+        guard count == overhead + plaintext.count else { throw .primitiveFailure("seal") }
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let out = UnsafeMutableRawBufferPointer(buffer)
+            out.copyMemory(from: UnsafeRawBufferPointer(rebasing: associated[..<nonceRange.lowerBound]))
+            combined.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: out[nonceRange.lowerBound...]).copyMemory(from: $0)
+            }
+            initialized = count
+        }
     }
 
     /// Calls `body` with stack space for the associated data, the context already written after the header's 34
     /// bytes, which `body` fills in.
-    private static func withAssociatedData<T>(
+    private static func withAssociatedData<T, E: Error>(
         context: EnvelopeContext,
-        _ body: (UnsafeMutableBufferPointer<UInt8>) -> T
-    ) -> T {
+        _ body: (UnsafeMutableRawBufferPointer) throws(E) -> T
+    ) throws(E) -> T {
         let count = headerCount + context.encoded.count
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: count) { aad in
-            _ = UnsafeMutableBufferPointer(rebasing: aad[headerCount...]).initialize(from: context.encoded)
-            return body(aad)
+        return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { aad throws(E) in
+            UnsafeMutableRawBufferPointer(rebasing: aad[headerCount...]).copyBytes(from: context.encoded)
+            return try body(aad)
         }
     }
 
@@ -207,7 +220,7 @@ public enum Envelope {
         }
         guard idMatches else { throw .wrongKey }
         let opened = withAssociatedData(context: context) { aad in
-            _ = UnsafeMutableBufferPointer(rebasing: aad[..<headerCount]).initialize(from: envelope[..<headerCount])
+            UnsafeMutableRawBufferPointer(rebasing: aad[..<headerCount]).copyBytes(from: envelope[..<headerCount])
             return Result { () throws(CryptoKitMetaError) in
                 try openAEAD(envelope, key: key, algorithm: algorithm, aad: UnsafeRawBufferPointer(aad))
             }

@@ -21,12 +21,18 @@ package enum SystemRandom {
     /// overwritten, and the buffer's page is wiped in a forked child (MADV_WIPEONFORK), which refills it instead
     /// of repeating its parent's nonces. A kernel without that mark gets one getrandom call per value.
     package static func publicBytes(_ count: Int) -> [UInt8] {
-        precondition(count <= 64, "public random values are at most 64 bytes")
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            guard count == 0 || coffer_random_public_bytes(buffer.baseAddress, count) == 0 else {
-                fatalError("the kernel's random number generator (getrandom) is unavailable")
-            }
+        [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            fillPublic(UnsafeMutableRawBufferPointer(buffer))
             initialized = count
+        }
+    }
+
+    /// Fills `buffer` (at most 64 bytes) with a public random value, in place, as ``publicBytes(_:)`` does.
+    package static func fillPublic(_ buffer: UnsafeMutableRawBufferPointer) {
+        precondition(buffer.count <= 64, "public random values are at most 64 bytes")
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        guard coffer_random_public_bytes(base, buffer.count) == 0 else {
+            fatalError("the kernel's random number generator (getrandom) is unavailable")
         }
     }
 }

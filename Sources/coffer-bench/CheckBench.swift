@@ -72,22 +72,25 @@ enum CheckBench {
         #endif
     }
 
-    /// 1 KiB envelope seal and open against `openssl speed` at the same size.
+    /// Envelope seal and open at 1 KiB, 64 KiB and 1 MiB against `openssl speed` at the same size, both in CPU time
+    /// (``CPUTimer``).
     static func envelopes() throws -> [Measure] {
         let key = try EnvelopeKey(SecretBytes(randomCount: 32))
         let context: EnvelopeContext = ["bench", "check"]
-        let plaintext = [UInt8](repeating: 0x5A, count: 1024)
-        let sealed = try Envelope.seal(plaintext, with: key, context: context)
-        let seal = try OpenSSLSpeed.alternating(bytes: 1024, decrypt: false) {
-            try Timer.rate(seconds: 0.3) { _ = try Envelope.seal(plaintext, with: key, context: context) }
+        var measures: [Measure] = []
+        for (size, suffix) in [(1024, "1k"), (65_536, "64k"), (1_048_576, "1m")] {
+            let plaintext = [UInt8](repeating: 0x5A, count: size)
+            let sealed = try Envelope.seal(plaintext, with: key, context: context)
+            let seal = try OpenSSLSpeed.alternating(bytes: size, decrypt: false) {
+                try CPUTimer.rate(seconds: 0.3) { _ = try Envelope.seal(plaintext, with: key, context: context) }
+            }
+            let open = try OpenSSLSpeed.alternating(bytes: size, decrypt: true) {
+                try CPUTimer.rate(seconds: 0.3) { _ = try Envelope.open(sealed, with: key, context: context) }
+            }
+            measures.append(Measure(name: "envelope.seal.\(suffix)", ratio: seal.ratio))
+            measures.append(Measure(name: "envelope.open.\(suffix)", ratio: open.ratio))
         }
-        let open = try OpenSSLSpeed.alternating(bytes: 1024, decrypt: true) {
-            try Timer.rate(seconds: 0.3) { _ = try Envelope.open(sealed, with: key, context: context) }
-        }
-        return [
-            Measure(name: "envelope.seal.1k", ratio: seal.ratio),
-            Measure(name: "envelope.open.1k", ratio: open.ratio),
-        ]
+        return measures
     }
 
     /// `name -> (debug, release)` from the baselines file.
