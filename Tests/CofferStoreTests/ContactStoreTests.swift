@@ -93,6 +93,21 @@ struct ContactStoreTests {
         // A duplicate is not counted again.
         _ = try await store.importMessage(rawMessage(id: "2@x", subject: "again", body: "c"))
         #expect(try await store.allContacts().first { $0.address == "alice@example.org" }?.timesSeen == 2)
+
+        // A sync stores through the same path: a fetched message counts, a second location of it does not.
+        let account = try await store.addAccount(username: "alice", displayName: nil)
+        let inbox = try await store.addSyncFolder(accountID: account, name: "INBOX", uidValidity: 1)
+        let fetched = rawMessage(id: "3@x", subject: "synced", body: "d", from: "Frank <frank@Example.org>").bytes
+        _ = try await store.storeFetchedMail(
+            [FetchedMail(uid: 1, bytes: fetched, flags: [], label: "INBOX")],
+            folderID: inbox.id
+        )
+        _ = try await store.storeFetchedMail(
+            [FetchedMail(uid: 2, bytes: fetched, flags: [], label: "INBOX")],
+            folderID: inbox.id
+        )
+        let frank = try await store.contacts(matching: "frank")
+        #expect(frank.map(\.address) == ["frank@example.org"] && frank.first?.timesSeen == 1)
     }
 
     @Test("contacts(matching:) finds by a prefix of a word of the name or the address, through the blind index")
