@@ -84,6 +84,35 @@ import Testing
         }
     }
 
+    @Test func randomBytesGiveRepliesOrATypedErrorAndNeverMoreThanTheLimits() {
+        // Bytes from an alphabet rich in what the grammar cares about, fed in random pieces.
+        let alphabet = Array("2345019 -\r\n.\0x".utf8)
+        var generator = SystemRandomNumberGenerator()
+        let limits = SMTPReplyParser.Limits(maxLineLength: 32, maxLines: 3)
+        for _ in 0..<2000 {
+            var parser = SMTPReplyParser(limits: limits)
+            let input = (0..<Int.random(in: 0..<200, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }
+            var offset = 0
+            feeding: while offset < input.count {
+                let end = min(input.count, offset + Int.random(in: 1...16, using: &generator))
+                parser.feed(input[offset..<end])
+                offset = end
+                do {
+                    while let reply = try parser.next() {
+                        #expect((200...559).contains(reply.code))
+                        #expect(reply.lines.count <= limits.maxLines)
+                        #expect(reply.lines.allSatisfy { !$0.utf8.contains(0x0D) && !$0.utf8.contains(0x0A) })
+                    }
+                } catch {
+                    break feeding
+                }
+                #expect(parser.bufferedByteCount <= limits.maxLineLength * (limits.maxLines + 1) + 16)
+            }
+        }
+    }
+
     @Test func serverTextIsSanitizedAndBounded() {
         let reply = SMTPServerReply(code: 550, text: "bad\u{1B}[31m\u{7}" + String(repeating: "z", count: 1000))
         #expect(!reply.text.contains("\u{1B}"))
