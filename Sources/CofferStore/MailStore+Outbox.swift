@@ -415,6 +415,15 @@ extension MailStore {
     @discardableResult
     static func recoverInterruptedSends(_ database: DatabasePool) throws(StoreError) -> Int {
         do {
+            // Most opens find nothing sending: look first, so an open takes the write lock only when it must.
+            let sending = try database.read { db in
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT count(*) FROM outbox WHERE state = ?",
+                    arguments: [OutboxCoding.State.sending.rawValue]
+                ) ?? 0
+            }
+            guard sending > 0 else { return 0 }
             return try database.write { db in
                 let claimed = try Row.fetchAll(
                     db,
