@@ -16,27 +16,36 @@ public struct SMTPDataEncoder: Sendable {
 
     /// Appends the framed form of `chunk` to `output`.
     public mutating func encode(_ chunk: some Collection<UInt8>, into output: inout [UInt8]) {
-        output.reserveCapacity(output.count + chunk.count + chunk.count / 64 + 4)
-        for byte in chunk {
+        let done: Void? = chunk.withContiguousStorageIfAvailable { encode(bytes: $0, into: &output) }
+        if done == nil { Array(chunk).withUnsafeBufferPointer { encode(bytes: $0, into: &output) } }
+    }
+
+    /// Copies each run of bytes up to a line end at once; only line ends and a leading dot are written one by one.
+    private mutating func encode(bytes: UnsafeBufferPointer<UInt8>, into output: inout [UInt8]) {
+        output.reserveCapacity(output.count + bytes.count + bytes.count / 64 + 4)
+        var index = 0
+        while index < bytes.count {
             if pendingCR {
                 pendingCR = false
-                if byte == 0x0A { continue }  // the LF of a CRLF already written
+                if bytes[index] == 0x0A {  // the LF of a CRLF already written
+                    index += 1
+                    continue
+                }
             }
-            switch byte {
-            case 0x0D:
-                output.append(0x0D)
-                output.append(0x0A)
-                pendingCR = true
-                atLineStart = true
-            case 0x0A:
-                output.append(0x0D)
-                output.append(0x0A)
-                atLineStart = true
-            default:
-                if atLineStart, byte == 0x2E { output.append(0x2E) }
-                output.append(byte)
+            var end = index
+            while end < bytes.count, bytes[end] != 0x0D, bytes[end] != 0x0A { end += 1 }
+            if end > index {
+                if atLineStart, bytes[index] == 0x2E { output.append(0x2E) }
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[index..<end]))
                 atLineStart = false
             }
+            guard end < bytes.count else { break }
+            // A CRLF, a bare LF or a bare CR: one CRLF. After a CR, an LF at the start of the next input is skipped.
+            output.append(0x0D)
+            output.append(0x0A)
+            atLineStart = true
+            pendingCR = bytes[end] == 0x0D
+            index = end + 1
         }
     }
 

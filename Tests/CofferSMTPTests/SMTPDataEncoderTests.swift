@@ -40,6 +40,46 @@ import Testing
         }
     }
 
+    /// RFC 5321 4.5.2 written the plain way, one byte at a time: the oracle for the encoder's run-copying loop.
+    private func reference(_ input: [UInt8]) -> [UInt8] {
+        var lines: [[UInt8]] = [[]]
+        var index = 0
+        while index < input.count {
+            switch input[index] {
+            case 0x0D:
+                lines.append([])
+                if index + 1 < input.count, input[index + 1] == 0x0A { index += 1 }
+            case 0x0A: lines.append([])
+            default: lines[lines.count - 1].append(input[index])
+            }
+            index += 1
+        }
+        if lines.last == [] { lines.removeLast() }
+        var out: [UInt8] = []
+        for line in lines { out += (line.first == 0x2E ? [0x2E] : []) + line + [0x0D, 0x0A] }
+        return out + [0x2E, 0x0D, 0x0A]
+    }
+
+    @Test func randomInputInRandomPiecesMatchesTheByteByByteReference() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x0D, 0x0A, 0x2E, 0x61, 0x62]
+        for _ in 0..<2000 {
+            let input = (0..<Int.random(in: 0..<60, using: &generator)).map { _ in
+                alphabet.randomElement(using: &generator)!
+            }
+            var encoder = SMTPDataEncoder()
+            var out: [UInt8] = []
+            var offset = 0
+            while offset < input.count {
+                let end = min(input.count, offset + Int.random(in: 1...8, using: &generator))
+                encoder.encode(input[offset..<end], into: &out)
+                offset = end
+            }
+            encoder.finish(into: &out)
+            #expect(out == reference(input), "input \(input)")
+        }
+    }
+
     @Test func noInputEndsTheDataEarly() {
         // Whatever the bytes, the framed output holds exactly one CRLF.CRLF, at its end.
         var generator = SystemRandomNumberGenerator()
