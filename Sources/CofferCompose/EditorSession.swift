@@ -11,7 +11,9 @@ import Glibc
 ///
 /// The editor is `$VISUAL`, else `$EDITOR`, else `vi`, split into words as a shell would split them (quotes and
 /// backslashes understood; no expansion, no pipes, no shell: a command that needs one is refused). It runs on the
-/// terminal (standard input, output and error inherited) through `ChildProcess` on the blocking pool. The file is
+/// terminal (standard input, output and error inherited) in this process's group, through
+/// `ChildProcess.runOnTerminal` on the blocking pool (Foundation's `Process` would put it in a group of its own, where
+/// reading the terminal stops it). The file is
 /// `<parent>/<pid>-<random>/<fileName>`: one folder (0700) per session under a memory-backed parent
 /// (`PreviewFolder.chooseCompose(fallback:)`), so the editor's swap, backup and undo files land beside it and go
 /// with it. The folder is deleted when ``edit(_:)`` returns or throws, and by `CleartextCleanup` on SIGTERM or
@@ -93,7 +95,7 @@ public struct EditorSession: Sendable {
         do {
             let command = self.command
             status = try await CleartextCleanup.leavingInterruptsToChild { () async throws(ChildProcess.Failure) in
-                try await ChildProcess.run(command[0], arguments: Array(command.dropFirst()) + [file])
+                try await ChildProcess.runOnTerminal(command[0], arguments: Array(command.dropFirst()) + [file])
             }
         } catch {
             await Self.remove(folder)

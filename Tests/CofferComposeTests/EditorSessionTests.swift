@@ -48,6 +48,7 @@ final class ScratchFolder: Sendable {
         printf 'undo' > "$dir/.$(basename "$file").un~"
         printf '%s' "$dir" > "$OUT/folder"
         stat -c '%a %U' "$dir" > "$OUT/mode"
+        ps -o pgid= -p $$ | tr -d ' ' > "$OUT/group"
         sed -i 's/hello/goodbye/' "$file"
         ls -a "$dir" > "$OUT/listing"
 
@@ -67,6 +68,12 @@ final class ScratchFolder: Sendable {
         let folder = try String(contentsOfFile: "\(out)/folder", encoding: .utf8)
         #expect(folder.hasPrefix("\(parent)/\(getpid())-"))
         #expect(try String(contentsOfFile: "\(out)/mode", encoding: .utf8).hasPrefix("700 "))
+        // The editor is in this process's group, the terminal's foreground group when run from a shell, so it can
+        // read the terminal (a child in a group of its own would be stopped by SIGTTIN).
+        let group = try String(contentsOfFile: "\(out)/group", encoding: .utf8).trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+        #expect(group == String(getpgrp()))
         let listing = try String(contentsOfFile: "\(out)/listing", encoding: .utf8).split(separator: "\n")
         #expect(Set(listing) == [".", "..", "message.txt", "message.txt~", ".message.txt.swp", ".message.txt.un~"])
         #expect(!FileManager.default.fileExists(atPath: folder), "the session folder survived")
