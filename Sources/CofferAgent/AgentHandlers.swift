@@ -49,7 +49,7 @@ public struct SilentConversation: AgentConversation {
 }
 
 /// `status`: every account's protection, lock state and autolock deadline.
-public final class StatusHandler: Sendable {
+package final class StatusHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasKeymakerRegistry & HasKeychain
 
@@ -93,7 +93,7 @@ public final class StatusHandler: Sendable {
 }
 
 /// `unlock`, `lock`, `autolock` and `protect` for one account.
-public final class SessionHandler: Sendable {
+package final class SessionHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasKeychain & HasPushTokens
         & HasLogger
@@ -267,7 +267,7 @@ public final class SessionHandler: Sendable {
 }
 
 /// Reading and importing mail, and attachments, for one account.
-public final class MailHandler: Sendable {
+package final class MailHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasMailStore & HasAttachmentCache
 
@@ -380,7 +380,7 @@ public final class MailHandler: Sendable {
 }
 
 /// `create` (`coffer init`): a new account's MainKey.
-public final class CreateHandler: Sendable {
+package final class CreateHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasKeymakerRegistry & HasPaths
 
@@ -403,7 +403,7 @@ public final class CreateHandler: Sendable {
 }
 
 /// `background`: the app went to the background, for every account.
-public final class BackgroundHandler: Sendable {
+package final class BackgroundHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasKeymakerRegistry
 
@@ -417,7 +417,7 @@ public final class BackgroundHandler: Sendable {
 }
 
 /// `logout`: destroys an account's key, purges its cache and deletes its store.
-public final class LogoutHandler: Sendable {
+package final class LogoutHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasKeymakerRegistry & HasKeychain & HasPaths
 

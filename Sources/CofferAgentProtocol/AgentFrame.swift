@@ -115,7 +115,7 @@ public enum FrameError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Reassembles frames from a byte stream. It checks each header as soon as its 8 bytes are in, so an oversized or
 /// garbage frame is refused before its payload is read; after an error the stream is unusable (close it).
-public struct FrameDecoder: Sendable {
+package struct FrameDecoder: Sendable {
     /// The largest payload accepted.
     public let maximumPayload: Int
     private var buffer: [UInt8] = []

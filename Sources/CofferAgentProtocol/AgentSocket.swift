@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The POSIX calls behind the agent socket: bind, connect, peer credentials, reads and writes with deadlines.
-public enum AgentSocket {
+package enum AgentSocket {
     /// The peer's process, user and group ids, as `SO_PEERCRED` reports them.
     public struct PeerCredentials: Sendable, Equatable {
         /// Process id.
@@ -128,7 +128,7 @@ public enum AgentSocket {
 /// Writes are serialised by a lock. ``close()`` may come from another thread while a reader waits: it shuts the
 /// socket down (which wakes the reader) and wipes the decoder under its lock; the descriptor itself is closed only in
 /// `deinit`, when no reader can still use it, so its number cannot be reused under a reader.
-public final class AgentConnection: Sendable {
+package final class AgentConnection: Sendable {
     /// The descriptor.
     public let fd: Int32
     private let decoder: NIOLockedValueBox<FrameDecoder>
