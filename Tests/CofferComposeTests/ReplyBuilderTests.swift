@@ -234,5 +234,11 @@ struct ReplyBuilderTests {
         let message = draft.outgoingMessage(from: Self.me)
         #expect(message.attachments.count == 1)
         #expect(message.attachments.first?.contentType == "message/rfc822")
+        // Known gap (docs/COMPOSE.md): the MIME writer refuses message/* attachments (it writes every attachment as
+        // base64, which RFC 2046 forbids for message/rfc822), so such a forward cannot be sent yet. This fails once
+        // the writer can write an enclosed message; the round trip should then be asserted here.
+        #expect(throws: CompositionError.unwritable(.unsupportedAttachmentType(.attachmentType(1)))) {
+            try draft.checkSendable(from: Self.me)
+        }
     }
 }
