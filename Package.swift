@@ -26,9 +26,9 @@ let package = Package(
         .library(name: "CofferPush", targets: ["CofferPush"]),
         .library(name: "CofferTPM", targets: ["CofferTPM"]),
         .library(name: "CofferSync", targets: ["CofferSync"]),
+        .library(name: "CofferOutbox", targets: ["CofferOutbox"]),
         .library(name: "CofferNotify", targets: ["CofferNotify"]),
         .library(name: "CofferNotifyClient", targets: ["CofferNotifyClient"]),
-        .library(name: "CofferOutbox", targets: ["CofferOutbox"]),
         .executable(name: "coffer", targets: ["coffer"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
         .executable(name: "coffer-notify", targets: ["coffer-notify"]),
@@ -97,7 +97,7 @@ let package = Package(
             name: "CofferAgentProtocol",
             dependencies: [
                 locks,
-                "CofferCrypto", "CofferStore", "CofferSync", "CofferNotifyClient", "CofferPush",
+                "CofferCrypto", "CofferStore", "CofferSync", "CofferNotifyClient", "CofferPush", "CofferOutbox",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -109,6 +109,7 @@ let package = Package(
                 locks,
                 "CofferAgentProtocol", "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore",
                 "CofferAttachments", "CofferSync", "CofferNotifyClient", "CofferContent", "CofferKeymakerTPM",
+                "CofferCompose", "CofferOutbox",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -160,6 +161,15 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // The outbox's sender: due messages over SMTP submission, then their copies in the Sent folder.
+        .target(
+            name: "CofferOutbox",
+            dependencies: [
+                locks,
+                "CofferCrypto", "CofferIMAP", "CofferSMTP", "CofferStore", "CofferSync", "CofferTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
         // IMAP accounts and sync into the sealed store (incremental by UID, UIDVALIDITY, expunges, flags both ways).
         .target(
             name: "CofferSync",
@@ -182,15 +192,6 @@ let package = Package(
         // so that the Keymaker and everything above it but the app build without libtss2.
         .target(name: "CofferKeymakerTPM", dependencies: ["CofferCrypto", "CofferKeymaker", "CofferTPM"]),
         // coffer-notify's service: sessions on GRDB, the Hummingbird HTTP API, Dovecot events in, encrypted pushes out.
-        // The outbox's sender: due messages over SMTP submission, then their copies in the Sent folder.
-        .target(
-            name: "CofferOutbox",
-            dependencies: [
-                locks,
-                "CofferCrypto", "CofferIMAP", "CofferSMTP", "CofferStore", "CofferSync", "CofferTransport",
-                .product(name: "NIOCore", package: "swift-nio"),
-            ]
-        ),
         .target(
             name: "CofferNotify",
             dependencies: [
@@ -239,7 +240,7 @@ let package = Package(
             dependencies: [
                 locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
-                "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferSampleMail",
+                "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferSampleMail", "CofferCompose", "CofferOutbox",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "CofferContent", "CofferTransport", "CofferIMAP", "CofferSync", "CofferNotifyClient", "CofferPush",
@@ -250,8 +251,9 @@ let package = Package(
             name: "coffer-bench",
             dependencies: [
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting",
-                "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferContent", "CofferHTML", "CofferMIME",
-                "CofferSampleMail", "CofferNotify", "CofferPush",
+                "CofferAgentProtocol",
+                "CofferApp", "CofferAgent", "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail",
+                "CofferNotify", "CofferPush",
                 "CofferKeymakerTPM", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -318,6 +320,13 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "CofferOutboxTests",
+            dependencies: [
+                "CofferOutbox", "CofferSMTP", "CofferIMAP", "CofferStore", "CofferMIME", "CofferTransport",
+                "CofferKeymaker", "CofferCrypto", "CofferTesting",
+            ]
+        ),
+        .testTarget(
             name: "CofferSMTPTests",
             dependencies: [
                 locks,
@@ -343,13 +352,6 @@ let package = Package(
         .testTarget(
             name: "CofferTPMTests",
             dependencies: [
-        .testTarget(
-            name: "CofferOutboxTests",
-            dependencies: [
-                "CofferOutbox", "CofferSMTP", "CofferIMAP", "CofferStore", "CofferMIME", "CofferTransport",
-                "CofferKeymaker", "CofferCrypto", "CofferTesting",
-            ]
-        ),
                 locks, "CofferTPM", "CofferKeymaker", "CofferKeymakerTPM", "CofferKeychain", "CofferTesting",
             ]
         ),

@@ -10,14 +10,15 @@ if grep -rnE '\bMutex *(<|\()' Sources Tests Fuzz; then
 fi
 swift build --build-tests
 # The network suites, the TPM suites and coffer-notify's: each in a run of its own, below.
-network='CofferIMAPTests|CofferTransportTests|CofferSyncTests|CofferSMTPTests'
+network='CofferIMAPTests|CofferTransportTests|CofferSyncTests|CofferSMTPTests|CofferOutboxTests'
 tpm='CofferTPMTests|TPMCLITests'
 notify='CofferNotifyTests|CofferNotifyClientTests'
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --skip "$network|$tpm|$notify" "$@"
 # The network suites (a private Dovecot and TLS servers on 127.0.0.1) run on their own: certificate validation runs
 # on Swift's cooperative thread pool, which the CLI suites' blocking process waits can starve on a 2-core machine
 # for longer than a handshake timeout. CofferSyncTests also runs `coffer` against the test Dovecot; CofferSMTPTests
-# sends through its submission service and a private Postfix (Tests/servers/postfix.py).
+# sends through its submission service and a private Postfix (Tests/servers/postfix.py); CofferOutboxTests sends
+# from the outbox and through `coffer compose`, `reply` and `send` to it.
 COFFER_BIN="$(swift build --show-bin-path)/coffer" swift test --skip-build --filter "$network" \
   --skip StreamedSubmissionTests "$@"
 # The 25 MB send measures this process's resident set while it sends: alone, so no other suite's allocations count.

@@ -225,6 +225,61 @@ public final class AgentDispatcher: Sendable {
             return try PushSessionHandler(dependencies: try user(account)).fastSyncStatus()
         case .push(let account, let body, let sync):
             return try await PushSessionHandler(dependencies: try user(account)).push(body: Array(body), sync: sync)
+        case .compose(let account, let server, let start):
+            return .composeContext(
+                try await WritingHandler(dependencies: try user(account)).start(start, server: server)
+            )
+        case .saveDraft(let account, let draft, let fields, let attach):
+            return .draftSaved(
+                try await WritingHandler(dependencies: try user(account)).saveDraft(
+                    id: draft,
+                    fields: fields,
+                    attach: attach
+                )
+            )
+        case .drafts(let account):
+            return .drafts(try await WritingHandler(dependencies: try user(account)).drafts())
+        case .deleteDraft(let account, let draft):
+            try await WritingHandler(dependencies: try user(account)).deleteDraft(draft)
+            return .done
+        case .sendDraft(let account, let draft, let server, let delay):
+            return .outboxEntry(
+                try await WritingHandler(dependencies: try user(account)).send(
+                    draft: draft,
+                    server: server,
+                    delay: delay
+                )
+            )
+        case .outbox(let account):
+            return .outbox(try await WritingHandler(dependencies: try user(account)).outbox())
+        case .outboxRetry(let account, let id):
+            let entry = try await WritingHandler(dependencies: try user(account)).retry(id)
+            return .outboxEntry(
+                entry
+                    ?? OutboxEntry(
+                        id: id,
+                        state: .sent,
+                        reason: nil,
+                        subject: "",
+                        recipients: [],
+                        attempts: 0,
+                        nextAttempt: Date(),
+                        size: 0
+                    )
+            )
+        case .outboxCancel(let account, let id):
+            try await WritingHandler(dependencies: try user(account)).cancel(id)
+            return .done
+        case .outboxFlush(let account, let server):
+            return .outboxSent(try await WritingHandler(dependencies: try user(account)).flush(server: server))
+        case .contacts(let account, let query):
+            return .contacts(try await WritingHandler(dependencies: try user(account)).contacts(matching: query))
+        case .contactAdd(let account, let name, let address):
+            return .contacts([
+                try await WritingHandler(dependencies: try user(account)).addContact(name: name, address: address)
+            ])
+        case .contactsExport(let account):
+            return .text(try await WritingHandler(dependencies: try user(account)).vCards())
         }
     }
 }

@@ -38,7 +38,7 @@ public struct AgentLimits: Sendable {
     func timeout(for op: AgentOperation) -> Int64 {
         switch op {
         case .unlock, .protect, .logout, .fastSyncOn, .notifyRegister: unlockMilliseconds
-        case .import, .sync, .watch, .push: importMilliseconds
+        case .import, .sync, .watch, .push, .saveDraft, .sendDraft, .outboxRetry, .outboxFlush: importMilliseconds
         default: requestMilliseconds
         }
     }
@@ -483,7 +483,8 @@ extension AgentOperation {
         case .status, .account, .create, .unlock, .lock, .autolock, .protect, .logout, .erase, .list, .search,
             .message, .attachments, .attachmentContent, .preview, .previewEnd, .save, .import, .sync, .serverAdd,
             .serverShow, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn, .fastSyncOff,
-            .fastSyncStatus, .push, .watch:
+            .fastSyncStatus, .push, .watch, .compose, .saveDraft, .drafts, .deleteDraft, .sendDraft, .outbox,
+            .outboxRetry, .outboxCancel, .outboxFlush, .contacts, .contactAdd, .contactsExport:
             false
         }
     }

@@ -1,6 +1,6 @@
 /// One frame of the agent protocol v4 (see docs/FORMAT.md, "Agent protocol v4").
 ///
-/// Layout: `"CF"` (0x43 0x46), the version byte (3), the kind byte, the payload length as a big-endian `UInt32`,
+/// Layout: `"CF"` (0x43 0x46), the version byte (5), the kind byte, the payload length as a big-endian `UInt32`,
 /// then the payload.
 public struct AgentFrame: Sendable, Equatable {
     /// What a frame carries.
@@ -21,7 +21,7 @@ public struct AgentFrame: Sendable, Equatable {
     }
 
     /// The protocol version this code speaks.
-    public static let version: UInt8 = 4
+    public static let version: UInt8 = 5
     /// The header's size in bytes.
     public static let headerSize = 8
     /// The largest payload the agent accepts from a client (requests, answers and secrets are small).

@@ -1,7 +1,10 @@
+import CofferMIME
 import CofferNotifyClient
+import CofferOutbox
 import CofferPush
 import CofferStore
 import CofferSync
+import CofferTransport
 import Foundation
 
 /// The name of a request's operation: what logs, limits and the FORMAT tables speak of.
@@ -25,6 +28,18 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case fastSyncStatus = "fastsync-status"
     case push
     case watch
+    case compose
+    case saveDraft = "save-draft"
+    case drafts
+    case deleteDraft = "delete-draft"
+    case sendDraft = "send-draft"
+    case outbox
+    case outboxRetry = "outbox-retry"
+    case outboxCancel = "outbox-cancel"
+    case outboxFlush = "outbox-flush"
+    case contacts
+    case contactAdd = "contact-add"
+    case contactsExport = "contacts-export"
 }
 
 /// How a person proves they may unlock (or change, or log out) an account.
@@ -135,6 +150,32 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     /// One push body as the service sent it (raw, or base64url): opened with the session's push key (no MainKey),
     /// and when `sync` and it carries a FastSync key (or the key is in memory), its folder synced.
     case push(account: String, body: Data, sync: Bool)
+    /// Where a message being written starts: the sending address of server account `server` (or the only one) and
+    /// the fields of a new message, a draft, a reply or a forward.
+    case compose(account: String, server: Int64?, start: ComposeStart)
+    /// Saves a draft (`draft`, or a new one) and seals each file of `attach` (absolute paths) into it.
+    case saveDraft(account: String, draft: Int64?, fields: ComposedFields, attach: [String])
+    /// The saved drafts.
+    case drafts(account: String)
+    /// Deletes a draft with its attachments.
+    case deleteDraft(account: String, draft: Int64)
+    /// Queues a draft (deleting it) through server account `server`, not before `delay` seconds; with no delay it
+    /// is sent before the reply.
+    case sendDraft(account: String, draft: Int64, server: Int64?, delay: Int)
+    /// The outbox.
+    case outbox(account: String)
+    /// Queues a failed message for a new attempt now and sends it.
+    case outboxRetry(account: String, id: Int64)
+    /// Takes a queued or failed message back out of the outbox.
+    case outboxCancel(account: String, id: Int64)
+    /// Sends every due message of server account `server` (or the only one) now.
+    case outboxFlush(account: String, server: Int64?)
+    /// The address book, or the contacts `query` finds.
+    case contacts(account: String, query: String?)
+    /// Adds (or names) a contact.
+    case contactAdd(account: String, name: String?, address: String)
+    /// The address book as vCard 4.0.
+    case contactsExport(account: String)
 
     /// The operation's name.
     public var operation: AgentOperation {
@@ -171,6 +212,18 @@ public enum AgentRequest: Codable, Sendable, Equatable {
         case .fastSyncStatus: .fastSyncStatus
         case .push: .push
         case .watch: .watch
+        case .compose: .compose
+        case .saveDraft: .saveDraft
+        case .drafts: .drafts
+        case .deleteDraft: .deleteDraft
+        case .sendDraft: .sendDraft
+        case .outbox: .outbox
+        case .outboxRetry: .outboxRetry
+        case .outboxCancel: .outboxCancel
+        case .outboxFlush: .outboxFlush
+        case .contacts: .contacts
+        case .contactAdd: .contactAdd
+        case .contactsExport: .contactsExport
         }
     }
 
@@ -188,7 +241,10 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .serverShow(let account), .serverRemove(let account, _), .notifyRegister(let account, _, _, _),
             .notifyStatus(let account), .notifyUnregister(let account), .fastSyncOn(let account, _, _),
             .fastSyncOff(let account), .fastSyncStatus(let account), .push(let account, _, _),
-            .watch(let account, _, _, _, _):
+            .watch(let account, _, _, _, _), .compose(let account, _, _), .saveDraft(let account, _, _, _),
+            .drafts(let account), .deleteDraft(let account, _), .sendDraft(let account, _, _, _), .outbox(let account),
+            .outboxRetry(let account, _), .outboxCancel(let account, _), .outboxFlush(let account, _),
+            .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account):
             account
         }
     }
@@ -228,6 +284,8 @@ public struct ServerSettings: Codable, Sendable, Equatable {
     public var pinReportURL: String?
     /// When the pins stop being enforced (only reported), Unix seconds, or nil.
     public var pinExpires: Int64?
+    /// The SMTP submission server mail is sent through, or nil.
+    public var submission: SubmissionSettings?
 
     /// Settings from an account record (its password left out).
     public init(_ server: ServerAccount, id: Int64? = nil) {
@@ -241,11 +299,12 @@ public struct ServerSettings: Codable, Sendable, Equatable {
         connectAddress = server.endpoint.connectAddress
         pinReportURL = server.endpoint.pinReportURL
         pinExpires = server.endpoint.pinExpires.map { Int64($0.timeIntervalSince1970) }
+        submission = server.submission.map(SubmissionSettings.init)
     }
 
-    /// The account record with `password`.
+    /// The account record with `password` (the submission server, if any, logs in with the same).
     public func account(password: String) -> ServerAccount {
-        ServerAccount(
+        var account = ServerAccount(
             host: host,
             port: port,
             username: username,
@@ -256,6 +315,80 @@ public struct ServerSettings: Codable, Sendable, Equatable {
             startTLS: startTLS,
             pinReportURL: pinReportURL,
             pinExpires: pinExpires.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        )
+        account.submission = submission?.server
+        return account
+    }
+}
+
+/// An account's SMTP submission server as it travels over the agent socket (no password: it logs in as the IMAP
+/// account does, or as `username` with the IMAP password).
+public struct SubmissionSettings: Codable, Sendable, Equatable {
+    /// The host name the certificate must carry.
+    public var host: String
+    /// The port (465 implicit TLS, 587 STARTTLS).
+    public var port: Int
+    /// STARTTLS on a plain connection instead of implicit TLS.
+    public var startTLS: Bool
+    /// Its own SPKI pins (base64 SHA-256).
+    public var pins: [String]
+    /// A PEM bundle of CAs instead of the system store (an absolute path).
+    public var caFile: String?
+    /// An address to connect to instead of the host.
+    public var connectAddress: String?
+    /// The account's own address: the From of mail written here.
+    public var address: MailAddress
+    /// Its login name, or nil for the IMAP account's.
+    public var username: String?
+
+    /// Creates one.
+    public init(
+        host: String,
+        port: Int,
+        startTLS: Bool,
+        pins: [String],
+        caFile: String?,
+        connectAddress: String?,
+        address: MailAddress,
+        username: String?
+    ) {
+        self.host = host
+        self.port = port
+        self.startTLS = startTLS
+        self.pins = pins
+        self.caFile = caFile
+        self.connectAddress = connectAddress
+        self.address = address
+        self.username = username
+    }
+
+    /// The settings of a stored submission server (its password left out).
+    public init(_ server: SubmissionServer) {
+        self.init(
+            host: server.endpoint.host,
+            port: server.endpoint.port,
+            startTLS: server.endpoint.security == .startTLS,
+            pins: server.endpoint.pins,
+            caFile: server.endpoint.caFile,
+            connectAddress: server.endpoint.connectAddress,
+            address: server.address,
+            username: server.username
+        )
+    }
+
+    /// The record.
+    public var server: SubmissionServer {
+        SubmissionServer(
+            endpoint: ServerEndpoint(
+                host: host,
+                port: port,
+                security: startTLS ? .startTLS : .implicitTLS,
+                pins: pins,
+                caFile: caFile,
+                connectAddress: connectAddress
+            ),
+            address: address,
+            username: username
         )
     }
 }
@@ -444,6 +577,22 @@ public enum AgentReply: Codable, Sendable {
     /// push: the push opened (never its FastSync key), how many new messages its sync stored (nil: no sync), and
     /// why its sync failed, if it did.
     case pushOpened(PushMessage, fetched: Int?, syncFailure: String?)
+    /// Where a message being written starts (compose).
+    case composeContext(ComposeContext)
+    /// The draft as saved (save-draft).
+    case draftSaved(DraftInfo)
+    /// The saved drafts (drafts).
+    case drafts([DraftInfo])
+    /// A message of the outbox as it stands (send-draft, outbox-retry).
+    case outboxEntry(OutboxEntry)
+    /// The outbox (outbox).
+    case outbox([OutboxEntry])
+    /// What a drain of the outbox did (outbox-flush).
+    case outboxSent(OutboxReport)
+    /// Contacts (contacts, contact-add).
+    case contacts([ContactInfo])
+    /// Text (contacts-export: vCard).
+    case text(String)
     /// The request failed.
     case failure(AgentFailure)
 

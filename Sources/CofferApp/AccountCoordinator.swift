@@ -1,14 +1,15 @@
 import CofferAgentProtocol
 import CofferCrypto
 import CofferKeymaker
+import CofferOutbox
 import CofferStore
 import CofferSync
 import NIOConcurrencyHelpers
 
 /// The one owner of an account's background work: every sync of its store (a `coffer sync`, `--watch`, a push while
 /// unlocked, FastSync while locked) runs here, one job at a time, in the order asked, with one rule for choosing the
-/// server account. The outbox will drain here too: a ``Job`` names what to do, the coordinator decides when and with
-/// which key.
+/// server account. The outbox drains here too (``Job/send(server:)``): a ``Job`` names what to do, the coordinator
+/// decides when and with which key.
 ///
 /// The two push routes differ only in their key: unlocked, the job uses the account's Keymaker under
 /// ``KeyUse/background`` (so it never restarts the autolock); locked, FastSync's key is granted to this one job
@@ -21,6 +22,22 @@ public struct AccountCoordinator: Sendable {
     public enum Job: Sendable {
         /// Sync `folders` (all when empty) of the server account `server` (or the only one).
         case sync(server: Int64?, folders: [String], batch: Int?)
+        /// Send the due messages of server account `server` from the outbox, then store their Sent copies
+        /// (``OutboxSender``). Always background work: it never restarts the autolock.
+        case send(server: Int64)
+    }
+
+    /// What a job did.
+    public enum Outcome: Sendable {
+        /// A sync's summary.
+        case synced(SyncSummary)
+        /// What a drain of the outbox sent.
+        case sent(OutboxReport)
+
+        /// The sync's summary (empty for another job).
+        public var summary: SyncSummary {
+            if case .synced(let summary) = self { summary } else { SyncSummary() }
+        }
     }
 
     /// Where a job's key comes from.
@@ -52,7 +69,7 @@ public struct AccountCoordinator: Sendable {
         _ job: Job,
         key: KeySupply = .account,
         progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
-    ) async throws -> SyncSummary {
+    ) async throws -> Outcome {
         try await turns.inTurn {
             switch key {
             case .account:
@@ -66,15 +83,27 @@ public struct AccountCoordinator: Sendable {
         }
     }
 
-    private func perform(_ job: Job, progress: @escaping @Sendable (SyncProgress) -> Void) async throws -> SyncSummary {
+    /// Sends the due messages of server account `server` (``Job/send(server:)``) after the jobs asked before.
+    public func send(server: Int64) async throws -> OutboxReport {
+        guard case .sent(let report) = try await run(.send(server: server)) else { return OutboxReport() }
+        return report
+    }
+
+    private func perform(_ job: Job, progress: @escaping @Sendable (SyncProgress) -> Void) async throws -> Outcome {
+        let store = try dependencies.mailStore
         switch job {
         case .sync(let server, let folders, let batch):
-            let store = try dependencies.mailStore
             let chosen = try await Self.serverAccount(server, in: store).id
-            return try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
-                accountID: chosen,
-                folders: folders,
-                progress: progress
+            return .synced(
+                try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
+                    accountID: chosen,
+                    folders: folders,
+                    progress: progress
+                )
+            )
+        case .send(let server):
+            return .sent(
+                try await KeyUse.background.run { try await OutboxSender(store: store).drain(accountID: server) }
             )
         }
     }

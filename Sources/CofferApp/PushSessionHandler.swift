@@ -220,7 +220,7 @@ public final class PushSessionHandler: Sendable {
             try await dependencies.coordinator.run(
                 .sync(server: nil, folders: [push.folder ?? "INBOX"], batch: nil),
                 key: key
-            )
+            ).summary
         }
     }
 

@@ -25,6 +25,7 @@ public struct SyncHandler: Sendable {
         progress: @escaping @Sendable (SyncProgress) -> Void = { _ in }
     ) async throws -> SyncSummary {
         try await dependencies.coordinator.run(.sync(server: id, folders: folders, batch: batch), progress: progress)
+            .summary
     }
 
     /// Waits up to `seconds` (at most 29 minutes, as RFC 2177 asks) for a change of the first of `folders` with IDLE,
@@ -48,7 +49,7 @@ public struct SyncHandler: Sendable {
             return try await dependencies.coordinator.run(
                 .sync(server: server.id, folders: folders, batch: batch),
                 progress: progress
-            )
+            ).summary
         }
     }
 

@@ -9,7 +9,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// What one drain of an account's outbox did.
-public struct OutboxReport: Sendable, Equatable {
+public struct OutboxReport: Codable, Sendable, Equatable {
     /// Messages the submission server accepted.
     public var sent = 0
     /// Messages that failed for now and are queued again (a 4xx reply, a network fault), with backoff.
@@ -23,7 +23,7 @@ public struct OutboxReport: Sendable, Equatable {
     public var sentCopyFailure: String?
 
     /// A message that failed for good.
-    public struct Failure: Sendable, Equatable {
+    public struct Failure: Codable, Sendable, Equatable {
         /// The outbox item.
         public var id: Int64
         /// Its subject, as queued.

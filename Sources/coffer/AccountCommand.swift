@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferAgentProtocol
 import CofferCrypto
+import CofferMIME
 import CofferStore
 import CofferSync
 import CofferTransport
@@ -49,6 +50,51 @@ struct AccountCommand: AsyncParsableCommand {
         var pinExpires: String?
         @Flag(name: .long, help: "Read the password from standard input's next line instead of the terminal.")
         var passwordStdin = false
+        @Option(
+            name: .long,
+            help: """
+                The SMTP submission server mail is sent through, as submissions://HOST[:PORT] (TLS, 465 by default) \
+                or submission://HOST[:PORT] (STARTTLS, 587); it logs in as the IMAP account, and --ca-file and \
+                --connect apply to it too.
+                """
+        )
+        var smtp: String?
+        @Option(
+            name: .customLong("smtp-pin-sha256"),
+            help: "An SPKI pin of the SMTP server; repeat for the backup key."
+        )
+        var smtpPins: [String] = []
+        @Option(
+            name: .long,
+            help: "Your address on mail written here, as \"Name <address>\" (default: the login name, if an address)."
+        )
+        var from: String?
+
+        /// `submissions://HOST[:PORT]` or `submission://HOST[:PORT]` (STARTTLS) split, or nil.
+        static func parseSubmission(_ url: String) -> (host: String, port: Int, startTLS: Bool)? {
+            let startTLS = url.lowercased().hasPrefix("submission://")
+            let prefix = startTLS ? "submission://" : "submissions://"
+            guard url.lowercased().hasPrefix(prefix) else { return nil }
+            var rest = String(url.dropFirst(prefix.count))
+            if rest.hasSuffix("/") { rest.removeLast() }
+            guard !rest.contains("/"), !rest.contains("@"),
+                let (host, port) = PinCommand.parse(rest, defaultPort: startTLS ? 587 : 465)
+            else { return nil }
+            return (host, port, startTLS)
+        }
+
+        /// The sending address: `--from`, else the login name when it is an address.
+        func sendingAddress() throws -> MailAddress {
+            let text = from ?? user
+            guard let address = MailAddress.parseList(text).first, address.address.contains("@") else {
+                throw ValidationError(
+                    from == nil
+                        ? "--smtp needs --from \"Name <address>\": the login name is not an email address."
+                        : "--from must be an email address, such as \"Alice <alice@example.com>\"."
+                )
+            }
+            return address
+        }
 
         /// `imaps://HOST[:PORT]` or `imap://HOST[:PORT]` (STARTTLS) split, or nil.
         static func parse(_ url: String) -> (host: String, port: Int, startTLS: Bool)? {
@@ -70,6 +116,20 @@ struct AccountCommand: AsyncParsableCommand {
                 )
             }
             guard !user.isEmpty else { throw ValidationError("--user must not be empty.") }
+            if let smtp {
+                guard Self.parseSubmission(smtp) != nil else {
+                    throw ValidationError(
+                        "--smtp must be submissions://HOST[:PORT] or submission://HOST[:PORT] (STARTTLS) with a port "
+                            + "from 1 to 65535."
+                    )
+                }
+                guard smtpPins.isEmpty || smtpPins.count >= 2 else {
+                    throw ValidationError("Give at least two --smtp-pin-sha256: the server's key and a backup key.")
+                }
+                _ = try sendingAddress()
+            } else if !smtpPins.isEmpty || from != nil {
+                throw ValidationError("--smtp-pin-sha256 and --from need --smtp.")
+            }
             if let pinReportURL {
                 guard let url = URL(string: pinReportURL), url.scheme?.lowercased() == "https", url.host != nil else {
                     throw ValidationError("--pin-report-url must be an https URL.")
@@ -109,7 +169,7 @@ struct AccountCommand: AsyncParsableCommand {
                 guard let (host, port, startTLS) = Self.parse(imap) else {
                     throw CLIError("--imap is not imaps://HOST[:PORT] or imap://HOST[:PORT].")
                 }
-                let settings = ServerSettings(
+                var settings = ServerSettings(
                     ServerAccount(
                         host: host,
                         port: port,
@@ -123,6 +183,18 @@ struct AccountCommand: AsyncParsableCommand {
                         pinExpires: try Self.expiry(pinExpires)
                     )
                 )
+                if let smtp, let (smtpHost, smtpPort, smtpStartTLS) = Self.parseSubmission(smtp) {
+                    settings.submission = SubmissionSettings(
+                        host: smtpHost,
+                        port: smtpPort,
+                        startTLS: smtpStartTLS,
+                        pins: smtpPins,
+                        caFile: trust.absoluteCAFile,
+                        connectAddress: trust.connect,
+                        address: try sendingAddress(),
+                        username: nil
+                    )
+                }
                 let url = settings.account(password: "").url
                 try await CommandPath.with(home) { path in
                     // Whoever holds the key (the agent, or this process) checks the login and stores the account.
@@ -134,6 +206,9 @@ struct AccountCommand: AsyncParsableCommand {
                     let reply = try await path.call(.serverAdd(account: account, server: settings), secret: secret)
                     guard case .serverAdded(let id, let pinCheck) = reply else { throw AppError.malformedMessage }
                     print("Added mail server account \(id): \(user) at \(url) (login checked, \(pinCheck)).")
+                    if let submission = settings.submission?.server {
+                        print("Mail from \(submission.address) is sent through \(submission.url).")
+                    }
                 }
             }
         }
@@ -162,6 +237,12 @@ struct AccountCommand: AsyncParsableCommand {
                     )
                     print("\tCAs: \(account.caFile ?? "system")")
                     if let address = account.connectAddress { print("\tconnects to: \(address)") }
+                    if let submission = account.submission?.server {
+                        print("\tsends mail from \(submission.address) through \(submission.url)")
+                        if !submission.endpoint.pins.isEmpty {
+                            print("\tsubmission pins: \(submission.endpoint.pins.joined(separator: " "))")
+                        }
+                    }
                     if let report = account.pinReportURL { print("\tpin failures reported to: \(report)") }
                     if let expires = account.pinExpires {
                         let date = Date(timeIntervalSince1970: TimeInterval(expires))

@@ -19,7 +19,8 @@ struct Coffer: AsyncParsableCommand {
             ShowCommand.self, SearchCommand.self,
             AttachmentsCommand.self, AttachmentCommand.self, RenderCommand.self,
             PinCommand.self, AccountCommand.self, SyncCommand.self, NotifyCommand.self, PushHandlerCommand.self,
-            FastSyncCommand.self,
+            FastSyncCommand.self, ComposeCommand.self, ReplyCommand.self, ForwardCommand.self, SendCommand.self,
+            DraftsCommand.self, OutboxCommand.self, ContactsCommand.self,
         ],
         defaultSubcommand: Tour.self
     )

@@ -48,8 +48,15 @@ struct SyncCommand: AsyncParsableCommand {
                 }
                 var request = AgentRequest.sync(account: account, server: id, folders: folder, batch: batch)
                 repeat {
-                    let reply = try await path.call(request, progress: show)
-                    line.finish()
+                    let reply: AgentReply
+                    do {
+                        reply = try await path.call(request, progress: show)
+                        line.finish()
+                    } catch {
+                        // The error goes on a line of its own, not glued to the progress bar.
+                        line.finish()
+                        throw error
+                    }
                     guard case .synced(let summary) = reply else { throw AppError.malformedMessage }
                     print(Self.line(summary))
                     // A folder the server named is shown without its control characters: it is the server's text.

@@ -1,0 +1,302 @@
+import CofferAgentProtocol
+import CofferCompose
+import CofferMIME
+import CofferOutbox
+import CofferStore
+import Foundation
+
+/// Writing and sending in the agent (or a command's own process): where a message starts (new, a draft, a reply or a
+/// forward), drafts sealed in the store with their attachments, the outbox, and the address book.
+///
+/// Every message is a draft before it is queued: `send` writes the draft once with the MIME writer into the sealed
+/// outbox and deletes the draft in the same transaction. The account's coordinator sends (``AccountCoordinator``,
+/// `Job.send`) as background work, which never restarts the autolock.
+public struct WritingHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasMailStore & HasAccountCoordinator
+
+    private let dependencies: any Dependencies
+
+    /// A handler over one account's container.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// The longest body of a stored message a reply quotes or a forward includes, in bytes.
+    static let maxQuotedBytes = 256 * 1024
+
+    /// What the editor opens with: the sending address of server account `server` (or the only one) and the fields
+    /// of a new message, a draft, a reply or a forward.
+    ///
+    /// - Throws: ``AgentFailure`` (`badRequest`) when the account has no submission server (so no sending address),
+    ///   the draft or message does not exist.
+    public func start(_ start: ComposeStart, server: Int64?) async throws -> ComposeContext {
+        let store = try dependencies.mailStore
+        let from = try await Self.sendingAddress(server, in: store)
+        switch start {
+        case .new:
+            return ComposeContext(from: from, fields: ComposedFields(), draft: nil)
+        case .draft(let id):
+            let draft = try await draftInfo(id, in: store)
+            return ComposeContext(from: from, fields: draft.fields, draft: draft)
+        case .reply(let id, let all):
+            let original = try await Self.original(id, in: store)
+            let builder = ReplyBuilder(ownAddresses: [from.address], maxQuotedBytes: Self.maxQuotedBytes)
+            return ComposeContext(from: from, fields: Self.fields(builder.reply(to: original, all: all)), draft: nil)
+        case .forward(let id):
+            let original = try await Self.original(id, in: store)
+            let builder = ReplyBuilder(ownAddresses: [from.address], maxQuotedBytes: Self.maxQuotedBytes)
+            return ComposeContext(from: from, fields: Self.fields(builder.forward(original)), draft: nil)
+        }
+    }
+
+    /// Saves `fields` as draft `id` (or a new draft), then seals each file of `attach` (absolute paths) into it.
+    ///
+    /// - Throws: ``AgentFailure`` (`badRequest`) for a relative path or one that is not a readable regular file,
+    ///   before anything is saved.
+    public func saveDraft(id: Int64?, fields: ComposedFields, attach: [String]) async throws -> DraftInfo {
+        let store = try dependencies.mailStore
+        for path in attach { try Self.checkAttachable(path) }
+        let saved = try await store.saveDraft(
+            DraftContent(
+                to: fields.to,
+                cc: fields.cc,
+                bcc: fields.bcc,
+                subject: fields.subject,
+                inReplyTo: fields.inReplyTo,
+                references: fields.references,
+                text: fields.text
+            ),
+            id: id
+        )
+        for path in attach {
+            try await store.addDraftAttachment(
+                to: saved,
+                contentsOf: path,
+                filename: (path as NSString).lastPathComponent,
+                contentType: Self.contentType(of: path)
+            )
+        }
+        return try await draftInfo(saved, in: store)
+    }
+
+    /// Every draft, most recently saved first.
+    public func drafts() async throws -> [DraftInfo] {
+        let store = try dependencies.mailStore
+        var result: [DraftInfo] = []
+        for summary in try await store.drafts() { result.append(try await draftInfo(summary.id, in: store)) }
+        return result.sorted { $0.updated > $1.updated }
+    }
+
+    /// Deletes draft `id` with its attachments.
+    public func deleteDraft(_ id: Int64) async throws {
+        try await dependencies.mailStore.deleteDraft(id)
+    }
+
+    /// Queues draft `id` through server account `server` (or the only one), not before `delay` seconds from now:
+    /// the MIME writer writes it once into the sealed outbox and the draft is deleted in the same transaction. With
+    /// no delay, the account's coordinator sends it before this returns.
+    ///
+    /// - Returns: The message as it stands after the attempt (or queued, with a delay).
+    /// - Throws: ``AgentFailure`` (`badRequest`) for a draft without a recipient, or an account without a
+    ///   submission server; the writer's refusal (``StoreError/compose(_:)``).
+    public func send(draft id: Int64, server: Int64?, delay: Int) async throws -> OutboxEntry {
+        let store = try dependencies.mailStore
+        let chosen = try await AccountCoordinator.serverAccount(server, in: store)
+        let from = try await Self.sendingAddress(chosen.id, in: store)
+        let draft = try await store.draft(id)
+        let content = draft.content
+        guard !(content.to.isEmpty && content.cc.isEmpty && content.bcc.isEmpty) else {
+            throw AgentFailure(.badRequest, "The draft has no recipient; add one to To, Cc or Bcc.")
+        }
+        let message = OutgoingMessage(
+            from: from,
+            to: content.to,
+            cc: content.cc,
+            bcc: content.bcc,
+            subject: content.subject,
+            inReplyTo: content.inReplyTo,
+            references: content.references,
+            text: content.text,
+            attachments: try await store.outgoingAttachments(ofDraft: id)
+        )
+        let item = try await store.enqueue(
+            message,
+            accountID: chosen.id,
+            sendAfter: Date().addingTimeInterval(TimeInterval(max(0, delay))),
+            replacingDraft: id
+        )
+        if delay <= 0 { _ = try await dependencies.coordinator.send(server: chosen.id) }
+        return try await outbox().first { $0.id == item.id }
+            ?? OutboxEntry(Self.sentEntry(item))
+    }
+
+    /// Sends every due message of server account `server` (or the only one) now.
+    public func flush(server: Int64?) async throws -> OutboxReport {
+        let store = try dependencies.mailStore
+        let chosen = try await AccountCoordinator.serverAccount(server, in: store)
+        return try await dependencies.coordinator.send(server: chosen.id)
+    }
+
+    /// The outbox, oldest first.
+    public func outbox() async throws -> [OutboxEntry] {
+        try await dependencies.mailStore.outbox().map(OutboxEntry.init)
+    }
+
+    /// Queues a failed message for a new attempt now (its attempts counted from zero) and sends it.
+    public func retry(_ id: Int64) async throws -> OutboxEntry? {
+        let store = try dependencies.mailStore
+        try await store.retry(id)
+        guard let item = try await store.outbox().first(where: { $0.id == id }) else { return nil }
+        _ = try await dependencies.coordinator.send(server: item.accountID)
+        return try await outbox().first { $0.id == id }
+    }
+
+    /// Takes a queued or failed message back out of the outbox.
+    public func cancel(_ id: Int64) async throws {
+        try await dependencies.mailStore.cancel(id)
+    }
+
+    /// The address book: every contact, or those a word of whose name or address starts with `query`.
+    public func contacts(matching query: String?) async throws -> [ContactInfo] {
+        let store = try dependencies.mailStore
+        let found: [Contact]
+        if let query {
+            found = try await store.contacts(matching: query)
+        } else {
+            found = try await store.allContacts()
+        }
+        return found.map { ContactInfo(id: $0.id, name: $0.name, address: $0.address, timesSeen: $0.timesSeen) }
+    }
+
+    /// Adds (or names) a contact.
+    public func addContact(name: String?, address: String) async throws -> ContactInfo {
+        let contact = try await dependencies.mailStore.addContact(name: name, address: address)
+        return ContactInfo(id: contact.id, name: contact.name, address: contact.address, timesSeen: contact.timesSeen)
+    }
+
+    /// The whole address book as vCard 4.0 text.
+    public func vCards() async throws -> String {
+        MailStore.vCard(for: try await dependencies.mailStore.allContacts())
+    }
+
+    // MARK: - Pieces
+
+    /// The sending address of server account `id` (or the only one).
+    static func sendingAddress(_ id: Int64?, in store: MailStore) async throws -> MailAddress {
+        let chosen = try await AccountCoordinator.serverAccount(id, in: store)
+        guard let submission = chosen.server.submission else {
+            throw AgentFailure(
+                .badRequest,
+                "The mail server account \(chosen.id) has no SMTP submission server, so mail cannot be sent from it."
+            )
+        }
+        return submission.address
+    }
+
+    private func draftInfo(_ id: Int64, in store: MailStore) async throws -> DraftInfo {
+        let draft = try await store.draft(id)
+        let content = draft.content
+        return DraftInfo(
+            id: draft.id,
+            fields: ComposedFields(
+                to: content.to,
+                cc: content.cc,
+                bcc: content.bcc,
+                subject: content.subject,
+                text: content.text,
+                inReplyTo: content.inReplyTo,
+                references: content.references
+            ),
+            attachments: draft.attachments.map { .init(id: $0.id, filename: $0.filename, size: $0.size) },
+            updated: draft.updated
+        )
+    }
+
+    /// A stored message as the reply builder reads it: its headers as received (but its content headers), and its
+    /// text (or, without one, its HTML, which the builder renders as text) as the one body part. The store keeps a
+    /// message's parts, not its bytes.
+    static func original(_ id: Int64, in store: MailStore) async throws -> MIMEMessage {
+        let detail = try await store.readMessage(id)
+        var bytes: [UInt8] = []
+        for header in detail.headers where !header.name.lowercased().hasPrefix("content-") {
+            guard header.name.lowercased() != "mime-version" else { continue }
+            bytes += Array("\(header.name):\(header.rawValue)\r\n".utf8)
+        }
+        let isHTML = detail.textBody == nil && detail.htmlBody != nil
+        let body = String((detail.textBody ?? detail.htmlBody ?? "").utf8.prefix(maxQuotedBytes * 2)) ?? ""
+        bytes += Array(
+            ("MIME-Version: 1.0\r\nContent-Type: text/\(isHTML ? "html" : "plain"); charset=utf-8\r\n"
+                + "Content-Transfer-Encoding: 8bit\r\n\r\n").utf8
+        )
+        bytes += Array(body.utf8)
+        do {
+            return try MIMEParser.parse(bytes)
+        } catch {
+            throw AgentFailure(.badRequest, "Message \(id) cannot be quoted: \(error)")
+        }
+    }
+
+    private static func fields(_ draft: ComposeDraft) -> ComposedFields {
+        ComposedFields(
+            to: draft.to,
+            cc: draft.cc,
+            bcc: draft.bcc,
+            subject: draft.subject,
+            text: draft.body,
+            inReplyTo: draft.inReplyTo,
+            references: draft.references
+        )
+    }
+
+    /// Refuses what cannot be attached before anything is saved.
+    static func checkAttachable(_ path: String) throws {
+        guard path.hasPrefix("/") else {
+            throw AgentFailure(.badRequest, "The path of a file to attach must be absolute.")
+        }
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, access(path, R_OK) == 0 else {
+            throw AgentFailure(.badRequest, "\(path) is not a file that can be read, so it cannot be attached.")
+        }
+    }
+
+    /// A content type from the file name's extension (the recipient's program decides what to do with it).
+    static func contentType(of path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "txt": "text/plain"
+        case "pdf": "application/pdf"
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "gif": "image/gif"
+        case "zip": "application/zip"
+        default: "application/octet-stream"
+        }
+    }
+
+    private static func sentEntry(_ item: OutboxItem) -> OutboxItem {
+        var sent = item
+        sent.state = .sent
+        return sent
+    }
+}
+
+extension OutboxEntry {
+    /// The entry of an outbox item.
+    init(_ item: OutboxItem) {
+        let (state, reason): (State, String?) =
+            switch item.state {
+            case .queued: (.queued, nil)
+            case .sending: (.sending, nil)
+            case .failed(let reason): (.failed, reason)
+            case .sent: (.sent, nil)
+            }
+        self.init(
+            id: item.id,
+            state: state,
+            reason: reason,
+            subject: item.subject,
+            recipients: item.envelope.recipients,
+            attempts: item.attempts,
+            nextAttempt: item.nextAttempt,
+            size: item.size
+        )
+    }
+}

@@ -1,0 +1,117 @@
+import CofferTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writing and sending through the `coffer` binary, as a person would, against Dovecot's submission service relaying
+/// through Postfix into the recipient's mailbox: the round trip, replies, the kill test and the canary scan.
+@Suite(.serialized) struct SendCLITests {
+    typealias Server = TestServers.SubmissionDovecot
+
+    /// A home for `user`, unprotected, with its account on `server`: IMAP and (for alice) submission, both pinned.
+    static func home(
+        _ server: Server,
+        user: (user: String, password: String, address: String),
+        submission: Bool
+    )
+        throws -> CLIRunner
+    {
+        let cli = CLIRunner(prefix: "coffer-send-\(user.user)", ownRuntime: true)
+        let created = try cli.run(["init", "--account", user.user])
+        #expect(created.status == 0, "\(created.stderr)")
+        let pins = [try server.pin("a"), try server.pin("backup")]
+        var arguments = [
+            "account", "add", "--imap", "imaps://\(Server.name):\(server.imapsPort)", "--user", user.user,
+            "--ca-file", "\(server.certs)/ca.pem", "--connect", "127.0.0.1", "--password-stdin",
+        ]
+        arguments += pins.flatMap { ["--pin-sha256", $0] }
+        if submission {
+            arguments += [
+                "--smtp", "submissions://\(Server.name):\(server.submissionsPort)", "--from",
+                "\(user.user.capitalized) <\(user.address)>",
+            ]
+            arguments += pins.flatMap { ["--smtp-pin-sha256", $0] }
+        }
+        let added = try cli.run(arguments, input: "\(user.password)\n")
+        #expect(added.status == 0, "\(added.stdout) \(added.stderr)")
+        return cli
+    }
+
+    /// Syncs `cli`'s account until `count` messages are listed (the relay delivers after the server's answer).
+    static func syncUntil(_ cli: CLIRunner, count: Int, label: String? = nil) throws -> [String] {
+        let deadline = Date().addingTimeInterval(60)
+        while true {
+            let synced = try cli.run(["sync"])
+            #expect(synced.status == 0, "\(synced.stdout) \(synced.stderr)")
+            let listed = try cli.run(["list", "--limit", "1000"] + (label.map { ["--label", $0] } ?? []))
+            let lines = listed.stdout.split(separator: "\n").map(String.init)
+            if lines.count >= count || Date() > deadline { return lines }
+            usleep(300_000)
+        }
+    }
+
+    @Test func composeSendSyncAndShowGiveTheSameTextAndAttachmentAndTheSentCopyIsOnTheServer() throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let alice = try Self.home(server, user: Server.sender, submission: true)
+        let bob = try Self.home(server, user: Server.recipient, submission: true)
+
+        let folder = TemporaryDirectory(prefix: "coffer-send-files")
+        let attachment = (0..<300_000).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 11) }
+        let attachmentPath = "\(folder.path)/figures.bin"
+        try Data(attachment).write(to: URL(fileURLWithPath: attachmentPath))
+        let body = "Dear Bob,\n\nthe figures are attached.\n.\nA line with a dot, and Grüße.\n\nAlice\n"
+        let bodyPath = "\(folder.path)/body.txt"
+        try Data(body.utf8).write(to: URL(fileURLWithPath: bodyPath))
+
+        let sent = try alice.run([
+            "compose", "--to", Server.recipient.address, "--subject", "Quarterly figures", "--attach", attachmentPath,
+            "--body-file", bodyPath, "--send",
+        ])
+        #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
+        #expect(sent.stdout.contains("Sent"), "\(sent.stdout)")
+        #expect(try alice.run(["outbox"]).stdout.contains("The outbox is empty."))
+        #expect(try alice.run(["drafts"]).stdout.contains("No drafts."))
+
+        // bob syncs it and reads the same text and the same attachment bytes.
+        let lines = try Self.syncUntil(bob, count: 1)
+        let line = try #require(lines.first { $0.contains("Quarterly figures") }, "\(lines)")
+        let id = try #require(line.split(separator: "\t").first.map(String.init))
+        let shown = try bob.run(["show", id])
+        #expect(shown.status == 0)
+        // The message travels with CRLF line ends; the text is the same line by line.
+        let shownText = shown.stdout.replacingOccurrences(of: "\r\n", with: "\n")
+        #expect(shownText.contains(body.trimmingCharacters(in: .newlines)), "\(shown.stdout)")
+        let attachments = try bob.run(["attachments", id])
+        let attachmentID = try #require(attachments.stdout.split(separator: "\t").first.map(String.init))
+        let saved = "\(folder.path)/saved.bin"
+        #expect(try bob.run(["attachment", "save", attachmentID, "--to", saved]).status == 0)
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: saved))) == attachment)
+
+        // alice's Sent folder holds it, on the server (she syncs it) and here at once.
+        let sentHere = try alice.run(["list", "--label", "Sent"])
+        #expect(sentHere.stdout.contains("Quarterly figures"), "\(sentHere.stdout)")
+
+        // bob replies; the reply threads under alice's message.
+        let reply = try bob.run(["reply", id, "--body-file", bodyPath, "--send"])
+        #expect(reply.status == 0, "\(reply.stdout) \(reply.stderr)")
+        let inbox = try Self.syncUntil(alice, count: 1, label: "INBOX")
+        let replyLine = try #require(inbox.first { $0.contains("Re: Quarterly figures") }, "\(inbox)")
+        let replyID = try #require(replyLine.split(separator: "\t").first.map(String.init))
+        let headers = try alice.run(["show", replyID, "--headers"]).stdout
+        #expect(headers.contains("In-Reply-To:"), "\(headers)")
+        #expect(headers.contains("> Dear Bob,"), "the reply quotes the original: \(headers)")
+    }
+
+    @Test func aSenderWithoutASubmissionServerIsToldAndNothingIsQueued() throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let bob = try Self.home(server, user: Server.recipient, submission: false)
+        let refused = try bob.run(["compose", "--to", "alice@coffer.test", "--subject", "x", "--send"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("no SMTP submission server"), "\(refused.stderr)")
+    }
+}
