@@ -18,7 +18,8 @@ import Testing
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(security: security),
-            credentials: Server.senderCredentials
+            credentials: Server.senderCredentials,
+            timeouts: .tests
         )
         guard case .matched = await client.pinEvaluation else {
             Issue.record("expected a matched pin, got \(await client.pinEvaluation)")
@@ -47,7 +48,11 @@ import Testing
     @Test func linesStartingWithADotArriveAsWrittenAndBareLineFeedsAsCRLF() async throws {
         let server = try Server.start()
         defer { server.stop() }
-        let client = try await SMTPClient.connect(to: try server.endpoint(), credentials: Server.senderCredentials)
+        let client = try await SMTPClient.connect(
+            to: try server.endpoint(),
+            credentials: Server.senderCredentials,
+            timeouts: .tests
+        )
         let body = ".leading dot\r\n..two dots\r\n.\r\nnot the end\r\n. space\r\nbare\nline feed\n.\n"
         let message = testMessage(subject: "dots", body: body)
         _ = try await client.send(
@@ -91,7 +96,7 @@ import Testing
             caFile: rogueCA ? "\(server.certs)/rogue-ca.pem" : nil
         )
         await #expect {
-            _ = try await SMTPClient.connect(to: endpoint, credentials: Server.senderCredentials)
+            _ = try await SMTPClient.connect(to: endpoint, credentials: Server.senderCredentials, timeouts: .tests)
         } throws: { error in
             guard let error = error as? SMTPError, case .transport(let transport) = error else { return false }
             switch transport {
@@ -115,7 +120,8 @@ import Testing
         do throws(SMTPError) {
             _ = try await SMTPClient.connect(
                 to: endpoint,
-                credentials: SMTPCredentials(user: Server.sender.user, password: wrong)
+                credentials: SMTPCredentials(user: Server.sender.user, password: wrong),
+                timeouts: .tests
             )
             Issue.record("the wrong password was accepted")
         } catch {
@@ -134,7 +140,11 @@ import Testing
     @Test func aRefusedRecipientFailsTheSendForEveryoneAndTheConnectionGoesOn() async throws {
         let server = try Server.start()
         defer { server.stop() }
-        let client = try await SMTPClient.connect(to: try server.endpoint(), credentials: Server.senderCredentials)
+        let client = try await SMTPClient.connect(
+            to: try server.endpoint(),
+            credentials: Server.senderCredentials,
+            timeouts: .tests
+        )
         let message = testMessage(subject: "to two", body: "Hello.\r\n")
         do throws(SMTPError) {
             _ = try await client.send(
@@ -170,7 +180,11 @@ import Testing
     @Test func aRefusalAtTheEndOfDataIsPermanentWithTheServersReason() async throws {
         let server = try Server.start(maxSize: 100_000, rejectSubject: "refuse-me-on-data")
         defer { server.stop() }
-        let client = try await SMTPClient.connect(to: try server.endpoint(), credentials: Server.senderCredentials)
+        let client = try await SMTPClient.connect(
+            to: try server.endpoint(),
+            credentials: Server.senderCredentials,
+            timeouts: .tests
+        )
         #expect(await client.capabilities.sizeLimit == 100_000)
         // The relay's content filter refuses it after the whole message was sent.
         let filtered = testMessage(subject: "refuse-me-on-data", body: "x\r\n")
@@ -226,7 +240,8 @@ import Testing
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(),
-            credentials: LiveSubmission.senderCredentials
+            credentials: LiveSubmission.senderCredentials,
+            timeouts: .tests
         )
         let header = testMessage(subject: "25 MB", body: "")
         let body = GeneratedBody(header: header, lines: 25 * 1024 * 1024 / 78)

@@ -149,7 +149,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         )
         let seen = try await Self.withServer(script, tls: false) { endpoint in
             await #expect(throws: SMTPError.plaintextAfterStartTLS) {
-                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             }
         }
         #expect(seen.lines == ["EHLO [127.0.0.1]", "STARTTLS"])
@@ -165,7 +165,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         )
         let seen = try await Self.withServer(script, tls: false) { endpoint in
             await #expect {
-                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             } throws: { error in
                 switch error as? SMTPError {
                 case .plaintextAfterStartTLS?, .transport(.handshakeFailed)?: return true
@@ -183,7 +183,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         let script = ScriptedSMTPHandlerScript(replies: ["EHLO": "250-fake.coffer.test\r\n250 AUTH PLAIN LOGIN\r\n"])
         let seen = try await Self.withServer(script, tls: false) { endpoint in
             await #expect(throws: SMTPError.startTLSNotOffered) {
-                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             }
         }
         #expect(seen.lines == ["EHLO [127.0.0.1]"])
@@ -195,7 +195,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         )
         let seen = try await Self.withServer(script, tls: false) { endpoint in
             await #expect {
-                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             } throws: { error in
                 guard let error = error as? SMTPError, case .startTLSRefused(let reply) = error else { return false }
                 return reply.code == 454 && error.failureClass == .security
@@ -216,7 +216,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
     func aBadGreetingIsATypedError(_ greeting: String, _ kind: String) async throws {
         let seen = try await Self.withServer(ScriptedSMTPHandlerScript(greeting: greeting), tls: false) { endpoint in
             do throws(SMTPError) {
-                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+                _ = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
                 Issue.record("the greeting was accepted")
             } catch {
                 switch (kind, error) {
@@ -258,7 +258,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         )
         let message = Array("Subject: hi\r\n\r\n.dot\r\nbody\r\n".utf8)
         let seen = try await Self.withServer(script, tls: true) { endpoint in
-            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             let receipt = try await client.send(
                 from: "alice@coffer.test",
                 to: ["bob@coffer.test"],
@@ -284,7 +284,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
             afterData: nil
         )
         _ = try await Self.withServer(script, tls: true) { endpoint in
-            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             await #expect(throws: SMTPError.replyLostAfterData) {
                 _ = try await client.send(
                     from: "alice@coffer.test",
@@ -302,7 +302,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
             "EHLO": "250-fake\r\n250 AUTH PLAIN\r\n", "AUTH": "235 ok\r\n",
         ])
         let seen = try await Self.withServer(script, tls: true) { endpoint in
-            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials)
+            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
             let body = AsyncThrowingStream<[UInt8], any Error> { continuation in
                 continuation.yield(Array("Subject: half\r\n\r\nfirst part\r\n".utf8))
                 continuation.finish(throwing: Broken())
@@ -330,7 +330,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
                     .trimmingCharacters(in: .whitespacesAndNewlines)
             }
             await #expect {
-                _ = try await SMTPClient.connect(to: pinnedElsewhere, credentials: Self.credentials)
+                _ = try await SMTPClient.connect(to: pinnedElsewhere, credentials: Self.credentials, timeouts: .tests)
             } throws: { error in
                 guard let error = error as? SMTPError, case .transport(.pinMismatch) = error else { return false }
                 return error.failureClass == .security && !"\(error)".contains("canary-secret")

@@ -90,6 +90,12 @@ extension TestServers.SubmissionDovecot {
     }
 }
 
+extension SMTPTimeouts {
+    /// The tests' limits: a minute to connect, as the IMAP tests allow, since certificate checks share two cores with
+    /// the other suites' servers.
+    static let tests = SMTPTimeouts(connect: .seconds(60), idle: .seconds(120))
+}
+
 /// A message body as an async sequence of chunks, from bytes in memory.
 struct ChunkedBody: AsyncSequence, Sendable {
     typealias Element = [UInt8]
