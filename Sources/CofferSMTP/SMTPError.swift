@@ -57,6 +57,12 @@ public struct SMTPRecipientRefusal: Sendable, Equatable {
     public var address: String
     /// The server's reply.
     public var reply: SMTPServerReply
+
+    /// Creates a refusal.
+    public init(address: String, reply: SMTPServerReply) {
+        self.address = address
+        self.reply = reply
+    }
 }
 
 /// Every way a submission can fail. ``failureClass`` says what the outbox does with it.
