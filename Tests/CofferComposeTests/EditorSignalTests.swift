@@ -12,6 +12,7 @@ enum EditorChildEnvironment {
     static let child = "COFFER_COMPOSE_EDITOR_CHILD"
     static let parent = "COFFER_COMPOSE_EDITOR_PARENT"
     static let editor = "COFFER_COMPOSE_EDITOR_SCRIPT"
+    static let expected = "COFFER_COMPOSE_EDITOR_EXPECT"
 
     static var isChild: Bool { ProcessInfo.processInfo.environment[child] == "1" }
 }
@@ -30,7 +31,8 @@ struct EditorSessionChild {
             environment: ["EDITOR": try #require(environment[EditorChildEnvironment.editor])]
         )
         let outcome = try await session.edit("To: b@example.org\n\nhello\n")
-        #expect(outcome.text == "To: b@example.org\n\nhello\nedited after the interrupt\n")
+        let expected = environment[EditorChildEnvironment.expected] ?? "hello\nedited after the interrupt\n"
+        #expect(outcome.text == "To: b@example.org\n\n" + expected)
     }
 }
 
@@ -118,6 +120,83 @@ struct EditorSessionChild {
         child.process.waitUntilExit()
         #expect(child.process.terminationReason == .exit)
         #expect(child.process.terminationStatus == 0, "the child's session must return the edited text")
+        #expect(ScratchFolder.contents(parent).isEmpty, "\(ScratchFolder.contents(parent))")
+    }
+
+    /// Drives the child test process on a pseudo-terminal: waits for vim to show the file's name (its first screen),
+    /// substitutes a word, writes and quits, as a person would. Prints the child's exit code last.
+    static let ptyDriver = """
+        import os, pty, select, sys, time
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(sys.argv[1], sys.argv[1:])
+        seen = b""
+        def drain(seconds):
+            global seen
+            end = time.time() + seconds
+            while time.time() < end:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if ready:
+                    try:
+                        data = os.read(fd, 4096)
+                    except OSError:
+                        return False
+                    if not data:
+                        return False
+                    seen += data
+            return True
+        deadline = time.time() + 120
+        while b"message.txt" not in seen and time.time() < deadline and drain(0.2):
+            pass
+        print("screen:", b"message.txt" in seen)
+        drain(0.5)
+        os.write(fd, b":%s/hello/typed on a terminal/\\r")
+        drain(0.5)
+        os.write(fd, b":wq\\r")
+        while time.time() < deadline and drain(0.5):
+            pass
+        for _ in range(100):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, 9)
+            _, status = os.waitpid(pid, 0)
+        print("exit:", os.waitstatus_to_exitcode(status))
+        """
+
+    @Test func vimOnATerminalReadsTheKeysAndTheSessionGetsTheText() throws {
+        let candidates = ["/usr/bin/vim", "/bin/vim", "/usr/local/bin/vim"]
+        guard let vim = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            print("EditorSignalTests: vim is not installed; the terminal case is skipped.")
+            return
+        }
+        let scratch = ScratchFolder()
+        let parent = "\(scratch.path)/compose"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", Self.ptyDriver, URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path,
+            "--testing-library", "swift-testing", "--filter", "EditorSessionChild",
+        ]
+        process.environment = ProcessInfo.processInfo.environment.merging([
+            EditorChildEnvironment.child: "1",
+            EditorChildEnvironment.parent: parent,
+            EditorChildEnvironment.editor: "\(vim) -n -u NONE -i NONE",
+            EditorChildEnvironment.expected: "typed on a terminal\n",
+            "TERM": "xterm",
+        ]) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let lines = text.split(separator: "\n")
+        #expect(lines.contains("screen: True"), "vim never showed the file: \(text)")
+        // The child test passes only when the session returned the text typed into vim.
+        #expect(lines.last == "exit: 0", "\(text.suffix(2000))")
         #expect(ScratchFolder.contents(parent).isEmpty, "\(ScratchFolder.contents(parent))")
     }
 
