@@ -493,6 +493,12 @@ public actor SMTPClient {
 
     private func run(_ command: SMTPCommand) async throws(SMTPError) -> SMTPReply {
         guard !closed else { throw queue.failure ?? .connectionClosed }
+        // The client does not pipeline: a reply waiting before a command is sent answers nothing it asked, and would
+        // be read as the answer to the next command (a reply injected or a server out of step).
+        guard !queue.hasUnreadReply else {
+            await closeChannel()
+            throw .malformedReply(reason: "the server sent a reply that no command asked for")
+        }
         let bytes = try command.encoded()
         onCommand?(command.verb)
         try await write(bytes)

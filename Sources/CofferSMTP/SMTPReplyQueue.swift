@@ -36,6 +36,9 @@ final class SMTPReplyQueue: Sendable {
         waiter?.resume(returning: .failure(error))
     }
 
+    /// Whether a reply is queued that nobody has read yet.
+    var hasUnreadReply: Bool { state.withLockedValue { !$0.replies.isEmpty } }
+
     /// The failure that ended the stream, if one did.
     var failure: SMTPError? { state.withLockedValue { $0.terminal } }
 

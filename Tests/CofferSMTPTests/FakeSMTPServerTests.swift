@@ -278,6 +278,28 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
         #expect(seen.data == Array("Subject: hi\r\n\r\n..dot\r\nbody\r\n".utf8))
     }
 
+    @Test func aReplyNoCommandAskedForIsRefusedBeforeTheNextCommand() async throws {
+        // The server answers AUTH twice: the second 250 would otherwise be read as the answer to MAIL FROM.
+        let script = ScriptedSMTPHandlerScript(
+            replies: ["EHLO": "250-fake\r\n250 AUTH PLAIN\r\n", "AUTH": "235 2.7.0 ok\r\n250 2.1.0 unasked\r\n"]
+        )
+        let seen = try await Self.withServer(script, tls: true) { endpoint in
+            let client = try await SMTPClient.connect(to: endpoint, credentials: Self.credentials, timeouts: .tests)
+            await #expect {
+                _ = try await client.send(
+                    from: "alice@coffer.test",
+                    to: ["bob@coffer.test"],
+                    body: ChunkedBody(bytes: Array("Subject: x\r\n\r\ny\r\n".utf8))
+                )
+            } throws: { error in
+                guard case .malformedReply = error as? SMTPError else { return false }
+                return true
+            }
+        }
+        #expect(seen.lines.count == 2)
+        #expect(seen.lines.first == "EHLO [127.0.0.1]")
+    }
+
     @Test func aConnectionCutAfterTheFinalDotMayHaveDelivered() async throws {
         let script = ScriptedSMTPHandlerScript(
             replies: ["EHLO": "250-fake\r\n250 AUTH PLAIN\r\n", "AUTH": "235 2.7.0 ok\r\n"],
