@@ -96,6 +96,7 @@ package final class StatusHandler: Sendable {
 package final class SessionHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasKeychain & HasPushTokens
+        & HasOutboxEvents
         & HasLogger
 
     private let dependencies: any Dependencies
@@ -126,6 +127,8 @@ package final class SessionHandler: Sendable {
             }
         }
         _ = try? dependencies.attachmentCache.purgeExpired()
+        // What was queued while locked is sent now.
+        try? dependencies.outboxEvents.changed(dependencies.account)
         // The push stream's token is sealed under the MainKey: open it now, so the stream runs on while locked.
         _ = try? await dependencies.pushTokens.open(
             account: dependencies.account,

@@ -103,6 +103,9 @@ public final class GlobalContainer: Sendable {
     /// The push tokens, one set for the process.
     public var pushTokensFactory: Factory<PushTokens> { Factory(storage, scope: .shared) { PushTokens() } }
 
+    /// The outbox's wake-ups, one for the process: a message queued for later, an unlock.
+    public var outboxEventsFactory: Factory<AccountEvents> { Factory(storage, scope: .shared) { AccountEvents() } }
+
     /// The logger.
     public var loggerFactory: Factory<Logger> { Factory(storage, scope: .shared) { [baseLogger] in baseLogger } }
 
@@ -151,6 +154,11 @@ extension GlobalContainer: HasLogger {
 extension GlobalContainer: HasPushTokens {
     /// See ``pushTokensFactory``.
     public var pushTokens: PushTokens { get throws { try pushTokensFactory() } }
+}
+
+extension GlobalContainer: HasOutboxEvents {
+    /// See ``outboxEventsFactory``.
+    public var outboxEvents: AccountEvents { get throws { try outboxEventsFactory() } }
 }
 
 extension GlobalContainer: HasKeymakerRegistry {

@@ -40,3 +40,5 @@ public protocol HasAccountKeys: Sendable { var accountKeys: AccountKeys { get th
 public protocol HasMailStateReset: Sendable { func resetMailState() }
 /// The owner of one account's background work.
 public protocol HasAccountCoordinator: Sendable { var coordinator: AccountCoordinator { get throws } }
+/// The outbox's wake-ups (``GlobalContainer/outboxEvents``).
+public protocol HasOutboxEvents: Sendable { var outboxEvents: AccountEvents { get throws } }

@@ -242,9 +242,11 @@ public final class PushSessionHandler: Sendable {
     }
 }
 
-/// Tells the agent's push stream that an account's push session changed (registered, unregistered, its token opened
-/// by an unlock), so that it waits on these events instead of polling the keychain.
-public final class PushSessionEvents: Sendable {
+/// Tells a waiting loop of the agent that something of an account changed, so that it waits on these events instead
+/// of polling: the push stream learns that a push session was registered, unregistered or had its token opened by an
+/// unlock (``PushTokens/changes``); the outbox that a message was queued for later or the account was unlocked
+/// (``GlobalContainer/outboxEvents``).
+public final class AccountEvents: Sendable {
     private let state = NIOLockedValueBox<(changed: Set<String>, waiters: [CheckedContinuation<Void, Never>])>(([], []))
 
     /// No events yet.

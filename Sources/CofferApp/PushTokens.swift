@@ -12,7 +12,7 @@ public final class PushTokens: Sendable {
     private let tokens = NIOLockedValueBox<[String: String]>([:])
     /// Every change of a token kept here (opened, kept, forgotten) is announced, so the agent's push stream waits on
     /// these instead of polling the keychain.
-    public let changes = PushSessionEvents()
+    public let changes = AccountEvents()
 
     /// An empty set.
     public init() {}

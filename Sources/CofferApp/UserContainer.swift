@@ -108,6 +108,11 @@ extension UserContainer: HasAccountCoordinator {
     }
 }
 
+extension UserContainer: HasOutboxEvents {
+    /// The global outbox wake-ups.
+    public var outboxEvents: AccountEvents { get throws { try global.outboxEvents } }
+}
+
 extension UserContainer: HasMailStateReset {
     /// See ``dropMailState()``.
     public func resetMailState() { dropMailState() }

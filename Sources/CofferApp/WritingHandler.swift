@@ -13,7 +13,7 @@ import Foundation
 /// `Job.send`) as background work, which never restarts the autolock.
 public struct WritingHandler: Sendable {
     /// What it uses.
-    public typealias Dependencies = HasMailStore & HasAccountCoordinator
+    public typealias Dependencies = HasAccount & HasMailStore & HasAccountCoordinator & HasOutboxEvents
 
     private let dependencies: any Dependencies
 
@@ -124,7 +124,12 @@ public struct WritingHandler: Sendable {
             sendAfter: Date().addingTimeInterval(TimeInterval(max(0, delay))),
             replacingDraft: id
         )
-        if delay <= 0 { _ = try await dependencies.coordinator.send(server: chosen.id) }
+        if delay <= 0 {
+            _ = try await dependencies.coordinator.send(server: chosen.id)
+        } else {
+            // The agent's outbox service waits for its time (a command without an agent sends it itself).
+            try dependencies.outboxEvents.changed(dependencies.account)
+        }
         return try await outbox().first { $0.id == item.id }
             ?? OutboxEntry(Self.sentEntry(item))
     }

@@ -65,7 +65,7 @@ struct AgentCommand: AsyncParsableCommand {
             if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }
             let server = AgentServer(dependencies: global, socketPath: socket, limits: limits)
             let group = ServiceGroup(
-                services: [server, PushStreamHolder(global: global)],
+                services: [server, PushStreamHolder(global: global), OutboxService(global: global)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -106,6 +106,62 @@ import Glibc
         #expect(headers.contains("> Dear Bob,"), "the reply quotes the original: \(headers)")
     }
 
+    /// With an agent running, a message held by `--delay` is sent by the agent's outbox service when it is due (no
+    /// command runs then), and one taken back with `outbox --cancel` is never sent.
+    @Test func theAgentSendsADelayedMessageWhenItIsDueAndACancelledOneNever() throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let alice = try Self.home(server, user: Server.sender, submission: true)
+        let bob = try Self.home(server, user: Server.recipient, submission: false)
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
+        agent.arguments = ["agent", "--home", alice.home.path]
+        agent.environment = alice.environment
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        defer {
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready = try alice.run(["status"]).stdout.contains("mode: agent")
+            if !ready { usleep(100_000) }
+        }
+        #expect(ready, "the agent did not come up")
+        let unlocked = try alice.run(["unlock"])
+        #expect(unlocked.status == 0, "\(unlocked.stdout) \(unlocked.stderr)")
+
+        let kept = try alice.run([
+            "compose", "--to", Server.recipient.address, "--subject", "Taken back", "--send", "--delay", "1h",
+        ])
+        #expect(kept.status == 0, "\(kept.stdout) \(kept.stderr)")
+        let keptID = try #require(
+            try alice.run(["outbox"]).stdout.split(separator: "\n").first { $0.contains("Taken back") }?
+                .split(separator: "\t").first.map(String.init)
+        )
+        #expect(try alice.run(["outbox", "--cancel", keptID]).status == 0)
+
+        let delayed = try alice.run([
+            "compose", "--to", Server.recipient.address, "--subject", "Held for three seconds", "--send", "--delay",
+            "3s",
+        ])
+        #expect(delayed.status == 0, "\(delayed.stdout) \(delayed.stderr)")
+        #expect(delayed.stdout.contains("The agent sends it in 3 s"), "\(delayed.stdout)")
+        // The command has ended; the agent sends it when it is due.
+        let lines = try Self.syncUntil(bob, count: 1)
+        #expect(lines.contains { $0.contains("Held for three seconds") }, "\(lines)")
+        #expect(!lines.contains { $0.contains("Taken back") }, "\(lines)")
+        var empty = false
+        for _ in 0..<50 where !empty {
+            empty = try alice.run(["outbox"]).stdout.contains("The outbox is empty.")
+            if !empty { usleep(100_000) }
+        }
+        let left = try alice.run(["outbox"]).stdout
+        #expect(empty, "the outbox still holds messages: \(left)")
+    }
+
     @Test func aSenderWithoutASubmissionServerIsToldAndNothingIsQueued() throws {
         let server = try Server.start()
         defer { server.stop() }
