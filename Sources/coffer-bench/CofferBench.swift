@@ -8,13 +8,16 @@ import Glibc
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
 /// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync`,
-/// `push`, `notify` (default: all; `import-rss` writes a 1 GiB mbox, `COFFER_BENCH_MBOX_MB` changes that; `sync`
-/// delivers 10,000 messages to a loopback Dovecot, `--messages N` changes that, and needs `mbsync` from Debian's
-/// isync; `store` imports 10,000 messages, `--messages N` changes that too; `push` times 200 deliveries unlocked and
-/// 200 locked, `--deliveries N` changes that; `notify` is coffer-notify's pushes per second beside `openssl speed
-/// ecdhp256`, then `wrk` on its event endpoint with SQLite and PostgreSQL, ``NotifyBench``). `--check [--baselines
-/// FILE]` is the CI regression guard (``CheckBench``). Every figure is a median of several runs on this machine at
-/// this moment; machines are noisy, which is why no test asserts a timing.
+/// `push`, `notify`, `send` (not in the default set either; default: all the others; `import-rss` writes a 1 GiB
+/// mbox, `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
+/// changes that, and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
+/// too; `push` times 200 deliveries unlocked and 200 locked, `--deliveries N` changes that; `notify` is
+/// coffer-notify's pushes per second beside `openssl speed ecdhp256`, then `wrk` on its event endpoint with SQLite and
+/// PostgreSQL, ``NotifyBench``; `send` is a 25 MB message and 100 small ones through a loopback Dovecot submission
+/// service beside Python's smtplib, several minutes, ``SendBench``). `--check [--baselines FILE]` is the CI
+/// regression guard (``CheckBench``; `send` is not in it: it needs root for Postfix and takes minutes). Every figure
+/// is a median of several runs on this machine at this moment; machines are noisy, which is why no test asserts a
+/// timing.
 @main
 struct CofferBench {
     static func main() async throws {
@@ -82,10 +85,11 @@ struct CofferBench {
         case "sync": try SyncBench.run(messages: messages)
         case "push": try await PushBench.run(deliveries: deliveries)
         case "notify": try await NotifyBench.run()
+        case "send": try SendBench.run()
         default:
             print(
                 "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, "
-                    + "sync, push, notify"
+                    + "sync, push, notify, send"
             )
             exit(2)
         }

@@ -75,6 +75,20 @@ enum ImportMemoryBench {
     /// Runs `arguments` with standard input from the file `input` (else empty), standard output into the file
     /// `output` (else discarded), and returns its resource usage.
     static func spawn(_ arguments: [String], input: String? = nil, output: String? = nil) throws -> Usage {
+        let pid = try start(arguments, input: input, output: output)
+        var usage = rusage()
+        var waitStatus: Int32 = 0
+        guard wait4(pid, &waitStatus, 0, &usage) == pid else {
+            throw CofferCryptoError.io(operation: "wait for \(arguments[0])", errno: errno)
+        }
+        guard waitStatus == 0 else {
+            throw CofferCryptoError.io(operation: "run \(arguments.joined(separator: " "))", errno: EIO)
+        }
+        return usage.measured
+    }
+
+    /// Starts `arguments` as ``spawn(_:input:output:)`` does and returns its process id; the caller waits for it.
+    static func start(_ arguments: [String], input: String? = nil, output: String? = nil) throws -> pid_t {
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -85,17 +99,15 @@ enum ImportMemoryBench {
         defer { for pointer in argv { free(pointer) } }
         let status = posix_spawn(&pid, arguments[0], &actions, nil, &argv, environ)
         guard status == 0 else { throw CofferCryptoError.io(operation: "start \(arguments[0])", errno: status) }
-        var usage = rusage()
-        var waitStatus: Int32 = 0
-        guard wait4(pid, &waitStatus, 0, &usage) == pid else {
-            throw CofferCryptoError.io(operation: "wait for \(arguments[0])", errno: errno)
-        }
-        guard waitStatus == 0 else {
-            throw CofferCryptoError.io(operation: "run \(arguments.joined(separator: " "))", errno: EIO)
-        }
+        return pid
+    }
+}
+
+extension rusage {
+    /// Peak resident set and CPU time, as ``ImportMemoryBench/Usage``.
+    var measured: ImportMemoryBench.Usage {
         let cpu =
-            Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        return Usage(maxRSSKiB: Int(usage.ru_maxrss), cpuSeconds: cpu)
+            Double(ru_utime.tv_sec + ru_stime.tv_sec) + Double(ru_utime.tv_usec + ru_stime.tv_usec) / 1e6
+        return ImportMemoryBench.Usage(maxRSSKiB: Int(ru_maxrss), cpuSeconds: cpu)
     }
 }
