@@ -76,6 +76,11 @@ enum SendBench {
         let script: String
         let lmtpPort: Int
         let relayPort: Int
+        /// `COFFER_BENCH_SEND_WRAP`: words put before each timed `coffer` command, for a profiling run (`strace -f -c
+        /// -o FILE`, `perf record -g -o FILE`); its figures are then the wrapper's, not Coffer's.
+        let wrap =
+            getenv("COFFER_BENCH_SEND_WRAP").map { String(cString: $0).split(separator: " ").map(String.init) }
+            ?? []
 
         init(server: Server, folder: String) throws {
             self.server = server
@@ -115,7 +120,7 @@ enum SendBench {
                         let home = try setUpHome("large-\(round)")
                         let output = "\(folder)/large-\(round).out"
                         let run = try sampled(
-                            [
+                            wrap + [
                                 coffer, "compose", "--home", home, "--to", Server.recipient.address, "--subject",
                                 "coffer-bench 25 MB r\(round)", "--attach", attachment, "--body-file", body, "--send",
                             ],
@@ -175,7 +180,7 @@ enum SendBench {
                         usleep(3_200_000)
                         settle()
                         let output = "\(folder)/small-\(round).out"
-                        let run = try sampled([coffer, "outbox", "--home", home, "--flush"], output: output)
+                        let run = try sampled(wrap + [coffer, "outbox", "--home", home, "--flush"], output: output)
                         let said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
                         guard said.hasPrefix("\(count) sent."), !said.contains("not stored") else {
                             throw CofferCryptoError.io(
@@ -259,7 +264,12 @@ enum SendBench {
 
         /// Runs `arguments`, sampling every 2 ms the TCP table (its connections to the submission and IMAPS ports)
         /// and its `VmHWM`, until it exits.
+        ///
+        /// The peak resident set: posix_spawn's child shares this process's memory until it execs, and the kernel
+        /// carries that image's high-water mark into the child's `ru_maxrss`, so `ru_maxrss` is never below this
+        /// process's own peak. When it is not above it, the child's own `VmHWM`, last sampled, is the figure.
         private func sampled(_ arguments: [String], output: String) throws -> Sampled {
+            let ownPeak = Self.highWater(getpid())
             let start = Timer.now()
             let pid = try ImportMemoryBench.start(arguments, output: output)
             var usage = rusage()
@@ -306,9 +316,11 @@ enum SendBench {
             guard status == 0 else {
                 throw CofferCryptoError.io(operation: "run \(arguments.joined(separator: " "))", errno: EIO)
             }
+            var measured = usage.measured
+            if measured.maxRSSKiB <= ownPeak { measured.maxRSSKiB = highWater }
             return Sampled(
                 seconds: Double(Timer.now() - start) / 1e9,
-                usage: usage.measured,
+                usage: measured,
                 smtp: smtpWindow,
                 imap: imapWindow
             )
@@ -324,7 +336,7 @@ enum SendBench {
             let list = "\(folder)/reference-files.txt"
             try Data(files.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: list))
             let output = "\(folder)/reference.out"
-            let usage = try ImportMemoryBench.spawn([python, script, "send", list] + arguments, output: output)
+            let usage = try sampled([python, script, "send", list] + arguments, output: output).usage
             let said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
             guard let seconds = Double(said.trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 throw CofferCryptoError.io(operation: "the smtplib reference (it said: \(said))", errno: EIO)
@@ -423,22 +435,28 @@ enum SendBench {
             fflush(nil)
         }
 
-        /// `count` bytes from SplitMix (seed 25) into `path`.
+        /// `count` bytes from SplitMix (seed 25) into `path`, a MiB at a time (this process's own peak resident set
+        /// stays small: see ``sampled(_:output:)``).
         private func writeRandom(_ count: Int, to path: String) throws {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            guard fd >= 0 else { throw CofferCryptoError.io(operation: "create \(path)", errno: errno) }
+            defer { close(fd) }
+            var sink = FileDescriptorSink(fd: fd)
             var random = SplitMix(seed: 25)
-            var bytes = [UInt8](repeating: 0, count: count)
-            bytes.withUnsafeMutableBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
+            var written = 0
+            var chunk: [UInt8] = []
+            while written < count {
+                chunk.removeAll(keepingCapacity: true)
+                while chunk.count < min(1 << 20, count - written) {
                     var word = random.next()
-                    let take = min(8, buffer.count - offset)
-                    withUnsafeBytes(of: &word) { source in
-                        buffer.baseAddress!.advanced(by: offset).copyMemory(from: source.baseAddress!, byteCount: take)
+                    for _ in 0..<8 where chunk.count < min(1 << 20, count - written) {
+                        chunk.append(UInt8(truncatingIfNeeded: word))
+                        word >>= 8
                     }
-                    offset += take
                 }
+                try sink.write(chunk)
+                written += chunk.count
             }
-            try Data(bytes).write(to: URL(fileURLWithPath: path))
         }
 
         private func fileSize(_ path: String) throws -> Int {
