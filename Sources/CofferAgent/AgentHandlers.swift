@@ -75,7 +75,7 @@ package final class StatusHandler: Sendable {
             let keymaker = try registry.user(name).keymaker
             let strategies = try await keymaker.strategies()
             let unlocked = await !keymaker.isLocked
-            result.append(
+            var status =
                 AccountStatus(
                     account: name,
                     protection: strategies.map(\.description).sorted(),
@@ -86,7 +86,15 @@ package final class StatusHandler: Sendable {
                     autolock: unlocked ? await keymaker.autolockPolicy.description : nil,
                     secondsUntilAutolock: unlocked ? await keymaker.secondsUntilAutolock() : nil
                 )
-            )
+            // The outbox's counts need no key: a message queued while locked is shown as waiting for the unlock.
+            let user = try registry.user(name)
+            if FileManager.default.fileExists(atPath: user.paths.store(name)),
+                let counts = try? await user.mailStore.outboxCounts()
+            {
+                status.outboxWaiting = counts.queued + counts.sending
+                status.outboxFailed = counts.failed
+            }
+            result.append(status)
         }
         return result
     }

@@ -497,6 +497,11 @@ public struct AccountStatus: Codable, Sendable, Equatable {
     public var autolock: String?
     /// Seconds until the autolock fires, when a deadline is set.
     public var secondsUntilAutolock: Int?
+    /// Messages waiting in the outbox (queued or being sent), when the account has a store; while locked they wait
+    /// for the next unlock.
+    public var outboxWaiting: Int?
+    /// Messages in the outbox that were not sent (refused, or given up).
+    public var outboxFailed: Int?
 
     /// A status.
     public init(

@@ -215,9 +215,15 @@ enum StatusLines {
         if let failures = status.failedAttempts, let limit = status.failedAttemptLimit {
             lines.append("  failed PIN attempts: \(failures) of \(limit)")
         }
+        if let failed = status.outboxFailed, failed > 0 {
+            lines.append("  outbox: \(failed) not sent (`coffer outbox` says why)")
+        }
         guard agent else {
             lines.append("  state: locked (the key is in memory only while a command or the agent holds it)")
             lines.append("  autolock: nothing pending (one-shot: each command drops the key as it ends)")
+            if let waiting = status.outboxWaiting, waiting > 0 {
+                lines.append("  outbox: \(waiting) to send (`coffer outbox --flush` sends them; the agent would)")
+            }
             return lines
         }
         if status.unlocked {
@@ -231,6 +237,12 @@ enum StatusLines {
             }
         } else {
             lines.append("  state: locked (run `coffer unlock` to give the agent the key)")
+        }
+        if let waiting = status.outboxWaiting, waiting > 0 {
+            lines.append(
+                "  outbox: \(waiting) message\(waiting == 1 ? "" : "s") to send"
+                    + (status.unlocked ? "" : ", waiting for the unlock")
+            )
         }
         return lines
     }

@@ -141,6 +141,8 @@ import Glibc
             try alice.run(["outbox"]).stdout.split(separator: "\n").first { $0.contains("Taken back") }?
                 .split(separator: "\t").first.map(String.init)
         )
+        let status = try alice.run(["status"]).stdout
+        #expect(status.contains("outbox: 1 message to send"), "\(status)")
         #expect(try alice.run(["outbox", "--cancel", keptID]).status == 0)
 
         let delayed = try alice.run([
