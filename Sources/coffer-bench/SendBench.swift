@@ -19,7 +19,9 @@ import Glibc
 ///    samples the kernel's TCP table and the child's `VmHWM` every 2 ms, so the same run also gives how long the SMTP
 ///    connection was open and how long the IMAP one was, and the peak resident set reached by the end of each.
 ///    The reference reads the bytes Coffer sent (fetched back from alice's Sent folder: Coffer appends exactly the
-///    bytes it sent) and times `SMTP_SSL` connect, login, `sendmail` and quit inside the script.
+///    bytes it sent) and times `SMTP_SSL` connect, login, `sendmail` and quit inside the script; a second figure
+///    adds the same script's `imaplib` APPEND of those bytes (`\Seen`) to a folder of its own, the Sent copy's
+///    network part without a store.
 /// 2. 100 small messages through the outbox: `coffer compose … --send --delay 3s` each (stopped with SIGINT once it
 ///    says it is queued, so it stays queued), then one timed `coffer outbox --flush` sends the 100 over one SMTP
 ///    connection and stores their Sent copies over one IMAP connection. The reference sends the same 100 messages
