@@ -1,5 +1,6 @@
 import CofferAgentProtocol
 import CofferApp
+import CofferNotifyClient
 import CofferOutbox
 import CofferStore
 import Foundation
@@ -82,6 +83,13 @@ public final class OutboxService: Service, Sendable {
             let store = try user.mailStore
             for (id, _) in try await store.serverAccounts() {
                 let report = try await user.coordinator.send(server: id)
+                // Nobody may be at the terminal: a message that was not sent says so on the desktop, if there is one.
+                for failure in report.failed {
+                    _ = await PushHandler.desktopNotification(
+                        title: "Not sent: \(failure.subject.isEmpty ? "(no subject)" : failure.subject)",
+                        body: failure.reason
+                    )
+                }
                 if report.sent > 0 || !report.failed.isEmpty || report.retrying > 0 {
                     logger.info(
                         "outbox",

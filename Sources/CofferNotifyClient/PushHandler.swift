@@ -59,13 +59,36 @@ public enum PushHandler {
     /// goes as arguments to the child, never through a shell or a file. The child is started on the blocking pool
     /// and waited for without holding a thread (``ChildProcess``).
     public static func desktopNotification(_ push: PushMessage) async -> Bool {
-        guard let (path, arguments) = notifySend(push) else { return false }
+        await desktopNotification(
+            title: "New mail from \(PushMessage.clean(push.from ?? "unknown sender"))",
+            body: PushMessage.clean(push.subject ?? "(no subject)")
+        )
+    }
+
+    /// Runs `notify-send` with `title` and `body` (control characters dropped, each cut to 200 characters) when it
+    /// is installed and a desktop session is there; true when it succeeded.
+    public static func desktopNotification(title: String, body: String) async -> Bool {
+        guard let path = notifySend() else { return false }
+        let arguments = ["--app-name=Coffer", "--", PushMessage.clean(title), PushMessage.clean(body)]
         let status = try? await ChildProcess.run(path, arguments: arguments, discardingOutput: true)
         return status == 0
     }
 
     /// `notify-send`'s path and arguments for `push`, or `nil` without a desktop session or `notify-send`.
     static func notifySend(_ push: PushMessage) -> (path: String, arguments: [String])? {
+        guard let path = notifySend() else { return nil }
+        return (
+            path,
+            [
+                "--app-name=Coffer", "--",
+                "New mail from \(PushMessage.clean(push.from ?? "unknown sender"))",
+                PushMessage.clean(push.subject ?? "(no subject)"),
+            ]
+        )
+    }
+
+    /// `notify-send`'s path, or `nil` without a desktop session or `notify-send`.
+    private static func notifySend() -> String? {
         let environment = ProcessInfo.processInfo.environment
         guard
             environment["DBUS_SESSION_BUS_ADDRESS"] != nil || environment["DISPLAY"] != nil
@@ -73,12 +96,6 @@ public enum PushHandler {
         else { return nil }
         let path = (environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":").map { "\($0)/notify-send" }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let path else { return nil }
-        let arguments = [
-            "--app-name=Coffer", "--",
-            "New mail from \(PushMessage.clean(push.from ?? "unknown sender"))",
-            PushMessage.clean(push.subject ?? "(no subject)"),
-        ]
-        return (path, arguments)
+        return path
     }
 }
