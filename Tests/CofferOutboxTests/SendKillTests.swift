@@ -74,7 +74,7 @@ import Glibc
         #expect(whole.status == 0 && whole.stdout.contains("Sent"), "\(whole.stdout) \(whole.stderr)")
 
         // Kill each send at a random moment of a send's length (a little past it, so some finish). Right after each
-        // kill, before anything opens the store again, its clear columns (read with sqlite3) say where the kill
+        // kill, before anything opens the store again, its clear columns (read by Python's sqlite3) say where the kill
         // fell: a row still `sending` is the one message that was in flight, the only one the kill can duplicate.
         let database = try #require(
             TemporaryDirectory.files(below: alice.home.path).first { $0.hasSuffix("/mail.sqlite") },
@@ -226,9 +226,15 @@ import Glibc
         var phase = ""
     }
 
-    /// The rows `sqlite3` prints for `query` on `database`, opened read-only (the oracle for the clear columns).
+    /// The rows of `query` on `database`, opened read-only by Python's sqlite3 module (the oracle for the clear
+    /// columns; Python already runs the test servers), one line each with its columns joined by `|`.
     static func sqlite(_ database: String, _ query: String) throws -> [String] {
-        let result = try runCommand(["/usr/bin/sqlite3", "-readonly", database, query])
+        let script = """
+            import sqlite3, sys
+            db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+            for row in db.execute(sys.argv[2]): print("|".join(str(c) for c in row))
+            """
+        let result = try runCommand(["/usr/bin/env", "python3", "-c", script, database, query])
         #expect(result.code == 0, "\(result.output)")
         return result.output.split(separator: "\n").map(String.init)
     }
