@@ -86,11 +86,19 @@ package final class StatusHandler: Sendable {
                     autolock: unlocked ? await keymaker.autolockPolicy.description : nil,
                     secondsUntilAutolock: unlocked ? await keymaker.secondsUntilAutolock() : nil
                 )
-            // The outbox's counts need no key: a message queued while locked is shown as waiting for the unlock.
+            // The outbox's counts need no key: a message queued while locked is shown as waiting for the unlock. A
+            // store this status opened is closed again, so that nothing (a logout's erase) finds it open.
             let user = try registry.user(name)
-            if FileManager.default.fileExists(atPath: user.paths.store(name)),
-                let counts = try? await user.mailStore.outboxCounts()
+            var counts: OutboxCounts?
+            if user.hasOpenedMailStore, let store = try? user.mailStore {
+                counts = try? await store.outboxCounts()
+            } else if FileManager.default.fileExists(atPath: user.paths.store(name)),
+                let store = try? MailStore(folder: user.paths.store(name), keys: try user.accountKeys)
             {
+                counts = try? await store.outboxCounts()
+                try? store.close()
+            }
+            if let counts {
                 status.outboxWaiting = counts.queued + counts.sending
                 status.outboxFailed = counts.failed
             }

@@ -471,16 +471,20 @@ final class ConnectionConversation: AgentConversation {
 }
 
 extension AgentOperation {
-    /// Whether the agent serves the operation on the connection's event loop, where nothing may block. Only `hello`
-    /// (no I/O) and `background` (the Keymakers' own code runs on ``BlockingPool`` whoever calls it) stay there.
-    /// Every other operation reaches the keychain (its `flock`, and `fsync` when it writes): a per-account request
-    /// first checks that its account exists, which reads the keychain (``KeymakerRegistry/chooseAccount(_:)``). So
-    /// they run with ``BlockingPool/taskExecutor`` as their preference (docs/ARCHITECTURE.md, "Concurrency").
+    /// Whether the agent serves the operation on the connection's event loop, where nothing may block: `hello` (no
+    /// I/O), `background` (the Keymakers' own code runs on ``BlockingPool`` whoever calls it), and `list` and
+    /// `search`, whose account check reads no keychain once the account's container exists
+    /// (``KeymakerRegistry/chooseAccount(_:)``) and whose store reads wait on GRDB's queue. Those two stay on the
+    /// loop for a second reason: their mail text (a search word is a short string held inline in a frame; a page's
+    /// snippets) lands on the stack of the thread that serves them, and a loop's stack is reused at once, where a
+    /// parked pool thread's would keep it past a lock (AgentMemoryTests). Every other operation reaches the keychain
+    /// (its `flock`, and `fsync` when it writes), files, processes or the network, so it runs with
+    /// ``BlockingPool/taskExecutor`` as its preference (docs/ARCHITECTURE.md, "Concurrency").
     var runsOnEventLoop: Bool {
         switch self {
-        case .hello, .background:
+        case .hello, .background, .list, .search:
             true
-        case .status, .account, .create, .unlock, .lock, .autolock, .protect, .logout, .erase, .list, .search,
+        case .status, .account, .create, .unlock, .lock, .autolock, .protect, .logout, .erase,
             .message, .attachments, .attachmentContent, .preview, .previewEnd, .save, .import, .sync, .serverAdd,
             .serverShow, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn, .fastSyncOff,
             .fastSyncStatus, .push, .watch, .compose, .saveDraft, .drafts, .deleteDraft, .sendDraft, .outbox,

