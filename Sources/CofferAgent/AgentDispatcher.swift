@@ -253,20 +253,7 @@ public final class AgentDispatcher: Sendable {
         case .outbox(let account):
             return .outbox(try await WritingHandler(dependencies: try user(account)).outbox())
         case .outboxRetry(let account, let id):
-            let entry = try await WritingHandler(dependencies: try user(account)).retry(id)
-            return .outboxEntry(
-                entry
-                    ?? OutboxEntry(
-                        id: id,
-                        state: .sent,
-                        reason: nil,
-                        subject: "",
-                        recipients: [],
-                        attempts: 0,
-                        nextAttempt: Date(),
-                        size: 0
-                    )
-            )
+            return .outboxEntry(try await WritingHandler(dependencies: try user(account)).retry(id))
         case .outboxCancel(let account, let id):
             try await WritingHandler(dependencies: try user(account)).cancel(id)
             return .done

@@ -130,8 +130,7 @@ public struct WritingHandler: Sendable {
             // The agent's outbox service waits for its time (a command without an agent sends it itself).
             try dependencies.outboxEvents.changed(dependencies.account)
         }
-        return try await outbox().first { $0.id == item.id }
-            ?? OutboxEntry(Self.sentEntry(item))
+        return try await entry(after: item)
     }
 
     /// Sends every due message of server account `server` (or the only one) now.
@@ -147,12 +146,22 @@ public struct WritingHandler: Sendable {
     }
 
     /// Queues a failed message for a new attempt now (its attempts counted from zero) and sends it.
-    public func retry(_ id: Int64) async throws -> OutboxEntry? {
+    public func retry(_ id: Int64) async throws -> OutboxEntry {
         let store = try dependencies.mailStore
         try await store.retry(id)
-        guard let item = try await store.outbox().first(where: { $0.id == id }) else { return nil }
+        guard let item = try await store.outbox().first(where: { $0.id == id }) else {
+            throw StoreError.outboxItemNotFound(id)
+        }
         _ = try await dependencies.coordinator.send(server: item.accountID)
-        return try await outbox().first { $0.id == id }
+        return try await entry(after: item)
+    }
+
+    /// `item` as the outbox holds it now, or as sent once its Sent copy was stored and it left the outbox.
+    private func entry(after item: OutboxItem) async throws -> OutboxEntry {
+        if let current = try await outbox().first(where: { $0.id == item.id }) { return current }
+        var sent = item
+        sent.state = .sent
+        return OutboxEntry(sent)
     }
 
     /// Takes a queued or failed message back out of the outbox.
@@ -274,12 +283,6 @@ public struct WritingHandler: Sendable {
         case "zip": "application/zip"
         default: "application/octet-stream"
         }
-    }
-
-    private static func sentEntry(_ item: OutboxItem) -> OutboxItem {
-        var sent = item
-        sent.state = .sent
-        return sent
     }
 }
 
