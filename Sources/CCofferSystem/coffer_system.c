@@ -1,6 +1,7 @@
 #include "coffer_system.h"
 
 #include <errno.h>
+#include <string.h>
 
 #ifdef __linux__
 #include <malloc.h>
@@ -97,3 +98,12 @@ int coffer_tune_allocator(int trim_threshold, int mmap_threshold) { (void)trim_t
 int coffer_random_bytes(void *buffer, size_t count) { (void)buffer; (void)count; errno = ENOSYS; return -1; }
 int coffer_random_public_bytes(void *buffer, size_t count) { (void)buffer; (void)count; errno = ENOSYS; return -1; }
 #endif
+
+__attribute__((noinline)) void coffer_scrub_stack(size_t count) {
+    if (count > (1u << 20)) count = 1u << 20;
+    if (count == 0) return;
+    unsigned char area[count];
+    memset(area, 0, count);
+    // The barrier keeps the compiler from dropping a store to memory that is never read again.
+    __asm__ __volatile__("" : : "r"(area) : "memory");
+}

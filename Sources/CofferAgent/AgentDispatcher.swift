@@ -47,6 +47,14 @@ public final class AgentDispatcher: Sendable {
         try dependencies.keymakerRegistry.user(dependencies.keymakerRegistry.chooseAccount(account))
     }
 
+    /// ``user(_:)`` for the requests served on the event loop (`list`, `search`): the account check reads the
+    /// keychain (its `flock`), so it runs on ``BlockingPool``, and the request goes on where it was, holding nothing
+    /// of the request's mail text on the pool thread (see ``AgentOperation/runsOnEventLoop``).
+    private func userOffTheLoop(_ account: String?) async throws -> UserContainer {
+        let registry = try dependencies.keymakerRegistry
+        return try await BlockingPool.run { try registry.user(registry.chooseAccount(account)) }
+    }
+
     /// Runs `request` and throws what the modules throw: the one-shot CLI calls this in its own process, so its
     /// errors keep their types (the socket path goes through ``handle(_:secret:conversation:)``), except that every
     /// module's "locked" is thrown as ``AppError/locked(account:)`` (see ``AppError/isLocked(_:)``).
@@ -144,12 +152,12 @@ public final class AgentDispatcher: Sendable {
                 )
         case .list(let account, let label, let limit, let offset):
             return .summaries(
-                try await MailHandler(dependencies: try user(account))
+                try await MailHandler(dependencies: try await userOffTheLoop(account))
                     .list(label: label, limit: limit, offset: offset)
             )
         case .search(let account, let words, let limit, let offset):
             return .summaries(
-                try await MailHandler(dependencies: try user(account))
+                try await MailHandler(dependencies: try await userOffTheLoop(account))
                     .search(words, limit: limit, offset: offset)
             )
         case .message(let account, let id):

@@ -307,6 +307,9 @@ public final class AgentServer: Service, Sendable {
                 ]
             )
             try await outbound.write(AgentCoding.frame(reply))
+            // A search word or a page's snippets went through this loop's stack: the frames are gone, their bytes
+            // are not, and the loop may idle above them past a lock (AgentMemoryTests).
+            if request.operation.runsOnEventLoop { ThreadStack.zeroUnused() }
         }
     }
 
@@ -473,11 +476,11 @@ final class ConnectionConversation: AgentConversation {
 extension AgentOperation {
     /// Whether the agent serves the operation on the connection's event loop, where nothing may block: `hello` (no
     /// I/O), `background` (the Keymakers' own code runs on ``BlockingPool`` whoever calls it), and `list` and
-    /// `search`, whose account check reads no keychain once the account's container exists
-    /// (``KeymakerRegistry/chooseAccount(_:)``) and whose store reads wait on GRDB's queue. Those two stay on the
-    /// loop for a second reason: their mail text (a search word is a short string held inline in a frame; a page's
-    /// snippets) lands on the stack of the thread that serves them, and a loop's stack is reused at once, where a
-    /// parked pool thread's would keep it past a lock (AgentMemoryTests). Every other operation reaches the keychain
+    /// `search`, whose account check (``KeymakerRegistry/chooseAccount(_:)``, a keychain read) the dispatcher sends
+    /// to ``BlockingPool`` alone and whose store reads wait on GRDB's queue. Those two stay on the loop because their
+    /// mail text (a search word is a short string held inline in a frame; a page's snippets) lands on the stack of
+    /// the thread that serves them, and a loop's stack is reused at once, where a parked pool thread's would keep it
+    /// past a lock (AgentMemoryTests). Every other operation reaches the keychain
     /// (its `flock`, and `fsync` when it writes), files, processes or the network, so it runs with
     /// ``BlockingPool/taskExecutor`` as its preference (docs/ARCHITECTURE.md, "Concurrency").
     var runsOnEventLoop: Bool {

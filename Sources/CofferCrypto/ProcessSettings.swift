@@ -21,3 +21,14 @@ public enum ProcessSettings {
     @discardableResult
     public static func tuneAllocator() -> Bool { coffer_tune_allocator(256 << 20, 32 << 20) == 1 }
 }
+
+/// The calling thread's stack.
+public enum ThreadStack {
+    /// Zeroes `bytes` of the calling thread's stack below the caller's frame: what the frames of calls that have
+    /// returned left there (a short Swift string is held inline in a frame, not on the heap, so freeing cannot
+    /// overwrite it). The agent calls it on an event loop after each request that handled mail text there
+    /// (docs/ARCHITECTURE.md, "Concurrency"). The thread needs that much stack left; NIO's threads have 8 MiB.
+    public static func zeroUnused(bytes: Int = 128 << 10) {
+        coffer_scrub_stack(max(0, bytes))
+    }
+}

@@ -24,4 +24,8 @@ int coffer_random_bytes(void *buffer, size_t count);
 /// call goes to getrandom(2). Never for key material. Returns 0, or -1 with errno set.
 int coffer_random_public_bytes(void *buffer, size_t count);
 
+/// Zeroes `count` bytes (at most 1 MiB) of the calling thread's stack below the caller's frame, where the frames of
+/// calls that have returned left their locals. The thread's stack must have that much room left.
+void coffer_scrub_stack(size_t count);
+
 #endif
