@@ -1,8 +1,11 @@
 import CofferApp
+import CofferCrypto
+@testable import CofferKeymaker
 import CofferNotify
 import CofferNotifyClient
 import CofferTesting
 import Foundation
+import Logging
 import Testing
 
 #if canImport(Glibc)
@@ -122,7 +125,9 @@ final class LogCollector: @unchecked Sendable {
 
     /// Issue 23: mail arriving more often than the autolock interval must not hold the account unlocked. Autolock
     /// 30 s, a mail every 5 s for 90 s, each synced by the agent on its push while unlocked: the account still locks
-    /// (before, every push-driven sync counted as activity and it stayed unlocked for as long as mail came).
+    /// at 30 s (before, every push-driven sync counted as activity and it stayed unlocked for as long as mail came),
+    /// and after that no copy of the MainKey's 32 bytes is left in the agent's memory (while unlocked, the same scan
+    /// finds it: the scan can see the key).
     @Test func pushDrivenSyncsNeverHoldTheAutolockOpen() async throws {
         try await FastSyncCLITests().withStack { stack in
             let cli = stack.cli
@@ -134,6 +139,11 @@ final class LogCollector: @unchecked Sendable {
             #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
             let set = try await cli.runOffPool(["autolock", "30s", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(set.status == 0, "\(set.stderr)")
+            let key = try await Self.mainKeyBytes(home: cli.home.path, account: "alice", pin: Self.pin)
+            let pid = agent.processIdentifier
+            try #require(ProcessMemory.readable(pid: pid), "this run cannot read the agent's memory (needs CAP_SYS_PTRACE)")
+            let whileUnlocked = ProcessMemory.count(pid: pid, needles: [key])
+            #expect(whileUnlocked != [0], "the scan does not see the MainKey in the unlocked agent")
             // The last command a person gave: from here on only mail arrives.
             let start = Date()
             var lockedAfter: Double?
@@ -152,6 +162,8 @@ final class LogCollector: @unchecked Sendable {
             #expect(delivered >= 15)
             #expect(await log.wait(for: "push: synced while unlocked", count: 2), "\(log.contents)")
             #expect(lockedAfter != nil, "still unlocked after 90 s of mail every 5 s: \(log.contents)")
+            // Locked by the 30 s timer, seen by the first `status` after it (one round of mail and 5 s later).
+            #expect((lockedAfter ?? .infinity) < 45, "locked \(lockedAfter ?? -1) s after the last command")
             #expect(await log.wait(for: "push: shown while locked"), "\(log.contents)")
             print(
                 "autolock 30s with a mail every 5s: locked \(lockedAfter.map { String(Int($0)) } ?? "never") s after the last command"
@@ -159,7 +171,22 @@ final class LogCollector: @unchecked Sendable {
             let final = try await cli.runOffPool(["status"]).stdout
             #expect(final.contains("state: locked"), "\(final)")
             #expect(try await cli.runOffPool(["list"]).status == 1)
+            let afterLock = ProcessMemory.count(pid: pid, needles: [key])
+            print("MainKey copies in the agent: unlocked \(whileUnlocked), after the autolock \(afterLock)")
+            #expect(afterLock == [0], "copies of the MainKey in the agent after the autolock: \(afterLock)")
         }
+    }
+
+    /// The MainKey of `account` in the home at `home`, unlocked in this process with `pin` (the agent holds its own
+    /// copy); the Keymaker here is locked again before this returns.
+    static func mainKeyBytes(home: String, account: String, pin: String) async throws -> [UInt8] {
+        let paths = AppPaths(data: "\(home)/data", keychain: "\(home)/keychain", state: "\(home)/state")
+        let global = GlobalContainer(paths: paths, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let keymaker = try global.keymakerRegistry.user(account).keymaker
+        try await keymaker.unlock(.pin(SecretBytes(copying: Array(pin.utf8))))
+        let bytes = try await keymaker.mainKey(for: .background).secret.withUnsafeBytes { Array($0) }
+        await keymaker.lock()
+        return bytes
     }
 
     /// Starts `coffer agent` for `cli`'s home, its standard error collected, and waits until it answers.
