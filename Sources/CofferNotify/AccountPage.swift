@@ -226,12 +226,14 @@ public enum AccountPage {
             guard let sent = form.csrf, tokensMatch(entry.csrf, sent) else {
                 return page(templates, .forbidden, "Forbidden", "The form expired; reload the page.")
             }
-            guard let id = form.id, let target = try await service.storage.session(id: id), target.user == entry.user
-            else { return page(templates, .notFound, "Not found", NotifyError.sessionNotFound.description) }
-            _ = try await service.storage.revoke(id: target.id)
-            try await service.escrow?.delete(sessionID: target.id)
-            await service.signal.wake(sessionID: target.id)
-            service.logger.info("session revoked from the account page", metadata: ["session": "\(target.id)"])
+            guard let id = form.id else {
+                return page(templates, .notFound, "Not found", NotifyError.sessionNotFound.description)
+            }
+            do throws(NotifyError) {
+                try await service.revoke(id: id, ofUser: entry.user)
+            } catch .sessionNotFound {
+                return page(templates, .notFound, "Not found", NotifyError.sessionNotFound.description)
+            }
             return secured(Response(status: .seeOther, headers: [.location: "/account"]))
         }
 

@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferPush
 import Crypto
 import Foundation
@@ -34,15 +35,19 @@ public protocol EscrowRecords: Sendable {
 ///
 /// Every secret is sealed at rest with AES-256-GCM under a key derived from the service's master key (`master.key`,
 /// outside the database) before it reaches the ``EscrowRecords``. Formats: docs/FORMAT.md, "FastSync escrow v1".
-public final class FastSyncEscrow: Sendable {
+///
+/// Its description, debug description and mirror show no key (`FastSyncEscrow(<redacted>)`).
+public final class FastSyncEscrow: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     private let records: any EscrowRecords
     private let userKeyKey: SymmetricKey
     private let kekKey: SymmetricKey
 
     /// The escrow over `records`; `masterKey` is the 32-octet master key (shared by every instance on one database).
-    public init(records: any EscrowRecords, masterKey: [UInt8]) throws(NotifyError) {
-        guard masterKey.count == 32 else { throw .configuration("the master key must be 32 bytes") }
-        let master = SymmetricKey(data: masterKey)
+    public init(records: any EscrowRecords, masterKey: SecretBytes) throws(NotifyError) {
+        guard masterKey.count == 32, !masterKey.isWiped else {
+            throw .configuration("the master key must be 32 bytes")
+        }
+        let master = masterKey.withUnsafeBytes { SymmetricKey(data: $0) }
         func derive(_ label: String) -> SymmetricKey {
             HKDF<SHA256>.deriveKey(
                 inputKeyMaterial: master,
@@ -57,6 +62,13 @@ public final class FastSyncEscrow: Sendable {
     }
 
     private static func aad(_ parts: String...) -> Data { Data(parts.joined(separator: "\u{0}").utf8) }
+
+    /// `FastSyncEscrow(<redacted>)`.
+    public var description: String { "FastSyncEscrow(<redacted>)" }
+    /// `FastSyncEscrow(<redacted>)`.
+    public var debugDescription: String { description }
+    /// No children: the keys are not reflected.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 
     private func seal(_ data: Data, key: SymmetricKey, aad: Data) throws(NotifyError) -> [UInt8] {
         do {

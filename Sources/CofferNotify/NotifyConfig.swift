@@ -107,6 +107,8 @@ public struct NotifyConfig: Codable, Sendable, Equatable {
         storage: any NotifyStorage, escrow: any EscrowRecords, postgres: PostgresNotifyStorage?
     ) {
         let masterKey = try home.masterKey()
+        // The storage keeps only the keys derived from it.
+        defer { masterKey.wipe() }
         if let configuration = postgresConfiguration {
             let storage = try await PostgresNotifyStorage(
                 configuration: configuration,

@@ -49,9 +49,12 @@ public struct NotifyHome: Sendable {
         }
     }
 
-    /// The master key, made (32 random bytes, 0600) on first use.
-    public func masterKey() throws(NotifyError) -> [UInt8] {
-        try secret(named: "master.key") { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+    /// The master key, made (32 random bytes, 0600) on first use, in locked memory that is wiped when it is released
+    /// (the bytes read from the file are wiped at once).
+    public func masterKey() throws(NotifyError) -> SecretBytes {
+        var bytes = try secret(named: "master.key") { SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) } }
+        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        return SecretBytes(copying: bytes)
     }
 
     /// The VAPID signing key (a raw 32-byte P-256 scalar, 0600), made on first use.

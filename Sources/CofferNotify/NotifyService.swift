@@ -225,17 +225,21 @@ public struct NotifyService: Sendable {
         return (expires, token)
     }
 
-    /// Revokes one of the caller's own sessions.
+    /// Revokes one of the caller's own sessions (`DELETE /v1/sessions/{id}`).
     ///
     /// - Throws: `NotifyError.sessionNotFound` when there is no such session or it is another user's.
     public func revoke(id: String, by caller: NotifySession) async throws(NotifyError) {
-        guard let target = try await storage.session(id: id), target.user == caller.user else {
+        try await revoke(id: id, ofUser: caller.user)
+    }
+
+    /// Revokes one session of `user`, a canonical name (``MailUser``), as the `/account` page's Revoke button does.
+    ///
+    /// - Throws: `NotifyError.sessionNotFound` when there is no such session or it is another user's.
+    public func revoke(id: String, ofUser user: String) async throws(NotifyError) {
+        guard let target = try await storage.session(id: id), target.user == user else {
             throw .sessionNotFound
         }
-        _ = try await storage.revoke(id: target.id)
-        try await escrow?.delete(sessionID: target.id)
-        await signal.wake(sessionID: target.id)
-        logger.info("session revoked", metadata: ["session": "\(target.id)"])
+        try await revokeSession(id: target.id)
     }
 
     /// Revokes every live session of `user` except `keeping` (a stolen device, a changed password): their pending
@@ -245,13 +249,43 @@ public struct NotifyService: Sendable {
         var count = 0
         for session in try await storage.sessions(user: MailUser.canonical(user))
         where session.id != keeping && session.isLive(at: date) {
-            _ = try await storage.revoke(id: session.id)
-            try await escrow?.delete(sessionID: session.id)
-            await signal.wake(sessionID: session.id)
+            try await revokeSession(id: session.id)
             count += 1
         }
         logger.info("sessions revoked", metadata: ["count": "\(count)"])
         return count
+    }
+
+    /// The one way a session is revoked in the service, whoever asks (the API, the `/account` page, ``revokeAll``):
+    /// ``revokeSession(id:storage:escrow:signal:)`` with this service's parts, then a log line. The caller checks
+    /// whose session it is.
+    ///
+    /// - Returns: whether there was such a session.
+    @discardableResult
+    func revokeSession(id: String) async throws(NotifyError) -> Bool {
+        let revoked = try await Self.revokeSession(id: id, storage: storage, escrow: escrow, signal: signal)
+        if revoked { logger.info("session revoked", metadata: ["session": "\(id)"]) }
+        return revoked
+    }
+
+    /// Every step of a revocation, in one place: marks the session revoked and drops its pending pushes, wakes its
+    /// streams in this process (a long poll answers 401 and a WebSocket closes at once, not at the end of their
+    /// wait), and deletes its escrowed FastSync key. `coffer-notify sessions revoke` calls it straight on the
+    /// database, with no stream of its own to wake (`signal` nil): a server's streams see the revocation at their next
+    /// check.
+    ///
+    /// - Returns: whether there was such a session.
+    package static func revokeSession(
+        id: String,
+        storage: any NotifyStorage,
+        escrow: FastSyncEscrow?,
+        signal: PendingSignal?
+    ) async throws(NotifyError) -> Bool {
+        let revoked = try await storage.revoke(id: id)
+        // Woken before the escrow's delete, so that a failing delete cannot leave a revoked device listening.
+        await signal?.wake(sessionID: id)
+        try await escrow?.delete(sessionID: id)
+        return revoked
     }
 
     /// Checks the Basic auth password Dovecot sent against the event secret, in constant time.
@@ -547,13 +581,7 @@ public enum TerminalText {
 
 /// What `serve --host` may listen on without TLS.
 public enum ListenAddress {
-    /// Whether `host` is a loopback address: `localhost`, an IPv4 address in 127.0.0.0/8, `::1`, or an IPv4-mapped
-    /// form of a 127/8 address. Judged on the parsed address, never on a prefix of the text (`127.evil.example` is
-    /// a host name, not loopback).
-    public static func isLoopback(_ host: String) -> Bool {
-        if host.lowercased() == "localhost" { return true }
-        guard let bytes = CIDR.parse(host) else { return false }
-        if bytes.count == 4 { return bytes[0] == 127 }
-        return bytes == Array(repeating: 0, count: 15) + [1]
-    }
+    /// Whether `host` is a loopback address by coffer-notify's one rule, ``Loopback/isLoopback(host:)``: `localhost`,
+    /// an IPv4 address in 127.0.0.0/8, `::1`, or an IPv4-mapped form of a 127/8 address.
+    public static func isLoopback(_ host: String) -> Bool { Loopback.isLoopback(host: host) }
 }

@@ -1,3 +1,4 @@
+import CofferCrypto
 import Foundation
 import Logging
 import PostgresNIO
@@ -22,7 +23,7 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
     /// - Throws: `NotifyError.storage` when the database cannot be reached or prepared.
     public init(
         configuration: PostgresClient.Configuration,
-        masterKey: [UInt8],
+        masterKey: SecretBytes,
         logger: Logger = Logger(label: "coffer-notify-postgres")
     ) async throws(NotifyError) {
         sealer = try SessionKeySealer(masterKey: masterKey)

@@ -6,11 +6,15 @@ import NIOCore
 /// must be public (not loopback, private, link-local, shared, multicast, reserved or unspecified), so the service
 /// cannot be used to reach its own network. The connection goes to the address that was checked (no second lookup).
 public struct PushEndpointPolicy: Sendable {
-    /// Tests only: allow `http` and loopback addresses (the loopback test receiver). Never set in `serve`.
-    public var allowLoopbackForTests: Bool
+    /// Tests only: allow `http` and loopback addresses (the loopback test receiver). A test hook, so `package`: no
+    /// program outside this package can turn the guard off, and `serve` never does.
+    package var allowLoopbackForTests: Bool
 
-    /// Creates the policy; the default refuses loopback.
-    public init(allowLoopbackForTests: Bool = false) { self.allowLoopbackForTests = allowLoopbackForTests }
+    /// Creates the policy, which refuses loopback.
+    public init() { self.allowLoopbackForTests = false }
+
+    /// Tests only: a policy that allows `http` and loopback addresses when `allowLoopbackForTests` is true.
+    package init(allowLoopbackForTests: Bool) { self.allowLoopbackForTests = allowLoopbackForTests }
 
     /// A checked endpoint: where to connect and what to ask for.
     public struct Resolved: Sendable {
@@ -53,7 +57,7 @@ public struct PushEndpointPolicy: Sendable {
         for address in addresses where !isAllowed(address) {
             throw .invalidRequest("the push endpoint resolves to a loopback, private or reserved address")
         }
-        if !tls && !addresses.allSatisfy(Self.isLoopback) {
+        if !tls && !addresses.allSatisfy({ Loopback.isLoopback($0) }) {
             throw .invalidRequest("pushEndpoint must be an https URL")
         }
         return Resolved(url: url, host: host, port: port, tls: tls, address: first)
@@ -61,7 +65,7 @@ public struct PushEndpointPolicy: Sendable {
 
     /// Whether one address may be connected to under this policy.
     public func isAllowed(_ address: SocketAddress) -> Bool {
-        if Self.isLoopback(address) { return allowLoopbackForTests }
+        if Loopback.isLoopback(address) { return allowLoopbackForTests }
         return Self.isPublic(address)
     }
 
@@ -74,14 +78,6 @@ public struct PushEndpointPolicy: Sendable {
         default:
             return nil
         }
-    }
-
-    static func isLoopback(_ address: SocketAddress) -> Bool {
-        guard let b = bytes(address) else { return false }
-        if b.count == 4 { return b[0] == 127 }
-        if b == Array(repeating: 0, count: 15) + [1] { return true }
-        if b.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] { return b[12] == 127 }
-        return false
     }
 
     /// Public unicast: not in any special-purpose block of RFC 6890 and its successors.

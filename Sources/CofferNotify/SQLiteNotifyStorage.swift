@@ -1,3 +1,4 @@
+import CofferCrypto
 import Foundation
 import GRDB
 
@@ -15,7 +16,7 @@ public final class SQLiteNotifyStorage: NotifyStorage {
     ///
     /// - Throws: `NotifyError.storage` when the file cannot be opened or migrated, `.configuration` for a master key
     ///   that is not 32 bytes.
-    public init(path: String, masterKey: [UInt8]) throws(NotifyError) {
+    public init(path: String, masterKey: SecretBytes) throws(NotifyError) {
         let sealer = try SessionKeySealer(masterKey: masterKey)
         self.sealer = sealer
         do {

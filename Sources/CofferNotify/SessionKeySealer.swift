@@ -1,3 +1,4 @@
+import CofferCrypto
 import Crypto
 import Foundation
 
@@ -9,7 +10,9 @@ import Foundation
 /// session id, so a record moved to another row does not open. The reuse check ("a push key is never registered
 /// twice") compares `HMAC-SHA256(idKey, public key)` instead of the key itself. Both keys come from HKDF-SHA256 over
 /// the master key with distinct `info` strings.
-public struct SessionKeySealer: Sendable {
+///
+/// Its description, debug description and mirror show no key (`SessionKeySealer(<redacted>)`).
+public struct SessionKeySealer: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// The record version this code writes.
     public static let version: UInt8 = 1
     private static let aadLabel = Array("coffer-notify push keys v1".utf8)
@@ -19,9 +22,11 @@ public struct SessionKeySealer: Sendable {
     /// Derives the sealing and id keys from the 32-byte master key.
     ///
     /// - Throws: `NotifyError.configuration` when the master key is not 32 bytes.
-    public init(masterKey: [UInt8]) throws(NotifyError) {
-        guard masterKey.count == 32 else { throw .configuration("the master key must be 32 bytes") }
-        let master = SymmetricKey(data: masterKey)
+    public init(masterKey: SecretBytes) throws(NotifyError) {
+        guard masterKey.count == 32, !masterKey.isWiped else {
+            throw .configuration("the master key must be 32 bytes")
+        }
+        let master = masterKey.withUnsafeBytes { SymmetricKey(data: $0) }
         sealKey = HKDF<SHA256>.deriveKey(
             inputKeyMaterial: master,
             info: Array("coffer-notify push keys seal v1".utf8),
@@ -80,4 +85,11 @@ public struct SessionKeySealer: Sendable {
     }
 
     private static func aad(_ sessionID: String) -> [UInt8] { aadLabel + [0] + Array(sessionID.utf8) }
+
+    /// `SessionKeySealer(<redacted>)`.
+    public var description: String { "SessionKeySealer(<redacted>)" }
+    /// `SessionKeySealer(<redacted>)`.
+    public var debugDescription: String { description }
+    /// No children: the keys are not reflected.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }

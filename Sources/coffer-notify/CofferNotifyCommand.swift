@@ -324,9 +324,10 @@ struct Sessions: AsyncParsableCommand {
 
         func run() async throws {
             let (_, storage, escrow, _) = try await home.open(logger: Logger(label: "coffer-notify"))
-            guard try await storage.revoke(id: id) else { throw ValidationError("There is no session \(id).") }
-            // Its FastSync key goes with it.
-            try await escrow.delete(sessionID: id)
+            // Every step of a revocation but the wake (no stream of this process): its FastSync key goes with it.
+            guard try await NotifyService.revokeSession(id: id, storage: storage, escrow: escrow, signal: nil) else {
+                throw ValidationError("There is no session \(id).")
+            }
             print("revoked \(id)")
         }
     }

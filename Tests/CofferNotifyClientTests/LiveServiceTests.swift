@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferNotify
 import CofferNotifyClient
 import CofferPush
@@ -36,7 +37,7 @@ struct LiveService {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let storage = try SQLiteNotifyStorage(
             path: folder.appendingPathComponent("notify.sqlite").path,
-            masterKey: Array(repeating: 0x5a, count: 32)
+            masterKey: SecretBytes(copying: Array(repeating: UInt8(0x5a), count: 32))
         )
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
@@ -50,7 +51,7 @@ struct LiveService {
         )
         service.escrow = try FastSyncEscrow(
             records: try SQLiteEscrowRecords(path: folder.appendingPathComponent("escrow.sqlite").path),
-            masterKey: Array(repeating: 9, count: 32)
+            masterKey: SecretBytes(copying: Array(repeating: UInt8(9), count: 32))
         )
         self.service = service
     }

@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferIMAP
 import CofferNotify
 import CofferNotifyClient
@@ -65,7 +66,7 @@ extension TestServers.PinnedDovecot {
         let folder = TemporaryDirectory(prefix: "coffer-notify-cli-service")
         let storage = try SQLiteNotifyStorage(
             path: "\(folder.path)/notify.sqlite",
-            masterKey: Array(repeating: 0x5a, count: 32)
+            masterKey: SecretBytes(copying: Array(repeating: UInt8(0x5a), count: 32))
         )
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
@@ -232,7 +233,7 @@ extension TestServers.PinnedDovecot {
         let folder = TemporaryDirectory(prefix: "coffer-fastsync-service")
         let storage = try SQLiteNotifyStorage(
             path: "\(folder.path)/notify.sqlite",
-            masterKey: Array(repeating: 0x5a, count: 32)
+            masterKey: SecretBytes(copying: Array(repeating: UInt8(0x5a), count: 32))
         )
         var logger = Logger(label: "coffer-notify-client-tests")
         logger.logLevel = .warning
@@ -249,7 +250,7 @@ extension TestServers.PinnedDovecot {
         )
         service.escrow = try FastSyncEscrow(
             records: try SQLiteEscrowRecords(path: "\(folder.path)/escrow.sqlite"),
-            masterKey: Array(repeating: 3, count: 32)
+            masterKey: SecretBytes(copying: Array(repeating: UInt8(3), count: 32))
         )
         let configured = service
         // The service as `coffer-notify serve` runs it: the API and the WebSocket stream the agent holds.

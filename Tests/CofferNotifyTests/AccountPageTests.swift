@@ -226,6 +226,56 @@ extension TestClientProtocol {
         }
     }
 
+    /// A revocation from the /account page wakes that session's open long poll, which answers 401, as the API's
+    /// `DELETE /v1/sessions/{id}` does: both go through `NotifyService.revokeSession(id:)`. The revocation is made
+    /// while the poll waits (it is counted as a waiter), so only the wake (the session's signal generation moves on)
+    /// ends it before its 30 s.
+    @Test(arguments: ["account page", "API"])
+    func revokingWakesTheSessionsLongPoll(from path: String) async throws {
+        let harness = try Harness()
+        defer { harness.remove() }
+        try await harness.application.test(.router) { client in
+            let phone = try await client.register(Device().registration(user: "alice", password: "alice-pw"))
+            let laptop = try await client.register(
+                Device().registration(user: "alice", password: "alice-pw", name: "laptop")
+            )
+            let (browser, csrf) = try await client.signIn(user: "alice", password: "alice-pw")
+            async let polled = client.execute(
+                uri: "/v1/stream?wait=\(NotifyAPI.maximumWait)",
+                method: .get,
+                headers: bearer(phone.token)
+            ) { $0.status }
+            var waiting: Double?
+            for _ in 0..<500 {
+                let text = String(decoding: harness.service.metrics.registry.emitToBuffer(), as: UTF8.self)
+                waiting = text.split(separator: "\n").first { $0.hasPrefix("notify_stream_waiters ") }
+                    .flatMap { Double($0.split(separator: " ")[1]) }
+                if waiting == 1 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try #require(waiting == 1)
+            let before = await harness.service.signal.generation(sessionID: phone.sessionID)
+            if path == "API" {
+                try await client.execute(
+                    uri: "/v1/sessions/\(phone.sessionID)",
+                    method: .delete,
+                    headers: bearer(laptop.token)
+                ) { #expect($0.status == .noContent) }
+            } else {
+                try await client.execute(
+                    uri: "/account/revoke",
+                    method: .post,
+                    headers: browser.headers,
+                    body: ByteBuffer(string: "id=\(phone.sessionID)&csrf=\(csrf)")
+                ) { #expect($0.status == .seeOther) }
+            }
+            #expect(await harness.service.signal.generation(sessionID: phone.sessionID) == before + 1)
+            #expect(try await polled == .unauthorized)
+            #expect(try await harness.storage.session(id: phone.sessionID)?.revoked == true)
+            #expect(try await harness.storage.session(id: laptop.sessionID)?.revoked == false)
+        }
+    }
+
     @Test func signInIsRateLimitedBeforeTheMailServerIsAsked() async throws {
         let harness = try Harness(registrationsPerMinute: 3)
         defer { harness.remove() }

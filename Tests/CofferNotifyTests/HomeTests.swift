@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferNotify
 import Foundation
 import Logging

@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferNotify
 import CofferPush
 import Foundation
@@ -85,7 +86,10 @@ func folderContains(_ folder: URL, _ needle: [UInt8]) throws -> Bool {
             let storage = try SQLiteNotifyStorage(path: path, masterKey: testMasterKey)
             try await storage.createSession(session(id: "a", keys: WebPush.UserAgentKeys()))
         }
-        let other = try SQLiteNotifyStorage(path: path, masterKey: Array(repeating: 1, count: 32))
+        let other = try SQLiteNotifyStorage(
+            path: path,
+            masterKey: SecretBytes(copying: Array(repeating: UInt8(1), count: 32))
+        )
         await #expect(throws: NotifyError.self) { _ = try await other.session(id: "a") }
     }
 
@@ -106,7 +110,7 @@ func folderContains(_ folder: URL, _ needle: [UInt8]) throws -> Bool {
         var otherVersion = record
         otherVersion[0] = 2
         #expect(throws: NotifyError.self) { try sealer.open(otherVersion, sessionID: "a") }
-        #expect(throws: NotifyError.self) { try SessionKeySealer(masterKey: [1, 2, 3]) }
+        #expect(throws: NotifyError.self) { try SessionKeySealer(masterKey: SecretBytes(copying: [1, 2, 3])) }
     }
 
     /// A version 2 database (clear keys) is migrated: its sessions still work and no clear key is left in the file.

@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferNotify
 import CofferPush
 import CofferTesting
@@ -38,7 +39,7 @@ func runProcess(
 }
 
 /// The master key the test storages seal push keys with.
-let testMasterKey = Array(repeating: UInt8(0x5a), count: 32)
+let testMasterKey = SecretBytes(copying: Array(repeating: UInt8(0x5a), count: 32))
 
 /// Accepts exactly one password per user, like a mail server would.
 struct FakeAuthenticator: MailAuthenticator {
