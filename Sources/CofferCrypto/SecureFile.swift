@@ -244,6 +244,57 @@ public enum SecureFile {
         kill(pid, 0) == 0 || errno == EPERM
     }
 
+    /// Linux process ids are below 2^22 (`PID_MAX_LIMIT`).
+    static let processIDLimit: Int64 = 1 << 22
+
+    /// This process as a claim a later reader can check (``isAlive(claim:)``): its start time (in clock ticks after
+    /// boot, `/proc/self/stat` field 22) times 2^22 plus its process id. A process that later gets the same id has
+    /// another start time, so it is not taken for this one. Where `/proc` cannot be read, the process id alone.
+    public static func processClaim() -> Int64 {
+        let pid = Int64(getpid())
+        guard pid < processIDLimit, let ticks = startTicks(of: getpid()), ticks < (Int64.max / processIDLimit) else {
+            return pid
+        }
+        return ticks * processIDLimit + pid
+    }
+
+    /// Whether the process that made `claim` (``processClaim()``) still runs: a process with its id exists and, when
+    /// the claim has a start time, started then. A claim of a process id alone (older records) is checked by id.
+    public static func isAlive(claim: Int64) -> Bool {
+        guard claim > 0 else { return false }
+        let pid = claim % processIDLimit
+        let ticks = claim / processIDLimit
+        guard pid > 0, pid <= Int64(Int32.max), isAlive(pid_t(pid)) else { return false }
+        guard ticks > 0 else { return true }
+        // The id is in use; it is the claimant only if that process started when the claim says. Unreadable (another
+        // user's process, no /proc): counted as alive, so two processes never send one item at once.
+        guard let started = startTicks(of: pid_t(pid)) else { return true }
+        return started == ticks
+    }
+
+    /// Field 22 of `/proc/<pid>/stat` (the start time in clock ticks after boot), read after the command name's
+    /// closing parenthesis, which may itself contain spaces and parentheses.
+    static func startTicks(of pid: pid_t) -> Int64? {
+        // procfs reports size 0: read to the end, not by the size.
+        let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while bytes.count < 8192 {
+            let got = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            guard got > 0 else { break }
+            bytes += chunk[0..<got]
+        }
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        // After ") " come fields 3 (state) onwards: field 22 is the 20th of them.
+        let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count >= 20, let ticks = Int64(String(decoding: fields[19], as: UTF8.self)), ticks > 0 else {
+            return nil
+        }
+        return ticks
+    }
+
     /// Creates a fresh private folder (0700) under `parent`, named `<pid>-<random hex>` so that a sweep can tell
     /// when the process that made it is gone (``folderOwner(_:)``). For decrypted previews, one folder per view.
     public static func makeProcessFolder(under parent: String) throws(CofferCryptoError) -> String {

@@ -203,7 +203,7 @@ extension MailStore {
     public func claimNextDue(accountID: Int64? = nil, now: Date = Date()) async throws(StoreError) -> OutboxItem? {
         let keys = try await keys()
         let seconds = Schema.seconds(now)
-        let claimant = Int64(getpid())
+        let claimant = SecureFile.processClaim()
         return try await write { db -> OutboxItem? in
             while true {
                 var sql = "SELECT * FROM outbox WHERE state = ? AND nextAttempt <= ?"
@@ -433,9 +433,7 @@ extension MailStore {
                 var recovered = 0
                 for row in claimed {
                     guard case .int64(let id) = (row[0] as DatabaseValue).storage else { continue }
-                    if case .int64(let claimant) = (row[1] as DatabaseValue).storage, claimant > 0,
-                        claimant <= Int64(Int32.max), SecureFile.isAlive(pid_t(claimant))
-                    {
+                    if case .int64(let claimant) = (row[1] as DatabaseValue).storage, SecureFile.isAlive(claim: claimant) {
                         continue
                     }
                     try db.execute(

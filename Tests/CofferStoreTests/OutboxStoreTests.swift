@@ -203,6 +203,40 @@ struct OutboxStoreTests {
         #expect(try await reopened.outboxCounts().queued == 2)
     }
 
+    /// A claim names the process by id and start time: a live process that got a dead claimant's id (here this
+    /// process, with another start time) is not taken for it. On the code that kept the id alone, the item stayed
+    /// `sending` for as long as that process ran.
+    @Test("a claim whose process id now belongs to another process is recovered; a claim of an id alone is checked by id")
+    func reusedProcessID() async throws {
+        let world = try await StoreWorld()
+        let store = world.store
+        let reused = try await store.enqueue(outgoing(subject: "reused"), accountID: 1)
+        let legacy = try await store.enqueue(outgoing(subject: "legacy"), accountID: 1)
+        _ = try await store.claimNextDue()
+        _ = try await store.claimNextDue()
+        let claim = SecureFile.processClaim()
+        let limit: Int64 = 1 << 22
+        #expect(claim % limit == Int64(getpid()) && claim / limit > 0, "this process's claim has its start time")
+        // The store wrote that claim, not the id alone (on the old code: the id alone).
+        let stored = try await world.rawQueue().read { db in
+            try Int64.fetchAll(db, sql: "SELECT claimant FROM outbox ORDER BY id")
+        }
+        #expect(stored == [claim, claim])
+        #expect(SecureFile.isAlive(claim: claim))
+        // This process's id with a start time one tick earlier: the claimant that had this id is gone.
+        let earlier = claim - limit
+        #expect(!SecureFile.isAlive(claim: earlier))
+        try await world.rawQueue().write { db in
+            try db.execute(sql: "UPDATE outbox SET claimant = ? WHERE id = ?", arguments: [earlier, reused.id])
+            // A record written before claims had a start time: this process's id alone, which still runs.
+            try db.execute(sql: "UPDATE outbox SET claimant = ? WHERE id = ?", arguments: [Int64(getpid()), legacy.id])
+        }
+        #expect(try await store.recoverInterrupted() == 1)
+        let states = Dictionary(uniqueKeysWithValues: try await store.outbox().map { ($0.id, $0.state) })
+        #expect(states[reused.id] == .queued)
+        #expect(states[legacy.id] == .sending)
+    }
+
     @Test("a sealed file no row names is deleted at open once a minute old; a younger one may be about to commit")
     func orphans() async throws {
         let world = try await StoreWorld()
