@@ -433,7 +433,9 @@ extension MailStore {
                 var recovered = 0
                 for row in claimed {
                     guard case .int64(let id) = (row[0] as DatabaseValue).storage else { continue }
-                    if case .int64(let claimant) = (row[1] as DatabaseValue).storage, SecureFile.isAlive(claim: claimant) {
+                    if case .int64(let claimant) = (row[1] as DatabaseValue).storage,
+                        SecureFile.isAlive(claim: claimant)
+                    {
                         continue
                     }
                     try db.execute(

@@ -206,7 +206,9 @@ struct OutboxStoreTests {
     /// A claim names the process by id and start time: a live process that got a dead claimant's id (here this
     /// process, with another start time) is not taken for it. On the code that kept the id alone, the item stayed
     /// `sending` for as long as that process ran.
-    @Test("a claim whose process id now belongs to another process is recovered; a claim of an id alone is checked by id")
+    @Test(
+        "a claim whose process id now belongs to another process is recovered; a claim of an id alone is checked by id"
+    )
     func reusedProcessID() async throws {
         let world = try await StoreWorld()
         let store = world.store
