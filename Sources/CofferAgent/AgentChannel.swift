@@ -92,8 +92,7 @@ struct AgentFrameEncoder: MessageToByteEncoder {
 
     func encode(data: AgentFrame, out: inout ByteBuffer) throws {
         out.reserveCapacity(AgentFrame.headerSize + data.payload.count)
-        out.writeBytes([0x43, 0x46, AgentFrame.version, data.kind.rawValue])
-        out.writeInteger(UInt32(data.payload.count), endianness: .big)
+        out.writeBytes(data.headerBytes)
         out.writeBytes(data.payload)
     }
 }

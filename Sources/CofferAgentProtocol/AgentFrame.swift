@@ -21,7 +21,7 @@ public struct AgentFrame: Sendable, Equatable {
     }
 
     /// The protocol version this code speaks.
-    public static let version: UInt8 = 5
+    public static let version: UInt8 = 6
     /// The header's size in bytes.
     public static let headerSize = 8
     /// The largest payload the agent accepts from a client (requests, answers and secrets are small).
@@ -77,13 +77,18 @@ public struct AgentFrame: Sendable, Equatable {
         return Header(kind: kind, payloadLength: length)
     }
 
-    /// The bytes on the wire.
-    public var encoded: [UInt8] {
+    /// The header's 8 bytes on the wire: magic, version, kind, the payload's length (big-endian). The one writer of
+    /// the header, for ``encoded`` (the client) and the agent's channel encoder.
+    public var headerBytes: [UInt8] {
         let count = UInt32(payload.count)
-        var bytes: [UInt8] = [0x43, 0x46, Self.version, kind.rawValue]
-        bytes += [UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff)]
-        return bytes + payload
+        return [
+            0x43, 0x46, Self.version, kind.rawValue,
+            UInt8(count >> 24), UInt8(count >> 16 & 0xff), UInt8(count >> 8 & 0xff), UInt8(count & 0xff),
+        ]
     }
+
+    /// The bytes on the wire.
+    public var encoded: [UInt8] { headerBytes + payload }
 }
 
 /// Why bytes are not a valid frame.

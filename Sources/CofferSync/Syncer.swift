@@ -103,18 +103,24 @@ public struct Syncer: Sendable {
     /// The most message bytes (RFC822.SIZE) per UID FETCH and per store transaction; a larger message goes alone.
     public var batchBytes: UInt64 = 16 << 20
     /// The IMAP parser's limits (tests make them small).
-    public var limits: IMAPResponseParser.Limits
+    package var limits: IMAPResponseParser.Limits
     /// The TCP and handshake limit.
     public var timeout: TimeAmount
     /// How long the server may stay silent while an answer is due before the sync fails with a typed error.
     public var responseTimeout: Duration = .seconds(120)
-    /// Capabilities to ignore although the server offers them (`QRESYNC`, `CONDSTORE`): forces the UID diff.
-    public var ignoredCapabilities: Set<String>
-    /// Told of every step (see ``SyncEvent``).
-    public var observer: (@Sendable (SyncEvent) -> Void)?
+    /// Capabilities to ignore although the server offers them (`QRESYNC`, `CONDSTORE`): forces the UID diff (tests).
+    package var ignoredCapabilities: Set<String>
+    /// Told of every step (see ``SyncEvent``; tests).
+    package var observer: (@Sendable (SyncEvent) -> Void)?
 
-    /// A syncer for `store`.
-    public init(
+    /// A syncer for `store`: `batchSize` messages per UID FETCH and per store transaction, `timeout` for TCP and the
+    /// TLS handshake.
+    public init(store: MailStore, batchSize: Int = 50, timeout: TimeAmount = .seconds(20)) {
+        self.init(store: store, batchSize: batchSize, limits: .init(), timeout: timeout)
+    }
+
+    /// A syncer with the test hooks: smaller parser limits, capabilities ignored, an observer of every step.
+    package init(
         store: MailStore,
         batchSize: Int = 50,
         limits: IMAPResponseParser.Limits = .init(),
