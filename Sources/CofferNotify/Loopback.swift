@@ -1,7 +1,7 @@
 import NIOCore
 
-/// coffer-notify's one rule for loopback, used by `serve --host` (``ListenAddress``) and the push endpoint guard
-/// (``PushEndpointPolicy``).
+/// coffer-notify's one rule for loopback, used by `serve --host` (what it may listen on without TLS) and the push
+/// endpoint guard (``PushEndpointPolicy``).
 ///
 /// An address is loopback when it is in 127.0.0.0/8, is `::1`, or is the IPv4-mapped form (`::ffff:127.x.y.z`) of
 /// one in 127.0.0.0/8. Nothing else is: not `::`, `0.0.0.0`, the IPv4-compatible `::127.0.0.1`, NAT64's

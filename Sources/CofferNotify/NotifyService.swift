@@ -578,10 +578,3 @@ public enum TerminalText {
         return result
     }
 }
-
-/// What `serve --host` may listen on without TLS.
-public enum ListenAddress {
-    /// Whether `host` is a loopback address by coffer-notify's one rule, ``Loopback/isLoopback(host:)``: `localhost`,
-    /// an IPv4 address in 127.0.0.0/8, `::1`, or an IPv4-mapped form of a 127/8 address.
-    public static func isLoopback(_ host: String) -> Bool { Loopback.isLoopback(host: host) }
-}

@@ -123,15 +123,13 @@ struct Serve: AsyncParsableCommand {
         guard (tlsCert == nil) == (tlsKey == nil) else {
             throw ValidationError("--tls-cert and --tls-key go together.")
         }
-        if tlsCert == nil, !Self.isLoopback(host) {
+        if tlsCert == nil, !Loopback.isLoopback(host: host) {
             throw ValidationError(
                 "Without --tls-cert and --tls-key coffer-notify speaks plain HTTP, so it listens only on a loopback "
                     + "address (127.0.0.1, ::1, localhost), behind a TLS terminator; give both to listen on \(host)."
             )
         }
     }
-
-    static func isLoopback(_ host: String) -> Bool { ListenAddress.isLoopback(host) }
 
     /// The server's TLS settings from --tls-cert and --tls-key, or nil for plain HTTP.
     func tlsConfiguration() throws -> TLSConfiguration? {

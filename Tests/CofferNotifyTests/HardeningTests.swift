@@ -188,10 +188,10 @@ struct UnreachableMailServer: MailAuthenticator {
 
     @Test func loopbackIsJudgedOnTheParsedAddress() {
         for host in ["127.0.0.1", "127.1.2.3", "::1", "localhost", "LOCALHOST", "::ffff:127.0.0.1"] {
-            #expect(ListenAddress.isLoopback(host), "\(host)")
+            #expect(Loopback.isLoopback(host: host), "\(host)")
         }
         for host in ["127.evil.example", "127.0.0.1.nip.io", "0.0.0.0", "::", "10.0.0.1", "128.0.0.1", ""] {
-            #expect(!ListenAddress.isLoopback(host), "\(host)")
+            #expect(!Loopback.isLoopback(host: host), "\(host)")
         }
     }
 }

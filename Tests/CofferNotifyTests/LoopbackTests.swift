@@ -17,14 +17,12 @@ import Testing
     @Test(arguments: loopback)
     func loopbackAddressesAreLoopbackAsTextAndAsSocketAddresses(address: String) throws {
         #expect(Loopback.isLoopback(host: address))
-        #expect(ListenAddress.isLoopback(address))
         #expect(Loopback.isLoopback(try SocketAddress(ipAddress: address, port: 80)))
     }
 
     @Test(arguments: notLoopback)
     func otherAddressesAreNotLoopbackAsTextNorAsSocketAddresses(address: String) throws {
         #expect(!Loopback.isLoopback(host: address))
-        #expect(!ListenAddress.isLoopback(address))
         #expect(!Loopback.isLoopback(try SocketAddress(ipAddress: address, port: 80)))
     }
 
