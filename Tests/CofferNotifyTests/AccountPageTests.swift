@@ -245,15 +245,7 @@ extension TestClientProtocol {
                 method: .get,
                 headers: bearer(phone.token)
             ) { $0.status }
-            var waiting: Double?
-            for _ in 0..<500 {
-                let text = String(decoding: harness.service.metrics.registry.emitToBuffer(), as: UTF8.self)
-                waiting = text.split(separator: "\n").first { $0.hasPrefix("notify_stream_waiters ") }
-                    .flatMap { Double($0.split(separator: " ")[1]) }
-                if waiting == 1 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            try #require(waiting == 1)
+            try #require(try await harness.waitForStreamWaiters(1) == 1)
             let before = await harness.service.signal.generation(sessionID: phone.sessionID)
             if path == "API" {
                 try await client.execute(

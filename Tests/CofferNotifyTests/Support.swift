@@ -84,6 +84,20 @@ struct Harness {
     var application: some ApplicationProtocol { Application(router: NotifyAPI.router(service: service)) }
 
     func remove() { try? FileManager.default.removeItem(at: folder) }
+
+    /// Waits (up to 10 s) until `count` streams (long polls and WebSockets) wait on their session's signal, as the
+    /// `notify_stream_waiters` gauge counts them; returns the last count seen.
+    func waitForStreamWaiters(_ count: Double) async throws -> Double? {
+        var waiting: Double?
+        for _ in 0..<500 {
+            let text = String(decoding: service.metrics.registry.emitToBuffer(), as: UTF8.self)
+            waiting = text.split(separator: "\n").first { $0.hasPrefix("notify_stream_waiters ") }
+                .flatMap { Double($0.split(separator: " ")[1]) }
+            if waiting == count { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return waiting
+    }
 }
 
 /// A device: its push keys and, once registered, its token.

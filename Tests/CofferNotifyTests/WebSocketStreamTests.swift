@@ -6,6 +6,7 @@ import HummingbirdTesting
 import HummingbirdWSClient
 import HummingbirdWSTesting
 import HummingbirdWebSocket
+import NIOCore
 import Testing
 
 @Suite struct WebSocketStreamTests {
@@ -76,6 +77,41 @@ import Testing
         }
     }
 
+    /// A revocation from the /account page wakes the session's open socket, which the service then closes, as a
+    /// revocation through the API does (both go through `NotifyService.revokeSession(id:)`). Made while the socket
+    /// waits for pushes, so only the wake (the signal's generation moves on) ends it before its 30 s wait.
+    @Test func aRevocationFromTheAccountPageClosesTheSessionsSocket() async throws {
+        let harness = try Harness()
+        defer { harness.remove() }
+        try await application(harness).test(.live) { client in
+            let phone = try await client.register(Device().registration(user: "alice", password: "alice-pw"))
+            let (browser, csrf) = try await client.signIn(user: "alice", password: "alice-pw")
+            var configuration = WebSocketClientConfiguration()
+            configuration.additionalHeaders = [.authorization: "Bearer \(phone.token)"]
+            let generations = Generations()
+            try await client.ws("/v1/stream/ws", configuration: configuration) { inbound, _, _ in
+                try #require(try await harness.waitForStreamWaiters(1) == 1)
+                let before = await harness.service.signal.generation(sessionID: phone.sessionID)
+                try await client.execute(
+                    uri: "/account/revoke",
+                    method: .post,
+                    headers: browser.headers,
+                    body: ByteBuffer(string: "id=\(phone.sessionID)&csrf=\(csrf)")
+                ) { #expect($0.status == .seeOther) }
+                let after = await harness.service.signal.generation(sessionID: phone.sessionID)
+                await generations.record(before: before, after: after)
+                // The service closes the socket: the inbound stream ends without a message.
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    Issue.record("a message came on a revoked session's socket: \(message)")
+                }
+            }
+            let before = try #require(await generations.before)
+            #expect(await generations.after == before + 1)
+            #expect(try await harness.waitForStreamWaiters(0) == 0)
+            #expect(try await harness.storage.session(id: phone.sessionID)?.revoked == true)
+        }
+    }
+
     @Test func aBadTokenIsRefusedBeforeTheUpgrade() async throws {
         let harness = try Harness()
         defer { harness.remove() }
@@ -102,5 +138,15 @@ actor SocketReceived {
     func add(_ id: String, _ text: String) {
         ids.append(id)
         texts.append(text)
+    }
+}
+
+/// The session's signal generation before and after a revocation, as the socket's handler saw them.
+actor Generations {
+    var before: UInt64?
+    var after: UInt64?
+    func record(before: UInt64, after: UInt64) {
+        self.before = before
+        self.after = after
     }
 }
