@@ -47,8 +47,9 @@ public enum ComposeStart: Codable, Sendable, Equatable {
     case draft(Int64)
     /// A reply to a stored message (to all its recipients but the account's own with `all`).
     case reply(message: Int64, all: Bool)
-    /// A stored message forwarded with its text inline.
-    case forward(message: Int64)
+    /// A stored message forwarded: with `attachOriginal`, attached whole as `message/rfc822` under an empty body for
+    /// a note; else its text inline under a summary of its headers, with its attachments attached again.
+    case forward(message: Int64, attachOriginal: Bool)
 }
 
 /// What the composer needs to open the editor: the account's sending address, the fields so far and, for a draft,

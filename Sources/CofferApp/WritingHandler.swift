@@ -41,11 +41,48 @@ public struct WritingHandler: Sendable {
             let original = try await Self.original(id, in: store)
             let builder = ReplyBuilder(ownAddresses: [from.address], maxQuotedBytes: Self.maxQuotedBytes)
             return ComposeContext(from: from, fields: Self.fields(builder.reply(to: original, all: all)), draft: nil)
-        case .forward(let id):
+        case .forward(let id, let attachOriginal):
             let original = try await Self.original(id, in: store)
             let builder = ReplyBuilder(ownAddresses: [from.address], maxQuotedBytes: Self.maxQuotedBytes)
-            return ComposeContext(from: from, fields: Self.fields(builder.forward(original)), draft: nil)
+            let draft: ComposeDraft
+            let attachments: [OutgoingAttachment]
+            if attachOriginal {
+                draft = builder.forward(original, attaching: try await Self.enclosedOriginal(id, from: from, in: store))
+                attachments = draft.outgoingMessage(from: from).attachments
+            } else {
+                draft = builder.forward(original)
+                attachments = try await Self.originalAttachments(try await store.message(id), from: from, in: store)
+            }
+            let fields = Self.fields(draft)
+            guard !attachments.isEmpty else { return ComposeContext(from: from, fields: fields, draft: nil) }
+            return ComposeContext(from: from, fields: fields, draft: try await holding(attachments, fields, in: store))
         }
+    }
+
+    /// A new draft of `fields` holding `attachments` (sealed as they are added), or none if one fails.
+    private func holding(
+        _ attachments: [OutgoingAttachment],
+        _ fields: ComposedFields,
+        in store: MailStore
+    ) async throws -> DraftInfo {
+        let id = try await store.saveDraft(
+            DraftContent(
+                to: fields.to,
+                cc: fields.cc,
+                bcc: fields.bcc,
+                subject: fields.subject,
+                inReplyTo: fields.inReplyTo,
+                references: fields.references,
+                text: fields.text
+            )
+        )
+        do {
+            for attachment in attachments { try await store.addDraftAttachment(to: id, attachment) }
+        } catch {
+            try? await store.deleteDraft(id)
+            throw error
+        }
+        return try await draftInfo(id, in: store)
     }
 
     /// Saves `fields` as draft `id` (or a new draft), then seals each file of `attach` (absolute paths) into it.
@@ -259,6 +296,76 @@ public struct WritingHandler: Sendable {
             inReplyTo: draft.inReplyTo,
             references: draft.references
         )
+    }
+
+    /// Stored message `id` as one message to attach whole (`message/rfc822`): its header fields as received (but
+    /// its content headers), then its text, HTML and attachments written again by the MIME writer. The store keeps
+    /// a message's parts, not its bytes, so the body is the same content, not the same bytes; line breaks are CRLF.
+    ///
+    /// - Throws: ``AgentFailure`` (`badRequest`) when the result cannot travel unencoded (RFC 2046 5.2.1): a header
+    ///   line over 998 octets or a NUL; the message is then forwarded inline or not at all.
+    static func enclosedOriginal(_ id: Int64, from: MailAddress, in store: MailStore) async throws -> [UInt8] {
+        let detail = try await store.message(id)
+        var head = ""
+        for header in detail.headers {
+            let name = header.name.lowercased()
+            guard !name.hasPrefix("content-"), name != "mime-version" else { continue }
+            head += header.name + ":" + header.rawValue + "\n"
+        }
+        // Any line break of the stored fields (CRLF, a bare CR or LF) becomes CRLF, the form RFC 5322 requires.
+        head = head.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            .replacingOccurrences(of: "\n", with: "\r\n")
+        let body = OutgoingMessage(
+            from: from,
+            text: detail.textBody ?? "",
+            html: detail.htmlBody,
+            attachments: try await originalAttachments(detail, from: from, in: store)
+        )
+        let written: [UInt8]
+        do {
+            written = try MessageWriter.bytes(of: body).bytes
+        } catch {
+            throw AgentFailure(.badRequest, "Message \(id) cannot be attached whole: \(error)")
+        }
+        // The writer's own header fields end with its MIME-Version line; what follows is the body and its type.
+        guard let mimeVersion = written.firstRange(of: Array("\r\nMIME-Version: 1.0\r\n".utf8)) else {
+            throw AgentFailure(.badRequest, "Message \(id) cannot be attached whole.")
+        }
+        let bytes = Array(head.utf8) + written[(mimeVersion.lowerBound + 2)...]
+        var check = EnclosedMessageCheck()
+        if let problem = check.feed(bytes) ?? check.finish() {
+            throw AgentFailure(
+                .badRequest,
+                "Message \(id) cannot be attached whole: it has \(problem), which a message sent as an attachment "
+                    + "may not hold. Forward its text inline instead."
+            )
+        }
+        return bytes
+    }
+
+    /// The attachments of a stored message, to attach again: each file name made header-safe, and a type the
+    /// writer refuses (a multipart, an attached message it cannot send unencoded, a malformed type) sent as
+    /// `application/octet-stream`.
+    static func originalAttachments(
+        _ detail: MessageDetail,
+        from: MailAddress,
+        in store: MailStore
+    ) async throws -> [OutgoingAttachment] {
+        var result: [OutgoingAttachment] = []
+        for info in detail.attachments {
+            let content = try await store.attachmentContent(info.id).content
+            let filename = info.filename.map { OutgoingMessage.headerSafe($0) }
+            let candidates = [
+                OutgoingAttachment(filename: filename, contentType: info.contentType, bytes: content),
+                OutgoingAttachment(filename: filename, bytes: content),
+                OutgoingAttachment(filename: nil, bytes: content),
+            ]
+            let writable = candidates.first { candidate in
+                (try? MessageWriter(OutgoingMessage(from: from, attachments: [candidate]))) != nil
+            }
+            if let writable { result.append(writable) }
+        }
+        return result
     }
 
     /// Refuses what cannot be attached before anything is saved.

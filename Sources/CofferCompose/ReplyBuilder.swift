@@ -78,7 +78,8 @@ public struct ReplyBuilder: Sendable {
     }
 
     /// The forward of `original` with its text inline, under a summary of its From, Date, Subject, To and Cc. The
-    /// recipients are left for the person to fill in; the original's attachments are not included.
+    /// recipients are left for the person to fill in. The original's attachments are the caller's to attach again
+    /// (they are not in a `MIMEMessage` built from the store's text).
     public func forward(_ original: MIMEMessage) -> ComposeDraft {
         var summary = ["---------- Forwarded message ----------"]
         summary.append("From: " + ComposeTemplate.formatted(clean(original.from)))
@@ -96,11 +97,13 @@ public struct ReplyBuilder: Sendable {
         )
     }
 
-    /// The forward of `original` with the message attached whole, as `message/rfc822` (`bytes` as received), and an
-    /// empty body for the person's note.
+    /// The forward of `original` with the message attached whole, as `message/rfc822` (`bytes` as received, in CRLF
+    /// form: see ``EnclosedMessageCheck``), and an empty body for the person's note. The file name is the subject,
+    /// header-safe, without path separators or a leading dot, at most 80 characters, then `.eml`.
     public func forward(_ original: MIMEMessage, attaching bytes: [UInt8]) -> ComposeDraft {
         var name = OutgoingMessage.headerSafe(original.subject ?? "").replacingOccurrences(of: "/", with: "_")
-        name = String(name.trimmingSpaces().prefix(80))
+            .replacingOccurrences(of: "\\", with: "_")
+        name = String(name.trimmingSpaces().drop { $0 == "." }.prefix(80))
         return ComposeDraft(
             subject: prefixed("Fwd:", original.subject),
             body: "\n",

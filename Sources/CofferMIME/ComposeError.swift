@@ -72,6 +72,9 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedAttachmentType(ComposeField)
     /// Reading an attachment's bytes failed. `reason` is the reader's error description.
     case attachmentUnreadable(index: Int, reason: String)
+    /// An attached message (`message/rfc822`) is not in the form RFC 2046 5.2.1 lets it travel in without an encoding:
+    /// lines of at most 998 octets, each ending in CRLF, and no NUL.
+    case enclosedMessageNotSendable(index: Int, reason: String)
     /// The text is not a `mailto:` URI.
     case notMailto
     /// The `mailto:` link is longer than the limit.
@@ -117,9 +120,12 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidContentType(let field):
             return "\(field.capitalized) is not a valid type/subtype."
         case .unsupportedAttachmentType(let field):
-            return "\(field.capitalized) is a multipart or message type, which cannot be attached as a file."
+            return
+                "\(field.capitalized) is a multipart type or a message type other than message/rfc822, which cannot be attached as a file."
         case .attachmentUnreadable(let index, let reason):
             return "Attachment \(index) could not be read: \(reason)"
+        case .enclosedMessageNotSendable(let index, let reason):
+            return "Attachment \(index) is a message that cannot be sent as one (\(reason)); forward it inline instead."
         case .notMailto:
             return "The link is not a mailto: link."
         case .mailtoTooLong(let limit):

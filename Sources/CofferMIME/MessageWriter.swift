@@ -6,7 +6,9 @@ import Foundation
 /// message ID is refused before a byte is written. The bytes then come from `nextChunk()` in pieces of about
 /// 64 KiB: header fields folded at 78 columns, text as 7bit or quoted-printable, attachments as base64 read from
 /// their chunk readers as the output is asked for, so memory stays flat whatever the attachments' size. Lines end
-/// in CRLF. `bytes(of:)` and `write(_:to:)` are built on `nextChunk()`. docs/COMPOSE.md describes the output.
+/// in CRLF. An attached message (`message/rfc822`) is written as it is, 7bit or 8bit, never base64 or
+/// quoted-printable (RFC 2046 5.2.1): it is read once when the writer is made to check that it can travel so (see
+/// ``EnclosedMessageCheck``), and checked again as it is written. `bytes(of:)` and `write(_:to:)` are built on `nextChunk()`. docs/COMPOSE.md describes the output.
 ///
 /// - Warning: The writer does not dot-stuff; SMTP's `DATA` framing is the transport's job.
 public struct MessageWriter {
@@ -22,6 +24,7 @@ public struct MessageWriter {
         case raw([UInt8])
         case text([UInt8], sevenBit: Bool)
         case attachment(Int)
+        case enclosed(Int, eightBit: Bool)
     }
 
     private var segments: [Segment] = []
@@ -33,6 +36,7 @@ public struct MessageWriter {
     private var readerInput: [UInt8] = []
     private var readerOffset = 0
     private var base64 = Base64Encoding.LineEncoder()
+    private var enclosedCheck = EnclosedMessageCheck()
 
     /// Checks `message` and prepares to write it, with a Message-ID (when the message has none) and multipart
     /// boundaries drawn from the operating system's random generator.
@@ -98,9 +102,15 @@ public struct MessageWriter {
         }
         head += Array("MIME-Version: 1.0\r\n".utf8)
 
-        var attachmentHeads: [[UInt8]] = []
+        var attachmentHeads: [(head: [UInt8], segment: Segment)] = []
         for (index, attachment) in message.attachments.enumerated() {
-            attachmentHeads.append(try Self.attachmentHeader(attachment, number: index + 1))
+            let eightBit = try Self.enclosedMessageEncoding(attachment, number: index + 1)
+            attachmentHeads.append(
+                (
+                    try Self.attachmentHeader(attachment, number: index + 1, enclosed: eightBit),
+                    eightBit.map { .enclosed(index, eightBit: $0) } ?? .attachment(index)
+                )
+            )
         }
 
         // The body: text, or text and HTML as alternatives, inside multipart/mixed when there are attachments.
@@ -140,9 +150,9 @@ public struct MessageWriter {
             )
             segments.append(.raw(bodyHead))
             segments += body
-            for (index, attachmentHead) in attachmentHeads.enumerated() {
+            for (attachmentHead, segment) in attachmentHeads {
                 segments.append(.raw(Self.delimiter(boundary, first: false) + attachmentHead))
-                segments.append(.attachment(index))
+                segments.append(segment)
             }
             segments.append(.raw(Self.closeDelimiter(boundary) + [0x0D, 0x0A]))
         }
@@ -179,6 +189,8 @@ public struct MessageWriter {
                 }
             case .attachment(let index):
                 try readAttachment(index, into: &output)
+            case .enclosed(let index, let eightBit):
+                try readEnclosed(index, eightBit: eightBit, into: &output)
             }
         }
         return output.isEmpty ? nil : output
@@ -216,6 +228,61 @@ public struct MessageWriter {
         let end = min(readerInput.count, readerOffset + max(1, room / 78) * Base64Encoding.bytesPerLine)
         base64.encode(readerInput[readerOffset..<end], into: &output)
         readerOffset = end
+    }
+
+    /// Adds the attached message's next bytes to `output` as they are, checked again as they go (the reader could
+    /// give other bytes the second time), moving to the next segment at its end.
+    private mutating func readEnclosed(_ index: Int, eightBit: Bool, into output: inout [UInt8]) throws(ComposeError) {
+        if reader == nil {
+            do {
+                reader = try attachments[index].open()
+            } catch {
+                throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
+            }
+            enclosedCheck = EnclosedMessageCheck()
+        }
+        let chunk: [UInt8]?
+        do {
+            chunk = try reader?.nextChunk()
+        } catch {
+            throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
+        }
+        guard let chunk else {
+            reader = nil
+            segmentIndex += 1
+            guard enclosedCheck.finish() == nil else {
+                throw .attachmentUnreadable(index: index + 1, reason: "it changed after it was checked")
+            }
+            return
+        }
+        if enclosedCheck.feed(chunk) != nil || (enclosedCheck.eightBit && !eightBit) {
+            throw .attachmentUnreadable(index: index + 1, reason: "it changed after it was checked")
+        }
+        output += chunk
+    }
+
+    /// For a `message/rfc822` attachment, whether it needs `8bit` (`false`: `7bit`), after reading it all once;
+    /// `nil` for any other attachment.
+    private static func enclosedMessageEncoding(
+        _ attachment: OutgoingAttachment,
+        number: Int
+    ) throws(ComposeError) -> Bool? {
+        guard HeaderEncoding.trimmed(attachment.contentType).lowercased() == "message/rfc822" else { return nil }
+        var check = EnclosedMessageCheck()
+        do {
+            var reader = try attachment.open()
+            while let chunk = try reader.nextChunk() {
+                if let problem = check.feed(chunk) {
+                    throw ComposeError.enclosedMessageNotSendable(index: number, reason: problem)
+                }
+            }
+        } catch let error as ComposeError {
+            throw error
+        } catch {
+            throw .attachmentUnreadable(index: number, reason: String(describing: error))
+        }
+        if let problem = check.finish() { throw .enclosedMessageNotSendable(index: number, reason: problem) }
+        return check.eightBit
     }
 
     // MARK: Conveniences
@@ -330,8 +397,13 @@ public struct MessageWriter {
         return field.finished() + [0x0D, 0x0A]
     }
 
-    private static func attachmentHeader(_ attachment: OutgoingAttachment, number: Int) throws(ComposeError) -> [UInt8]
-    {
+    /// The part header of an attachment; `enclosed` is `nil` but for `message/rfc822`, where it says whether the
+    /// message needs `8bit`.
+    private static func attachmentHeader(
+        _ attachment: OutgoingAttachment,
+        number: Int,
+        enclosed: Bool?
+    ) throws(ComposeError) -> [UInt8] {
         let type = HeaderEncoding.trimmed(attachment.contentType).lowercased()
         let pieces = type.split(separator: "/", omittingEmptySubsequences: false)
         guard pieces.count == 2, type.utf8.count <= 127,
@@ -340,7 +412,7 @@ public struct MessageWriter {
             try HeaderEncoding.check(attachment.contentType, .attachmentType(number))
             throw .invalidContentType(.attachmentType(number))
         }
-        if pieces[0] == "multipart" || pieces[0] == "message" {
+        if pieces[0] == "multipart" || (pieces[0] == "message" && enclosed == nil) {
             throw .unsupportedAttachmentType(.attachmentType(number))
         }
         var filename: String?
@@ -357,8 +429,9 @@ public struct MessageWriter {
             HeaderEncoding.appendParameter("name", filename, to: &contentType)
             HeaderEncoding.appendParameter("filename", filename, to: &disposition)
         }
+        let encoding = enclosed.map { $0 ? "8bit" : "7bit" } ?? "base64"
         return contentType.finished() + disposition.finished()
-            + Array("Content-Transfer-Encoding: base64\r\n\r\n".utf8)
+            + Array("Content-Transfer-Encoding: \(encoding)\r\n\r\n".utf8)
     }
 
     private static func delimiter(_ boundary: String, first: Bool) -> [UInt8] {
@@ -412,5 +485,54 @@ public struct MessageWriter {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         let time = "\(two(secondOfDay / 3600)):\(two(secondOfDay / 60 % 60)):\(two(secondOfDay % 60))"
         return "\(weekday), \(day) \(monthNames[month - 1]) \(year) \(time) +0000"
+    }
+}
+
+/// Checks, chunk by chunk, that a message can be attached as `message/rfc822` without a transfer encoding
+/// (RFC 2046 5.2.1 allows only 7bit, 8bit and binary, and SMTP without BINARYMIME carries only the first two): every
+/// line at most 998 octets before its CRLF, no CR or LF but as a CRLF pair, no NUL. It does not repair: the caller
+/// gives the message in canonical form (docs/COMPOSE.md, "Forwarding as an attachment").
+public struct EnclosedMessageCheck: Sendable {
+    /// Whether an octet above 127 was seen (the part is then `8bit`, else `7bit`).
+    public private(set) var eightBit = false
+    private var lineLength = 0
+    private var afterCR = false
+    private var problem: String?
+
+    /// Starts a check.
+    public init() {}
+
+    /// Reads the next bytes; returns the first problem found (the same one on every later call), or `nil`.
+    public mutating func feed(_ bytes: [UInt8]) -> String? {
+        guard problem == nil else { return problem }
+        for byte in bytes {
+            if afterCR {
+                guard byte == 0x0A else { return fail("a carriage return not followed by a line feed") }
+                afterCR = false
+                lineLength = 0
+                continue
+            }
+            switch byte {
+            case 0x0D: afterCR = true
+            case 0x0A: return fail("a line feed without a carriage return")
+            case 0x00: return fail("a NUL octet")
+            default:
+                if byte > 0x7F { eightBit = true }
+                lineLength += 1
+                if lineLength > 998 { return fail("a line longer than 998 octets") }
+            }
+        }
+        return nil
+    }
+
+    /// Ends the check: the problem found, or `nil`.
+    public mutating func finish() -> String? {
+        if problem == nil && afterCR { return fail("a carriage return not followed by a line feed") }
+        return problem
+    }
+
+    private mutating func fail(_ reason: String) -> String {
+        problem = reason
+        return reason
     }
 }

@@ -128,7 +128,8 @@ public struct OutgoingAttachment: Sendable {
     public var filename: String?
     /// The `type/subtype`, such as `application/pdf`.
     public var contentType: String
-    /// Opens a reader over the attachment's bytes; called once each time the message is written.
+    /// Opens a reader over the attachment's bytes; called once each time the message is written (and once more, to
+    /// check it first, for `message/rfc822`).
     public var open: @Sendable () throws -> any AttachmentChunkReader
 
     /// Creates an attachment whose bytes come from `open`, chunk by chunk.

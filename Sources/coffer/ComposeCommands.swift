@@ -111,22 +111,29 @@ struct ReplyCommand: AsyncParsableCommand {
     }
 }
 
-/// `coffer forward`: a stored message's text forwarded inline.
+/// `coffer forward`: a stored message forwarded, its text inline with its attachments, or attached whole.
 struct ForwardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "forward",
-        abstract: "Forward a message, its text inline under a summary of its headers."
+        abstract: "Forward a message: its text inline under a summary of its headers, with its attachments.",
+        discussion: """
+            With --attach-original the message is attached whole (message/rfc822, a file named after its subject) \
+            and the body is left for your note. Either way the attachments are sealed in a draft at once, so \
+            `coffer drafts` and `coffer send` find them; leaving the editor's file unchanged deletes that draft.
+            """
     )
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var pinOptions: PINOptions
     @OptionGroup var writing: WritingOptions
     @Argument(help: "The message's id (from `coffer list`).") var id: Int64
+    @Flag(name: .long, help: "Attach the message whole (message/rfc822) instead of its text inline.")
+    var attachOriginal = false
 
     func run() async throws {
         try await runReportingErrors {
             try await Composer.write(
-                start: .forward(message: id),
+                start: .forward(message: id, attachOriginal: attachOriginal),
                 home: home,
                 pinOptions: pinOptions,
                 writing: writing,
@@ -338,8 +345,12 @@ enum Composer {
             if let bodyFile = writing.bodyFile { draft.body = try readBody(bodyFile) + draft.body }
 
             let interactive = isatty(0) == 1 && isatty(1) == 1
+            // A forward with attachments starts as a draft made to hold them: abandoned, it goes.
+            let madeDraft: Int64? = if case .draft = start { nil } else { context.draft?.id }
             if interactive && !writing.noEdit {
-                guard let edited = try await edit(draft, context: context, paths: paths) else {
+                guard let edited = try await edit(draft, context: context, paths: paths, madeDraft: madeDraft != nil)
+                else {
+                    if let madeDraft { _ = try await path.call(.deleteDraft(account: account, draft: madeDraft)) }
                     print("Nothing was written; nothing was saved.")
                     return
                 }
@@ -409,7 +420,8 @@ enum Composer {
     private static func edit(
         _ draft: ComposeDraft,
         context: ComposeContext,
-        paths: AppPaths
+        paths: AppPaths,
+        madeDraft: Bool
     ) async throws
         -> ComposeDraft?
     {
@@ -425,7 +437,7 @@ enum Composer {
         var text = ComposeTemplate.render(draft, from: context.from, instructions: instructions)
         while true {
             let outcome = try await session.edit(text)
-            if outcome.isAbandoned && context.draft == nil { return nil }
+            if outcome.isAbandoned && (context.draft == nil || madeDraft) { return nil }
             do {
                 return try ComposeTemplate.parse(outcome.text, from: context.from, basedOn: draft)
             } catch {

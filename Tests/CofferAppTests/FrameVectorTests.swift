@@ -174,6 +174,8 @@ import Testing
             #"{"op":"hello"}"#, #"{"fly":{}}"#, #"{"unlock":{"account":"alice"}}"#,
             #"{"unlock":{"account":"alice","method":"fingerprint"}}"#, #"{"list":{"account":"a","limit":"5"}}"#,
             #"{"hello":{"version":2},"status":{}}"#,
+            // v5's forward start, without attachOriginal (docs/FORMAT.md, "Agent protocol v6").
+            #"{"compose":{"account":"dave","start":{"forward":{"message":12}}}}"#,
         ] {
             #expect(throws: (any Error).self, "\(json)") {
                 try JSONDecoder().decode(AgentRequest.self, from: Data(json.utf8))

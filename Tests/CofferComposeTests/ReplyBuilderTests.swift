@@ -234,11 +234,29 @@ struct ReplyBuilderTests {
         let message = draft.outgoingMessage(from: Self.me)
         #expect(message.attachments.count == 1)
         #expect(message.attachments.first?.contentType == "message/rfc822")
-        // Known gap (docs/COMPOSE.md): the MIME writer refuses message/* attachments (it writes every attachment as
-        // base64, which RFC 2046 forbids for message/rfc822), so such a forward cannot be sent yet. This fails once
-        // the writer can write an enclosed message; the round trip should then be asserted here.
-        #expect(throws: CompositionError.unwritable(.unsupportedAttachmentType(.attachmentType(1)))) {
+        // As received (CRLF) it is attached as it is, 7bit or 8bit (RFC 2046 5.2.1), and read back byte for byte.
+        try draft.checkSendable(from: Self.me)
+        let written = try MessageWriter.bytes(of: draft.outgoingMessage(from: Self.me)).bytes
+        let enclosed = try #require(try MIMEParser.parse(written).attachments.first)
+        #expect(enclosed.contentType.mimeType == "message/rfc822")
+        #expect(enclosed.body == bytes)
+        // With bare line feeds it could not travel unencoded: refused, not repaired.
+        draft.forwardedOriginal?.bytes = Array(
+            String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n").utf8
+        )
+        #expect(
+            throws: CompositionError.unwritable(
+                .enclosedMessageNotSendable(index: 1, reason: "a line feed without a carriage return")
+            )
+        ) {
             try draft.checkSendable(from: Self.me)
         }
+    }
+
+    @Test func theAttachedOriginalsFileNameCannotNameAPathOrAHiddenFile() throws {
+        let hostile = try Self.parse("From: a@example.org\nSubject: ../..\\evil/name\n\nx")
+        #expect(Self.builder.forward(hostile, attaching: []).forwardedOriginal?.filename == "_.._evil_name.eml")
+        let untitled = try Self.parse("From: a@example.org\n\nx")
+        #expect(Self.builder.forward(untitled, attaching: []).forwardedOriginal?.filename == "message.eml")
     }
 }

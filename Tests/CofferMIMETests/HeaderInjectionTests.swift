@@ -246,7 +246,8 @@ import Testing
         ("a/b/c", .invalidContentType(.attachmentType(1))),
         ("application/" + String(repeating: "x", count: 120), .invalidContentType(.attachmentType(1))),
         ("multipart/mixed", .unsupportedAttachmentType(.attachmentType(1))),
-        ("message/rfc822", .unsupportedAttachmentType(.attachmentType(1))),
+        ("message/partial", .unsupportedAttachmentType(.attachmentType(1))),
+        ("message/global", .unsupportedAttachmentType(.attachmentType(1))),
     ])
     func attachmentTypesAreChecked(type: String, expected: ComposeError) {
         let message = OutgoingMessage(
