@@ -8,7 +8,8 @@ import Foundation
 /// their chunk readers as the output is asked for, so memory stays flat whatever the attachments' size. Lines end
 /// in CRLF. An attached message (`message/rfc822`) is written as it is, 7bit or 8bit, never base64 or
 /// quoted-printable (RFC 2046 5.2.1): it is read once when the writer is made to check that it can travel so (see
-/// ``EnclosedMessageCheck``), and checked again as it is written. `bytes(of:)` and `write(_:to:)` are built on `nextChunk()`. docs/COMPOSE.md describes the output.
+/// ``EnclosedMessageCheck``), and checked again as it is written. `bytes(of:)` and `write(_:to:)` are built on
+/// `nextChunk()`. docs/COMPOSE.md describes the output.
 ///
 /// - Warning: The writer does not dot-stuff; SMTP's `DATA` framing is the transport's job.
 public struct MessageWriter {
@@ -491,7 +492,7 @@ public struct MessageWriter {
 /// Checks, chunk by chunk, that a message can be attached as `message/rfc822` without a transfer encoding
 /// (RFC 2046 5.2.1 allows only 7bit, 8bit and binary, and SMTP without BINARYMIME carries only the first two): every
 /// line at most 998 octets before its CRLF, no CR or LF but as a CRLF pair, no NUL. It does not repair: the caller
-/// gives the message in canonical form (docs/COMPOSE.md, "Forwarding as an attachment").
+/// gives the message in canonical form (docs/COMPOSE.md, "Attached messages").
 public struct EnclosedMessageCheck: Sendable {
     /// Whether an octet above 127 was seen (the part is then `8bit`, else `7bit`).
     public private(set) var eightBit = false
