@@ -64,12 +64,11 @@ struct AgentCommand: AsyncParsableCommand {
             var limits = AgentLimits()
             if let unlockTimeout { limits.unlockMilliseconds = Int64(unlockTimeout) * 1000 }
             let server = AgentServer(dependencies: global, socketPath: socket, limits: limits)
-            let group = ServiceGroup(
-                services: [server, PushStreamHolder(global: global), OutboxService(global: global)],
+            try await AgentServices.run(
+                [server, PushStreamHolder(global: global), OutboxService(global: global)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
-            try await group.run()
         }
     }
 

@@ -1,11 +1,14 @@
+import CofferAgent
 import CofferAgentProtocol
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferTesting
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOPosix
+import ServiceLifecycle
 import Testing
 
 #if canImport(Glibc)
@@ -74,6 +77,33 @@ import Glibc
         let places = keychain.places
         // attachments, server-show, list and search each read the keychain at least once (the account's item).
         #expect(places.count >= 4)
+        #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
+    }
+}
+
+/// The agent's services run on the pool: the push stream reads the keychain for each push and the outbox opens
+/// stores, so ``AgentServices/run(_:gracefulShutdownSignals:logger:)`` gives them ``BlockingPool``'s task executor.
+/// On the composition that ran the `ServiceGroup` as it came (the cooperative pool), this failed.
+@Suite struct AgentServicesPlacementTests {
+    /// Records where its `run()` and a child task of it ran, then ends.
+    struct Probe: Service {
+        let places = NIOLockedValueBox<[ThreadPlace]>([])
+
+        func run() async throws {
+            places.withLockedValue { $0.append(.here) }
+            await withTaskGroup(of: ThreadPlace.self) { group in
+                group.addTask { .here }
+                for await place in group { places.withLockedValue { $0.append(place) } }
+            }
+        }
+    }
+
+    @Test func theServicesRunOnTheBlockingPoolNotTheCooperativePool() async throws {
+        let probe = Probe()
+        // The probe ends at once, which the group reports as a service that finished unexpectedly: not the question.
+        try? await AgentServices.run([probe], logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let places = probe.places.withLockedValue { $0 }
+        #expect(places.count == 2)
         #expect(places.allSatisfy { !$0.onEventLoop && $0.inPool }, "\(places)")
     }
 }
