@@ -2,12 +2,13 @@ import CofferAgentProtocol
 import CofferAttachments
 import CofferCrypto
 import CofferKeymaker
+import CofferNotifyClient
 import CofferStore
 import CofferSync
 
 extension AppError {
     /// Whether `error` says that an account's key is not in memory, in any module's words: the Keymaker's, the
-    /// store's, the attachment cache's and the sync's `locked` (wrapped or not), a MainKey wiped while in use, and
+    /// store's, the attachment cache's, the sync's and the push client's `locked` (wrapped or not), a MainKey wiped while in use, and
     /// the agent's `locked` reply. The one place that knows them all: the dispatcher asks it once for every error,
     /// and everything above sees only ``AppError/locked(account:)``.
     public static func isLocked(_ error: any Error) -> Bool {
@@ -19,6 +20,7 @@ extension AppError {
         case StoreError.keymaker(let inner): isLocked(inner)
         case AttachmentError.keymaker(let inner): isLocked(inner)
         case SyncError.store(let inner): isLocked(inner)
+        case NotifyClientError.keymaker(let inner): isLocked(inner)
         case let failure as AgentFailure: failure.code == .locked
         default: false
         }

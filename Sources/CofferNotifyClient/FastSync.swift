@@ -145,16 +145,16 @@ public enum FastSync {
         }
         let expires = Int64(now.timeIntervalSince1970 + lifetime)
         let kek = SymmetricKey(size: .bits256)
+        let envelopeKey: EnvelopeKey
+        do { envelopeKey = try EnvelopeKey(kek) } catch { throw .crypto(error) }
         let wrapped: [UInt8]
         do {
             wrapped = try mainKey.sealed(
-                under: try EnvelopeKey(kek),
+                under: envelopeKey,
                 context: Record.context(account: account, sessionID: session.sessionID, expires: expires)
             )
-        } catch let error as CofferCryptoError {
-            throw .crypto(error)
         } catch {
-            throw .invalidRecord("the MainKey is not available (locked)")
+            throw .keymaker(error)
         }
         let client = NotifyClient(server: session.server)
         let publicKey = try await client.fastSyncKey(token: token)

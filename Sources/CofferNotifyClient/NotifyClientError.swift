@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferKeychain
+import CofferKeymaker
 import CofferPush
 import CofferTransport
 
@@ -24,6 +25,8 @@ public enum NotifyClientError: Error, Sendable, Equatable, CustomStringConvertib
     case keychain(KeychainError)
     /// Sealing or opening the stored token failed (wrong MainKey, changed record).
     case crypto(CofferCryptoError)
+    /// The MainKey could not be used (``KeymakerError/locked`` when it left memory meanwhile).
+    case keymaker(KeymakerError)
     /// A stored record is not one this version reads; the sentence says which.
     case invalidRecord(String)
     /// A push body could not be opened with this session's key: it was sealed to another session, or changed.
@@ -49,6 +52,7 @@ public enum NotifyClientError: Error, Sendable, Equatable, CustomStringConvertib
             "This account already has a push session."
         case .keychain(let error): "The keychain failed: \(error)"
         case .crypto(let error): "The stored push session could not be opened: \(error)"
+        case .keymaker(let error): error.description
         case .invalidRecord(let what): "A stored push record is not readable: \(what)."
         case .pushNotForThisSession:
             "The push could not be opened with this device's push key: it was sealed for another session or changed."

@@ -4,6 +4,7 @@ import CofferApp
 import CofferAttachments
 import CofferCrypto
 import CofferKeymaker
+import CofferNotifyClient
 import CofferStore
 import CofferSync
 import Testing
@@ -16,7 +17,7 @@ import Testing
         KeymakerError.locked, StoreError.locked, StoreError.keymaker(.locked), AttachmentError.locked,
         AttachmentError.keymaker(.locked), SyncError.locked, SyncError.store(.locked),
         SyncError.store(.keymaker(.locked)), CofferCryptoError.keyWiped, StoreError.crypto(.keyWiped),
-        AgentFailure(.locked, "Coffer is locked."), AppError.locked(account: nil),
+        AgentFailure(.locked, "Coffer is locked."), AppError.locked(account: nil), NotifyClientError.keymaker(.locked),
     ]
 
     @Test(arguments: 0..<spellings.count) func everySpellingBecomesOneLockedReply(index: Int) {
