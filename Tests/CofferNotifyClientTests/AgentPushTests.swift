@@ -1,12 +1,13 @@
 import CofferApp
 import CofferCrypto
-@testable import CofferKeymaker
 import CofferNotify
 import CofferNotifyClient
 import CofferTesting
 import Foundation
 import Logging
 import Testing
+
+@testable import CofferKeymaker
 
 #if canImport(Glibc)
 import Glibc
@@ -141,7 +142,10 @@ final class LogCollector: @unchecked Sendable {
             #expect(set.status == 0, "\(set.stderr)")
             let key = try await Self.mainKeyBytes(home: cli.home.path, account: "alice", pin: Self.pin)
             let pid = agent.processIdentifier
-            try #require(ProcessMemory.readable(pid: pid), "this run cannot read the agent's memory (needs CAP_SYS_PTRACE)")
+            try #require(
+                ProcessMemory.readable(pid: pid),
+                "this run cannot read the agent's memory (needs CAP_SYS_PTRACE)"
+            )
             let whileUnlocked = ProcessMemory.count(pid: pid, needles: [key])
             #expect(whileUnlocked != [0], "the scan does not see the MainKey in the unlocked agent")
             // The last command a person gave: from here on only mail arrives.
