@@ -37,8 +37,11 @@ import Testing
         ([0x47, 0x45, 0x54, 0x20], FrameError.badMagic),
         ([0x43, 0x46, 0x01], FrameError.unsupportedVersion(1)),
         ([0x43, 0x46, 0x03], FrameError.unsupportedVersion(3)),
-        ([0x43, 0x46, 0x05, 0x09, 0, 0, 0, 0], FrameError.unknownKind(9)),
-        ([0x43, 0x46, 0x05, 0x01, 0, 0, 0x04, 0x01], FrameError.tooLarge(announced: 1025, maximum: 1024)),
+        ([0x43, 0x46, AgentFrame.version, 0x09, 0, 0, 0, 0], FrameError.unknownKind(9)),
+        (
+            [0x43, 0x46, AgentFrame.version, 0x01, 0, 0, 0x04, 0x01],
+            FrameError.tooLarge(announced: 1025, maximum: 1024)
+        ),
     ])
     func badHeadersAreRefusedBeforeAnyPayload(bytes: [UInt8], error: FrameError) throws {
         let channel = try Self.channel()
@@ -69,7 +72,7 @@ import Testing
 
     @Test func theStreamEndingInsideAFrameIsIncomplete() throws {
         let channel = try Self.channel()
-        try channel.writeInbound(ByteBuffer(bytes: [0x43, 0x46, 0x05, 0x05, 0, 0, 0, 6, 0x31]))
+        try channel.writeInbound(ByteBuffer(bytes: [0x43, 0x46, AgentFrame.version, 0x05, 0, 0, 0, 6, 0x31]))
         #expect(throws: FrameError.incomplete) { try channel.finish() }
     }
 

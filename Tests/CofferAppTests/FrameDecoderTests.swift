@@ -27,9 +27,12 @@ import Testing
     @Test(arguments: [
         ([0x47, 0x45, 0x54, 0x20], FrameError.badMagic),
         ([0x43, 0x46, 0x01, 0x01, 0, 0, 0, 0], FrameError.unsupportedVersion(1)),
-        ([0x43, 0x46, 0x05, 0x09, 0, 0, 0, 0], FrameError.unknownKind(9)),
+        ([0x43, 0x46, AgentFrame.version, 0x09, 0, 0, 0, 0], FrameError.unknownKind(9)),
         ([0x43, 0x46, 0x03, 0x01, 0, 0, 0, 0], FrameError.unsupportedVersion(3)),
-        ([0x43, 0x46, 0x05, 0x01, 0xff, 0xff, 0xff, 0xff], FrameError.tooLarge(announced: 0xffff_ffff, maximum: 4096)),
+        (
+            [0x43, 0x46, AgentFrame.version, 0x01, 0xff, 0xff, 0xff, 0xff],
+            FrameError.tooLarge(announced: 0xffff_ffff, maximum: 4096)
+        ),
     ])
     func badHeadersAreRefusedBeforeAnyPayload(bytes: [UInt8], error: FrameError) {
         var decoder = FrameDecoder(maximumPayload: 4096)
