@@ -128,7 +128,21 @@ import Testing
         let (refused, _) = try await world.enqueue(subject: "please refuse-me")
         let (second, secondBytes) = try await world.enqueue(subject: "second")
 
-        let report = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
+        // Suites share this process's two cooperative threads, and under CI's load a reply can come late (once, the
+        // 1 MiB message's took past the 120 s idle limit): the limit is longer here, and a message that failed for now
+        // is retried as the outbox retries it, by a drain after its backoff. Each retry is printed.
+        let timeouts = SMTPTimeouts(idle: .seconds(600))
+        var report = try await OutboxSender(store: world.store, timeouts: timeouts).drain(accountID: world.accountID)
+        if report.retrying > 0 {
+            print("OutboxSenderTests: \(report.retrying) message(s) failed for now; draining again after the backoff")
+            let later = OutboxSender(store: world.store, timeouts: timeouts, now: { Date().addingTimeInterval(7200) })
+            let again = try await later.drain(accountID: world.accountID)
+            report.sent += again.sent
+            report.retrying = again.retrying
+            report.failed += again.failed
+            report.sentCopies += again.sentCopies
+            report.sentCopyFailure = report.sentCopyFailure ?? again.sentCopyFailure
+        }
         #expect(report.sent == 2)
         #expect(report.retrying == 0)
         #expect(report.failed.map(\.id) == [refused.id])
@@ -146,7 +160,7 @@ import Testing
 
         // alice's Sent folder (made, as the test server has none) holds the exact bytes, seen.
         let sent = try await Self.folder(server, user: (Server.sender.user, Server.sender.password), mailbox: "Sent")
-        #expect(sent.map(\.bytes) == [firstBytes, secondBytes])
+        #expect(sent.count == 2 && Set(sent.map(\.bytes)) == [firstBytes, secondBytes])
         #expect(sent.allSatisfy { $0.flags.contains("\\Seen") })
 
         // The store has them under Sent at once; the outbox keeps only the refused one, failed with its reason.
