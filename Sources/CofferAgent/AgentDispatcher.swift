@@ -50,9 +50,8 @@ public final class AgentDispatcher: Sendable {
     /// ``user(_:)`` for the requests served on the event loop (`list`, `search`): the account check reads the
     /// keychain (its `flock`), so it runs on ``BlockingPool``, and the request goes on where it was, holding nothing
     /// of the request's mail text on the pool thread (see ``AgentOperation/runsOnEventLoop``).
-    private func userOffTheLoop(_ account: String?) async throws -> UserContainer {
-        let registry = try dependencies.keymakerRegistry
-        return try await BlockingPool.run { try registry.user(registry.chooseAccount(account)) }
+    private func userOffTheLoop(_ account: String) async throws -> UserContainer {
+        try await BlockingPool.run { try self.user(account) }
     }
 
     /// Runs `request` and throws what the modules throw: the one-shot CLI calls this in its own process, so its

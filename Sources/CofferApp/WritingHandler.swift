@@ -65,17 +65,7 @@ public struct WritingHandler: Sendable {
         _ fields: ComposedFields,
         in store: MailStore
     ) async throws -> DraftInfo {
-        let id = try await store.saveDraft(
-            DraftContent(
-                to: fields.to,
-                cc: fields.cc,
-                bcc: fields.bcc,
-                subject: fields.subject,
-                inReplyTo: fields.inReplyTo,
-                references: fields.references,
-                text: fields.text
-            )
-        )
+        let id = try await store.saveDraft(Self.content(fields))
         do {
             for attachment in attachments { try await store.addDraftAttachment(to: id, attachment) }
         } catch {
@@ -85,6 +75,19 @@ public struct WritingHandler: Sendable {
         return try await draftInfo(id, in: store)
     }
 
+    /// The draft record of what the person wrote.
+    private static func content(_ fields: ComposedFields) -> DraftContent {
+        DraftContent(
+            to: fields.to,
+            cc: fields.cc,
+            bcc: fields.bcc,
+            subject: fields.subject,
+            inReplyTo: fields.inReplyTo,
+            references: fields.references,
+            text: fields.text
+        )
+    }
+
     /// Saves `fields` as draft `id` (or a new draft), then seals each file of `attach` (absolute paths) into it.
     ///
     /// - Throws: ``AgentFailure`` (`badRequest`) for a relative path or one that is not a readable regular file,
@@ -92,18 +95,7 @@ public struct WritingHandler: Sendable {
     public func saveDraft(id: Int64?, fields: ComposedFields, attach: [String]) async throws -> DraftInfo {
         let store = try dependencies.mailStore
         for path in attach { try Self.checkAttachable(path) }
-        let saved = try await store.saveDraft(
-            DraftContent(
-                to: fields.to,
-                cc: fields.cc,
-                bcc: fields.bcc,
-                subject: fields.subject,
-                inReplyTo: fields.inReplyTo,
-                references: fields.references,
-                text: fields.text
-            ),
-            id: id
-        )
+        let saved = try await store.saveDraft(Self.content(fields), id: id)
         for path in attach {
             try await store.addDraftAttachment(
                 to: saved,

@@ -275,17 +275,12 @@ public enum SecureFile {
     /// Field 22 of `/proc/<pid>/stat` (the start time in clock ticks after boot), read after the command name's
     /// closing parenthesis, which may itself contain spaces and parentheses.
     static func startTicks(of pid: pid_t) -> Int64? {
-        // procfs reports size 0: read to the end, not by the size.
+        // procfs reports size 0, so not ``read(_:maxBytes:)``: read to the end (a stat line is far below 4 KiB).
         let fd = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while bytes.count < 8192 {
-            let got = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            guard got > 0 else { break }
-            bytes += chunk[0..<got]
-        }
+        var source = FileDescriptorSource(fd: fd)
+        guard let bytes = try? StreamingAEAD.readFull(from: &source, count: 4096) else { return nil }
         guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
         // After ") " come fields 3 (state) onwards: field 22 is the 20th of them.
         let fields = bytes[(close + 1)...].split(separator: UInt8(ascii: " "))

@@ -197,22 +197,31 @@ public struct MessageWriter {
         return output.isEmpty ? nil : output
     }
 
+    /// Opens attachment `index`; a failure names it (1-based) and why.
+    private func openAttachment(_ index: Int) throws(ComposeError) -> any AttachmentChunkReader {
+        do {
+            return try attachments[index].open()
+        } catch {
+            throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
+        }
+    }
+
+    /// The open reader's next chunk of attachment `index`, or nil at its end.
+    private mutating func nextChunk(of index: Int) throws(ComposeError) -> [UInt8]? {
+        do {
+            return try reader?.nextChunk()
+        } catch {
+            throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
+        }
+    }
+
     /// Adds base64 of the attachment's next bytes to `output`, moving to the next segment at its end.
     private mutating func readAttachment(_ index: Int, into output: inout [UInt8]) throws(ComposeError) {
         if reader == nil {
-            do {
-                reader = try attachments[index].open()
-            } catch {
-                throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
-            }
+            reader = try openAttachment(index)
         }
         if readerOffset >= readerInput.count {
-            let chunk: [UInt8]?
-            do {
-                chunk = try reader?.nextChunk()
-            } catch {
-                throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
-            }
+            let chunk = try nextChunk(of: index)
             guard let chunk else {
                 base64.finish(into: &output)
                 reader = nil
@@ -235,19 +244,10 @@ public struct MessageWriter {
     /// give other bytes the second time), moving to the next segment at its end.
     private mutating func readEnclosed(_ index: Int, eightBit: Bool, into output: inout [UInt8]) throws(ComposeError) {
         if reader == nil {
-            do {
-                reader = try attachments[index].open()
-            } catch {
-                throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
-            }
+            reader = try openAttachment(index)
             enclosedCheck = EnclosedMessageCheck()
         }
-        let chunk: [UInt8]?
-        do {
-            chunk = try reader?.nextChunk()
-        } catch {
-            throw .attachmentUnreadable(index: index + 1, reason: String(describing: error))
-        }
+        let chunk = try nextChunk(of: index)
         guard let chunk else {
             reader = nil
             segmentIndex += 1

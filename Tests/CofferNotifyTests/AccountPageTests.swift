@@ -38,6 +38,16 @@ func csrfField(_ body: String) -> String? {
 }
 
 extension TestClientProtocol {
+    /// Revokes session `id` from the signed-in /account page, as its button does; the page answers 303.
+    func revokeOnAccountPage(_ id: String, browser: Browser, csrf: String) async throws {
+        try await execute(
+            uri: "/account/revoke",
+            method: .post,
+            headers: browser.headers,
+            body: ByteBuffer(string: "id=\(id)&csrf=\(csrf)")
+        ) { #expect($0.status == .seeOther) }
+    }
+
     /// Opens /account and signs in; returns the browser and the signed-in page's CSRF token.
     func signIn(user: String, password: String) async throws -> (Browser, String) {
         var browser = Browser()
@@ -254,12 +264,7 @@ extension TestClientProtocol {
                     headers: bearer(laptop.token)
                 ) { #expect($0.status == .noContent) }
             } else {
-                try await client.execute(
-                    uri: "/account/revoke",
-                    method: .post,
-                    headers: browser.headers,
-                    body: ByteBuffer(string: "id=\(phone.sessionID)&csrf=\(csrf)")
-                ) { #expect($0.status == .seeOther) }
+                try await client.revokeOnAccountPage(phone.sessionID, browser: browser, csrf: csrf)
             }
             #expect(await harness.service.signal.generation(sessionID: phone.sessionID) == before + 1)
             #expect(try await polled == .unauthorized)

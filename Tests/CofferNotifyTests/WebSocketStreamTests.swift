@@ -92,12 +92,7 @@ import Testing
             try await client.ws("/v1/stream/ws", configuration: configuration) { inbound, _, _ in
                 try #require(try await harness.waitForStreamWaiters(1) == 1)
                 let before = await harness.service.signal.generation(sessionID: phone.sessionID)
-                try await client.execute(
-                    uri: "/account/revoke",
-                    method: .post,
-                    headers: browser.headers,
-                    body: ByteBuffer(string: "id=\(phone.sessionID)&csrf=\(csrf)")
-                ) { #expect($0.status == .seeOther) }
+                try await client.revokeOnAccountPage(phone.sessionID, browser: browser, csrf: csrf)
                 let after = await harness.service.signal.generation(sessionID: phone.sessionID)
                 await generations.record(before: before, after: after)
                 // The service closes the socket: the inbound stream ends without a message.
