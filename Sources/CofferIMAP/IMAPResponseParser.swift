@@ -147,12 +147,14 @@ public struct IMAPResponseParser: Sendable {
             if input.count - readIndex > limits.maxLineLength + 1 { throw .lineTooLong(limit: limits.maxLineLength) }
             return .needMore
         }
+        let lineStart = readIndex
+        let lineEnd = lf - 1
+        // The length first: a line that would have passed the limit before its LF arrived is too long whether or not
+        // it ends in CR, so the error does not depend on how the bytes were split into reads.
+        guard lineEnd - lineStart <= limits.maxLineLength else { throw .lineTooLong(limit: limits.maxLineLength) }
         guard lf > readIndex, input[lf - 1] == 0x0D else {
             throw .syntax(expected: "CRLF", offset: response.count + (lf - readIndex))
         }
-        let lineStart = readIndex
-        let lineEnd = lf - 1
-        guard lineEnd - lineStart <= limits.maxLineLength else { throw .lineTooLong(limit: limits.maxLineLength) }
         let segmentStart = response.count
         response.append(contentsOf: input[lineStart...lf])
         readIndex = lf + 1

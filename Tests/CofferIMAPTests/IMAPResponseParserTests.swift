@@ -309,6 +309,13 @@ let badResponses: [BadResponse] = [
         check: { $0 == .lineTooLong(limit: 100) }
     ),
     .init(
+        // A long line that ends in a bare LF: too long, whether the LF comes in the same read or a later one (the
+        // fuzzer found the whole feed calling it a CRLF error while piecewise feeding called it too long).
+        wire: "* OK " + String(repeating: "x", count: 200) + "\n",
+        limits: .init(maxLineLength: 100),
+        check: { $0 == .lineTooLong(limit: 100) }
+    ),
+    .init(
         wire: "* 1 FETCH (BODY[] {1001}\r\n",
         limits: .init(maxLiteralSize: 1000),
         check: { $0 == .literalTooLarge(size: 1001, limit: 1000) }
@@ -337,11 +344,13 @@ let badResponses: [BadResponse] = [
 
     @Test(arguments: badResponses)
     func refusesBadResponseWithATypedError(_ bad: BadResponse) {
-        #expect {
-            _ = try parseAll(bad.wire, limits: bad.limits)
-        } throws: { error in
-            guard let error = error as? IMAPError else { return false }
-            return bad.check(error)
+        for byteByByte in [false, true] {
+            #expect {
+                _ = try parseAll(bad.wire, limits: bad.limits, byteByByte: byteByByte)
+            } throws: { error in
+                guard let error = error as? IMAPError else { return false }
+                return bad.check(error)
+            }
         }
     }
 
