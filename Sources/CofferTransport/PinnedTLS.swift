@@ -222,15 +222,33 @@ public enum PinnedTLS {
 
     // MARK: - Plumbing
 
+    /// The process's TLS contexts, one per verification mode, made on first use and shared by every connection (a
+    /// context holds no per-connection state: the verify callback is the handler's).
+    private static let contexts = NIOLockedValueBox<[Bool: NIOSSLContext]>([:])
+
+    /// The shared context for `verification` (`.fullVerification` or `.noHostnameVerification`).
+    ///
+    /// Its trust store is empty: every chain is judged by the handler's callback (swift-certificates against the
+    /// configuration's roots, then the pins), so BoringSSL's own store is never consulted. The default store would
+    /// read and parse the whole system bundle (`/etc/ssl/certs/ca-certificates.crt`, about 140 certificates) for
+    /// each new context, which was a new connection's largest local cost before the contexts were shared.
     private static func makeContext(
         host: String,
         verification: CertificateVerification
     ) throws(TransportError) -> NIOSSLContext {
+        let full = verification == .fullVerification
+        if let context = contexts.withLockedValue({ $0[full] }) { return context }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
         tls.certificateVerification = verification
+        tls.trustRoots = .certificates([])
         do {
-            return try NIOSSLContext(configuration: tls)
+            let context = try NIOSSLContext(configuration: tls)
+            return contexts.withLockedValue { cached in
+                if let existing = cached[full] { return existing }
+                cached[full] = context
+                return context
+            }
         } catch {
             throw .handshakeFailed(host: host, reason: "the TLS context cannot be created")
         }
