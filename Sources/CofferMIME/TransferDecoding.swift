@@ -1,5 +1,5 @@
 /// Content-Transfer-Encoding and RFC 2047 byte decoders. All are lenient, linear-time and never fail.
-enum TransferDecoding {
+package enum TransferDecoding {
     private static let base64Values: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
@@ -11,7 +11,7 @@ enum TransferDecoding {
 
     /// Decodes base64, skipping characters outside the alphabet (line breaks, spaces, garbage). Decoding stops at
     /// padding that completes a quantum; a trailing partial quantum of two or three characters is still decoded.
-    static func base64(_ input: some Collection<UInt8>) -> [UInt8] {
+    package static func base64(_ input: some Collection<UInt8>) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(input.count / 4 * 3 + 3)
         var quantum: UInt32 = 0

@@ -221,7 +221,8 @@ public struct OutboxSender: Sendable {
         return ("Sent", "Sent")
     }
 
-    /// One message's Sent copy: appended from its sealed file with `\Seen`, imported under the folder's name, then
+    /// One message's Sent copy: appended from its sealed file with `\Seen`, imported under the folder's name from
+    /// the same file (streamed: a large attachment goes to a sealed file of its own, never whole in memory), then
     /// its outbox item removed. A crash in between appends it again at the next drain (at least once, as sending).
     private func appendCopy(
         _ item: OutboxItem,
@@ -229,14 +230,10 @@ public struct OutboxSender: Sendable {
         client: IMAPClient
     ) async throws {
         let chunks = SealedChunks(try await store.openOutboxMessage(item.id))
-        let collected = NIOLockedValueBox<[UInt8]>([])
         _ = try await client.append(mailbox: folder.wire, flags: ["\\Seen"], size: Int(item.size)) {
-            guard let chunk = try await chunks.next() else { return nil }
-            collected.withLockedValue { $0 += chunk }
-            return chunk
+            try await chunks.next()
         }
-        let bytes = collected.withLockedValue { $0 }
-        _ = try await store.importMessage(RawMessage(bytes: bytes, flags: [.seen], labels: [folder.name]))
+        _ = try await store.importOutboxMessage(item.id, flags: [.seen], labels: [folder.name])
         try await store.removeSent(item.id)
     }
 }

@@ -112,10 +112,15 @@ extension MailStore {
         }
     }
 
-    /// Deletes a message, its labels, attachments and index entries (their pages are zeroed by `secure_delete`).
+    /// Deletes a message, its labels, attachments and index entries (their pages are zeroed by `secure_delete`),
+    /// then, once that committed, its attachments' sealed files.
     public func deleteMessage(_ id: Int64) async throws(StoreError) {
         _ = try await keys()
-        let deleted = try await write { db in try MessageRecord.deleteOne(db, key: id) }
-        guard deleted else { throw .messageNotFound(id) }
+        let files = try await write { db -> [String]? in
+            let files = try Self.attachmentFiles(of: [id], db: db)
+            return try MessageRecord.deleteOne(db, key: id) ? files : nil
+        }
+        guard let files else { throw .messageNotFound(id) }
+        await removeSealedFiles(files)
     }
 }

@@ -23,6 +23,8 @@ struct PreparedMessage: Sendable {
     var labels: [String]
     /// The From, To and Cc addresses, counted in the address book when the message is stored.
     var sightings: [MailAddress] = []
+    /// The sealed file of each attachment (by position) whose body cell is a file reference.
+    var files: [Int: String] = [:]
 }
 
 extension MailStore {
@@ -153,7 +155,34 @@ extension MailStore {
     ) -> Result<PreparedMessage, MIMEError> {
         let message: MIMEMessage
         do { message = try MIMEParser.parse(raw.bytes) } catch { return .failure(error) }
-        var flags = raw.flags
+        return .success(
+            prepare(
+                message,
+                contentHash: Data(keys.lookup.hash(tag: HashTag.content, raw.bytes).prefix(16)),
+                size: Int64(raw.bytes.count),
+                flags: raw.flags,
+                labels: raw.labels,
+                keys: keys,
+                now: now,
+                statusHeaders: statusHeaders
+            )
+        )
+    }
+
+    /// Prepares a parsed message whose raw bytes had `contentHash` and `size`. An attachment whose body is a key of
+    /// `files` is stored as a reference to that sealed file (``importOutboxMessage(_:flags:labels:)``).
+    static func prepare(
+        _ message: MIMEMessage,
+        contentHash: Data,
+        size: Int64,
+        flags rawFlags: MessageFlags,
+        labels: [String],
+        keys: StoreKeys,
+        now: Int64,
+        statusHeaders: Bool = false,
+        files: [[UInt8]: (file: String, size: Int64)] = [:]
+    ) -> PreparedMessage {
+        var flags = rawFlags
         if statusHeaders {
             if let status = message.header("Status")?.value, status.contains("R") { flags.insert(.seen) }
             if let status = message.header("X-Status")?.value {
@@ -196,7 +225,6 @@ extension MailStore {
         let messageIDHash = message.messageID.map {
             Data(keys.lookup.hash(tag: HashTag.messageID, Array($0.utf8)).prefix(16))
         }
-        let contentHash = Data(keys.lookup.hash(tag: HashTag.content, raw.bytes).prefix(16))
         var parents: [Data] = []
         for parent in message.inReplyTo + message.references.reversed() where parents.count < 4 {
             let hash = Data(keys.lookup.hash(tag: HashTag.messageID, Array(parent.utf8)).prefix(16))
@@ -215,31 +243,36 @@ extension MailStore {
             (.messageSnippet, CellWriter.text(text.map(snippet))),
             (.messageSummary, CellWriter.summary(subject: subject, from: from)),
         ]
-        let sealedAttachments = attachments.map { part -> (info: [UInt8], body: [UInt8]) in
+        var attachmentFiles: [Int: String] = [:]
+        let sealedAttachments = attachments.enumerated().map { position, part -> (info: [UInt8], body: [UInt8]) in
+            let spilled = files[part.body]
             var info = CellWriter(capacity: 96)
             info.string(part.filename)
             info.string(part.contentType.mimeType)
             info.string(part.contentID)
-            info.count(part.body.count)
+            info.count(spilled.map { Int($0.size) } ?? part.body.count)
+            if let spilled {
+                attachmentFiles[position] = spilled.file
+                return (info.bytes, AttachmentFileReference.payload(file: spilled.file, size: spilled.size))
+            }
             var body = CellWriter(capacity: part.body.count + 8)
             body.raw(part.body)
             return (info.bytes, body.bytes)
         }
         let time = message.date.map(Schema.seconds) ?? now
-        return .success(
-            PreparedMessage(
-                time: time,
-                flags: flags.rawValue,
-                size: Int64(raw.bytes.count),
-                messageIDHash: messageIDHash,
-                contentHash: contentHash,
-                parentHashes: parents,
-                cells: cells,
-                tokens: Array(tokens),
-                attachments: sealedAttachments,
-                labels: raw.labels,
-                sightings: from + to + message.cc
-            )
+        return PreparedMessage(
+            time: time,
+            flags: flags.rawValue,
+            size: size,
+            messageIDHash: messageIDHash,
+            contentHash: contentHash,
+            parentHashes: parents,
+            cells: cells,
+            tokens: Array(tokens),
+            attachments: sealedAttachments,
+            labels: labels,
+            sightings: from + to + message.cc,
+            files: attachmentFiles
         )
     }
 
@@ -342,7 +375,8 @@ extension MailStore {
                     messageID: id,
                     position: Int64(position),
                     info: try keys.seal(attachment.info, .attachmentInfo, row: attachmentID, extra: owner),
-                    body: try keys.seal(attachment.body, .attachmentBody, row: attachmentID, extra: owner)
+                    body: try keys.seal(attachment.body, .attachmentBody, row: attachmentID, extra: owner),
+                    file: message.files[position]
                 ).insert(db)
             }
             outcomes.append(.imported(id))

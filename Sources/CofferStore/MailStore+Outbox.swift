@@ -473,7 +473,7 @@ extension MailStore {
         }
     }
 
-    private func outboxRow(_ id: Int64) async throws(StoreError) -> OutboxRow {
+    func outboxRow(_ id: Int64) async throws(StoreError) -> OutboxRow {
         let row = try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [id]).map(OutboxRow.init)
         }

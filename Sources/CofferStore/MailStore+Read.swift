@@ -183,7 +183,7 @@ extension MailStore {
                     let attachments = try AttachmentRecord.fetchAll(
                         db,
                         sql: """
-                            SELECT id, messageID, position, info, x'' AS body FROM attachments WHERE messageID = ?
+                            SELECT id, messageID, position, info, x'' AS body, file FROM attachments WHERE messageID = ?
                             ORDER BY position
                             """,
                         arguments: [id]
@@ -269,24 +269,33 @@ extension MailStore {
     ///
     /// - Throws: ``StoreError/attachmentNotFound(_:)``, or ``StoreError/corruptMessage(_:)`` if its cells fail to
     ///   open (its message is then marked corrupt).
+    ///
+    /// A large attachment (migration `v6-attachment-files`) is read from its sealed file, verified chunk by chunk;
+    /// the caller gets the same bytes either way.
     public func attachmentContent(_ id: Int64) async throws(StoreError) -> (info: AttachmentInfo, content: [UInt8]) {
         let keys = try await keys()
         let found = try await read { db in try AttachmentRecord.fetchOne(db, key: id) }
         guard let record = found else { throw .attachmentNotFound(id) }
+        let info: AttachmentInfo
+        let body: AttachmentBody
         do {
-            let info = try Self.attachmentInfo(record, keys: keys)
-            let content = keys.decode(record.body, .attachmentBody, row: id, extra: String(record.messageID)) {
-                plain in
-                var reader = try CellReader(plain)
-                let content = try reader.raw()
-                try reader.finish()
-                return content
-            }
-            guard let content else { throw CellReader.Malformed() }
-            return (info, content)
+            info = try Self.attachmentInfo(record, keys: keys)
+            body = try Self.attachmentBody(record, keys: keys)
         } catch {
             await markCorrupt([record.messageID])
             throw .corruptMessage(record.messageID)
+        }
+        switch body {
+        case .inline(let content):
+            return (info, content)
+        case .file(let file, let size):
+            do throws(StoreError) {
+                let content = try await readAttachmentFile(file, size: size, id: id)
+                return (info, content)
+            } catch .corruptFile {
+                await markCorrupt([record.messageID])
+                throw .corruptMessage(record.messageID)
+            }
         }
     }
 

@@ -7,8 +7,9 @@ import Glibc
 import Musl
 #endif
 
-/// The sealed files beside the database: draft attachments and outbox messages, one streaming-AEAD file each in
-/// `<store folder>/outgoing` (`docs/STORE.md`, "Outgoing files").
+/// The sealed files beside the database: draft attachments, outbox messages and the large attachments of stored
+/// messages (migration `v6-attachment-files`), one streaming-AEAD file each in `<store folder>/outgoing`
+/// (`docs/STORE.md`, "Outgoing files").
 ///
 /// A file is written to a temporary name (`O_EXCL`, 0600), `fsync`ed, renamed to its final name (32 random hex
 /// digits and the kind's extension) and the folder `fsync`ed, and only then is the row that names it committed. A
@@ -37,7 +38,13 @@ extension MailStore {
         do {
             referenced = try database.read { db in
                 Set(
-                    try String.fetchAll(db, sql: "SELECT file FROM draftAttachments UNION SELECT file FROM outbox")
+                    try String.fetchAll(
+                        db,
+                        sql: """
+                            SELECT file FROM draftAttachments UNION SELECT file FROM outbox
+                            UNION SELECT file FROM attachments WHERE file IS NOT NULL
+                            """
+                    )
                 )
             }
         } catch {

@@ -324,7 +324,7 @@ extension MailStore {
     /// - Returns: How many messages were deleted.
     public func removeAccount(_ id: Int64) async throws(StoreError) -> Int {
         _ = try await keys()
-        let deleted = try await write { db -> Int? in
+        let deleted = try await write { db -> (count: Int, files: [String])? in
             let candidates = try Self.locatedMessages(
                 db,
                 "folderID IN (SELECT id FROM syncFolders WHERE accountID = ?)",
@@ -334,7 +334,8 @@ extension MailStore {
             return try Self.deleteUnlocated(candidates, db: db)
         }
         guard let deleted else { throw .invalidArgument("there is no account \(id)") }
-        return deleted
+        await removeSealedFiles(deleted.files)
+        return deleted.count
     }
 
     // MARK: - Folders
@@ -426,7 +427,7 @@ extension MailStore {
     /// - Returns: How many messages were deleted.
     public func forgetSyncFolder(_ folderID: Int64) async throws(StoreError) -> Int {
         let keys = try await keys()
-        return try await write { db in
+        let deleted = try await write { db in
             let label = try Self.folderLabel(folderID, keys: keys, db: db)
             let candidates = try Self.locatedMessages(db, "folderID = ?", [folderID])
             try db.execute(sql: "DELETE FROM syncFolders WHERE id = ?", arguments: [folderID])
@@ -434,6 +435,8 @@ extension MailStore {
             try Self.dropLabel(label, from: candidates, db: db)
             return deleted
         }
+        await removeSealedFiles(deleted.files)
+        return deleted.count
     }
 
     // MARK: - Messages at locations
@@ -549,7 +552,7 @@ extension MailStore {
     public func deleteLocations(folderID: Int64, uids: [UInt32]) async throws(StoreError) -> Int {
         guard !uids.isEmpty else { return 0 }
         let keys = try await keys()
-        return try await write { db in
+        let deleted = try await write { db in
             let label = try Self.folderLabel(folderID, keys: keys, db: db)
             let find = try db.cachedStatement(sql: "SELECT messageID FROM syncLocations WHERE folderID = ? AND uid = ?")
             let delete = try db.cachedStatement(sql: "DELETE FROM syncLocations WHERE folderID = ? AND uid = ?")
@@ -562,6 +565,8 @@ extension MailStore {
             try Self.dropLabel(label, from: candidates, db: db)
             return deleted
         }
+        await removeSealedFiles(deleted.files)
+        return deleted.count
     }
 
     /// Applies the server's current flags: for every flag the server changed since the last sync the server's
@@ -749,14 +754,20 @@ extension MailStore {
     /// Deletes those of `candidates` (messages whose locations were just removed) that have no location left, so
     /// a message imported from a file, which never had a location, is never deleted by a sync.
     ///
-    /// - Returns: How many were deleted.
-    static func deleteUnlocated(_ candidates: Set<Int64>, db: Database) throws -> Int {
+    /// - Returns: How many were deleted, and the sealed files of their attachments, for the caller to remove once
+    ///   the transaction committed (``removeSealedFiles(_:)``).
+    static func deleteUnlocated(_ candidates: Set<Int64>, db: Database) throws -> (count: Int, files: [String]) {
         let remaining = try db.cachedStatement(sql: "SELECT 1 FROM syncLocations WHERE messageID = ? LIMIT 1")
         var deleted = 0
+        var files: [String] = []
         for id in candidates where try Bool.fetchOne(remaining, arguments: [id]) != true {
-            if try MessageRecord.deleteOne(db, key: id) { deleted += 1 }
+            let owned = try attachmentFiles(of: [id], db: db)
+            if try MessageRecord.deleteOne(db, key: id) {
+                deleted += 1
+                files += owned
+            }
         }
-        return deleted
+        return (deleted, files)
     }
 }
 

@@ -53,6 +53,15 @@ struct StrictRow {
         return data
     }
 
+    /// A nullable text column.
+    func optionalText(_ column: String) throws(DamagedRow) -> String? {
+        switch values[column]?.storage {
+        case .null: return nil
+        case .string(let text): return text
+        default: throw DamagedRow(table: table, id: id)
+        }
+    }
+
     /// A nullable BLOB column.
     func optionalBlob(_ column: String) throws(DamagedRow) -> Data? {
         switch values[column]?.storage {

@@ -93,6 +93,7 @@ enum Schema {
         }
         registerIdentityMigration(&migrator)
         registerOutboxMigration(&migrator)
+        registerAttachmentFilesMigration(&migrator)
         return migrator
     }
 
@@ -284,20 +285,26 @@ struct AttachmentRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         position = try row.int64("position")
         info = try row.blob("info")
         body = try row.blob("body")
+        file = try row.optionalText("file")
     }
 
-    init(id: Int64, messageID: Int64, position: Int64, info: Data, body: Data) {
+    init(id: Int64, messageID: Int64, position: Int64, info: Data, body: Data, file: String? = nil) {
         self.id = id
         self.messageID = messageID
         self.position = position
         self.info = info
         self.body = body
+        self.file = file
     }
     var id: Int64
     var messageID: Int64
     var position: Int64
     var info: Data
+    /// The sealed body cell: the content, or (when ``file`` is set) the reference to its sealed file.
     var body: Data
+    /// The name of the body's sealed file in `outgoing/` (migration `v6-attachment-files`); nil when the body is in
+    /// ``body``.
+    var file: String?
 }
 
 /// A row of `searchTokens`: one blind-index entry (a truncated keyed hash of a token, and the message).

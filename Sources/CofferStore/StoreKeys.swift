@@ -30,6 +30,14 @@ struct KeyedHasher: Sendable {
         return Array(hmac.finalize())
     }
 
+    /// A keyed hash with domain `tag` to feed incrementally (`update`, then `finalize`): the same value as
+    /// ``hash(tag:_:)`` of all the bytes fed, for data that is never whole in memory.
+    func start(tag: UInt8) -> HMAC<SHA256> {
+        var hmac = prepared
+        hmac.update(data: [tag])
+        return hmac
+    }
+
     /// The first 8 bytes of ``hash(tag:_:)`` as a signed big-endian integer (the blind-index token format).
     func hash64(tag: UInt8, _ bytes: some DataProtocol) -> Int64 {
         var hmac = prepared
@@ -96,19 +104,23 @@ enum HashTag {
     static let contactCanonical: UInt8 = 0x09
 }
 
-/// The sealed files beside the store (draft attachments and outbox messages, `docs/STORE.md`, "Outgoing files"):
+/// The sealed files beside the store (draft attachments, outbox messages and large attachments of stored messages,
+/// `docs/STORE.md`, "Outgoing files"):
 /// each kind has its own streaming key, a MainKey subkey.
 enum SealedFileKind: String, CaseIterable, Sendable {
     /// A draft attachment's bytes (`store.draftAttachments.file`).
     case draftAttachment = "draftAttachments.file"
     /// An outbox message's RFC 5322 bytes (`store.outbox.message`).
     case outboxMessage = "outbox.message"
+    /// A stored message's large attachment body, decoded (`store.attachments.file`, migration `v6-attachment-files`).
+    case attachmentFile = "attachments.file"
 
     /// The file name extension of this kind.
     var fileExtension: String {
         switch self {
         case .draftAttachment: ".cfd"
         case .outboxMessage: ".cfo"
+        case .attachmentFile: ".cfb"
         }
     }
 

@@ -4,6 +4,7 @@ import CofferKeymaker
 import CofferMIME
 import CofferSMTP
 import CofferStore
+import CofferSync
 import CofferTesting
 import CofferTransport
 import Foundation
@@ -123,7 +124,8 @@ import Testing
         let server = try Server.start(rejectSubject: "refuse-me")
         defer { server.stop() }
         let world = try await World(server)
-        let attachment = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        // Past the store's attachment-file threshold: the Sent copy keeps it in a sealed file of its own.
+        let attachment = (0..<(1 << 20) + 100_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
         let (first, firstBytes) = try await world.enqueue(subject: "first, with an attachment", attachment: attachment)
         let (refused, _) = try await world.enqueue(subject: "please refuse-me")
         let (second, secondBytes) = try await world.enqueue(subject: "second")
@@ -178,6 +180,19 @@ import Testing
         // Nothing is due: a second drain sends nothing.
         let again = try await OutboxSender(store: world.store).drain(accountID: world.accountID)
         #expect(again.sent == 0 && again.failed.isEmpty)
+
+        // The Sent copy's attachment reads back whole from its file; syncing the Sent folder finds both copies by
+        // their exact bytes and stores no second one.
+        let firstCopy = try #require(local.first { $0.subject == "first, with an attachment" })
+        let stored = try await world.store.message(firstCopy.id).attachments
+        #expect(stored.map(\.size) == [attachment.count])
+        #expect(try await world.store.attachmentContent(stored[0].id).content == attachment)
+        let files = try SecureFile.list("\(world.root.path)/store/\(MailStore.sealedFilesFolderName)")
+        #expect(files.filter { $0.hasSuffix(".cfb") }.count == 1)
+        let synced = try await Syncer(store: world.store).sync(accountID: world.accountID, folders: ["Sent"])
+        #expect(synced.folders == 1)
+        #expect(try await world.store.count() == 2)
+        #expect(Set(try await world.store.list(label: "Sent").map(\.id)) == Set(local.map(\.id)))
     }
 
     @Test func aSubmissionCertificateThatIsNotPinnedFailsForGoodBeforeAuth() async throws {
