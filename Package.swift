@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "CofferSMTP", targets: ["CofferSMTP"]),
         .library(name: "CofferPush", targets: ["CofferPush"]),
         .library(name: "CofferTPM", targets: ["CofferTPM"]),
+        .library(name: "CofferOpenPGP", targets: ["CofferOpenPGP"]),
         .library(name: "CofferSync", targets: ["CofferSync"]),
         .library(name: "CofferOutbox", targets: ["CofferOutbox"]),
         .library(name: "CofferNotify", targets: ["CofferNotify"]),
@@ -188,6 +189,11 @@ let package = Package(
             name: "CofferTPM",
             dependencies: [locks, "CTSS2", "CofferCrypto", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // RNP (Debian's librnp-dev, the OpenPGP library Thunderbird uses): its C FFI.
+        .systemLibrary(name: "CRNP", pkgConfig: "librnp", providers: [.apt(["librnp-dev"])]),
+        // OpenPGP through RNP: keys generated and imported in memory only, encryption, decryption with verification,
+        // detached signatures. No RNP keyring file is ever read or written.
+        .target(name: "CofferOpenPGP", dependencies: ["CRNP", "CofferCrypto"]),
         // The Keymaker's TPM: TPMPINBinder and TPMKeySealer, injected by the composition root (CofferApp, the CLI),
         // so that the Keymaker and everything above it but the app build without libtss2.
         .target(name: "CofferKeymakerTPM", dependencies: ["CofferCrypto", "CofferKeymaker", "CofferTPM"]),
@@ -355,6 +361,7 @@ let package = Package(
                 locks, "CofferTPM", "CofferKeymaker", "CofferKeymakerTPM", "CofferKeychain", "CofferTesting",
             ]
         ),
+        .testTarget(name: "CofferOpenPGPTests", dependencies: ["CofferOpenPGP", "CofferCrypto", "CofferTesting"]),
         .testTarget(
             name: "CofferSyncTests",
             dependencies: [

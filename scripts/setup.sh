@@ -30,6 +30,10 @@ dpkg -s swtpm >/dev/null 2>&1 || need+=(swtpm)
 dpkg -s swtpm-tools >/dev/null 2>&1 || need+=(swtpm-tools)
 # coffer-notify's PostgreSQL storage tests: a private cluster (scripts/postgres.sh: initdb in a temp folder, loopback).
 dpkg -s postgresql >/dev/null 2>&1 || need+=(postgresql)
+# CofferOpenPGP builds against RNP (the OpenPGP library Thunderbird uses): librnp and its FFI header.
+dpkg -s librnp-dev >/dev/null 2>&1 || need+=(librnp-dev)
+# Sequoia's CLI, the OpenPGP tests' interop oracle beside gpg: it imports our keys, decrypts and verifies our messages.
+command -v sq >/dev/null 2>&1 || need+=(sq)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
