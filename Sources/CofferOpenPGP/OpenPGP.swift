@@ -106,14 +106,18 @@ public enum OpenPGP {
                         defer { rnp_op_encrypt_destroy(op) }
                         for recipient in recipients {
                             let key = try session.locate(fingerprint: recipient.fingerprint)
-                            guard rnp_op_encrypt_add_recipient(op, key.handle) == RNPCode.success else {
+                            guard key.hasValidKey(for: "encrypt"),
+                                rnp_op_encrypt_add_recipient(op, key.handle) == RNPCode.success
+                            else {
                                 throw .noEncryptionKey(fingerprint: recipient.fingerprint)
                             }
                         }
                         if let signer {
                             let key = try session.locate(fingerprint: signer.fingerprint)
                             var signature: rnp_op_sign_signature_t?
-                            guard rnp_op_encrypt_add_signature(op, key.handle, &signature) == RNPCode.success else {
+                            guard key.hasValidKey(for: "sign", secret: true),
+                                rnp_op_encrypt_add_signature(op, key.handle, &signature) == RNPCode.success
+                            else {
                                 throw .noSigningKey(fingerprint: signer.fingerprint)
                             }
                         }
@@ -194,7 +198,9 @@ public enum OpenPGP {
                         defer { rnp_op_sign_destroy(op) }
                         let handle = try session.locate(fingerprint: key.fingerprint)
                         var signature: rnp_op_sign_signature_t?
-                        guard rnp_op_sign_add_signature(op, handle.handle, &signature) == RNPCode.success else {
+                        guard handle.hasValidKey(for: "sign", secret: true),
+                            rnp_op_sign_add_signature(op, handle.handle, &signature) == RNPCode.success
+                        else {
                             throw .noSigningKey(fingerprint: key.fingerprint)
                         }
                         try RNP.check(rnp_op_sign_set_hash(op, "SHA256"), "signing")
@@ -319,11 +325,12 @@ extension OpenPGP {
                 let primary = try session.locate(fingerprint: fingerprint)
                 var hasSecret = false
                 var wasProtected = false
-                for key in [primary] + (try primary.subkeys()) where try key.flag(rnp_key_have_secret) {
+                for key in [primary] + (try primary.subkeys()) {
                     // A GnuPG stub ("secret key not here": on a card, or exported without it) has no secret to use.
-                    if try key.string(rnp_key_get_protection_type).hasPrefix("GNU-Dummy") { continue }
+                    let secret = try key.secret()
+                    guard secret == .plain || secret == .protected else { continue }
                     hasSecret = true
-                    guard try key.flag(rnp_key_is_protected) else { continue }
+                    guard secret == .protected else { continue }
                     wasProtected = true
                     if !asked {
                         asked = true

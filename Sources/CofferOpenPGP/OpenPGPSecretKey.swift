@@ -41,9 +41,12 @@ public struct OpenPGPSecretKey: Sendable, CustomStringConvertible, CustomDebugSt
             let primary = try session.locate(fingerprint: fingerprints[0])
             let keys = [primary] + (try primary.subkeys())
             var anySecret = false
-            for key in keys where try key.flag(rnp_key_have_secret) {
-                anySecret = true
-                if try key.flag(rnp_key_is_protected) { throw .protectedKey(fingerprint: fingerprints[0]) }
+            for key in keys {
+                switch try key.secret() {
+                case .plain: anySecret = true
+                case .protected: throw .protectedKey(fingerprint: fingerprints[0])
+                case .none, .unavailable: continue
+                }
             }
             guard anySecret else { throw .notSecretKey(fingerprint: fingerprints[0]) }
             return try OpenPGPPublicKey.export(primary)

@@ -156,6 +156,36 @@ final class RNPKey {
         return RNPBuffer.takeString(value)
     }
 
+    /// What secret material the key holds.
+    enum Secret {
+        /// A certificate only.
+        case none
+        /// A secret part without usable material: a GnuPG stub (`--export-secret-subkeys`, a smartcard) or unknown.
+        case unavailable
+        /// Secret material under a passphrase.
+        case protected
+        /// Secret material in the clear.
+        case plain
+    }
+
+    /// What secret material the key holds.
+    func secret() throws(OpenPGPError) -> Secret {
+        guard try flag(rnp_key_have_secret) else { return .none }
+        if ["GPG-None", "GPG-Smartcard", "Unknown"].contains(try string(rnp_key_get_protection_type)) {
+            return .unavailable
+        }
+        return try flag(rnp_key_is_protected) ? .protected : .plain
+    }
+
+    /// Whether the key (the primary or one of its subkeys) has a valid key for `usage` ("encrypt", "sign") now,
+    /// and, with `secret`, that key's secret material in the clear (not a GnuPG stub).
+    func hasValidKey(for usage: String, secret: Bool = false) -> Bool {
+        var found: rnp_key_handle_t?
+        guard rnp_key_get_default_key(handle, usage, 0, &found) == RNPCode.success, let found else { return false }
+        let key = RNPKey(handle: found)
+        return !secret || (try? key.secret()) == .plain
+    }
+
     /// The key's fingerprint, upper-case hex.
     func fingerprint() throws(OpenPGPError) -> String { try string(rnp_key_get_fprint) }
 

@@ -177,6 +177,39 @@ import Testing
         }
     }
 
+    /// `gpg --export-secret-subkeys` leaves a stub in place of the primary secret key: the subkey's secret is
+    /// imported and decrypts, the stub counts as no secret.
+    @Test func gnupgSubkeysOnlyExportImports() throws {
+        let tools = try InteropTools()
+        let fingerprint = try tools.gpgGenerateKey(userID: "Erin <erin@example.org>")
+        let exported = try tools.gpg(["--export-secret-subkeys", fingerprint]).output
+        let message = try tools.gpg(["--encrypt", "--recipient", fingerprint], input: plaintext).output
+        let imported = try #require(try OpenPGP.importKeys(from: SecretBytes(copying: exported)).first)
+        #expect(imported.fingerprint == fingerprint && imported.isSecret && !imported.wasProtected)
+        let secretKey = try #require(imported.secretKey)
+        #expect(try OpenPGP.decrypt(message, with: [secretKey]).plaintext == plaintext)
+        #expect(try OpenPGPSecretKey(bytes: secretKey.bytes).fingerprint == fingerprint)
+        // The stub cannot sign.
+        #expect(throws: OpenPGPError.noSigningKey(fingerprint: fingerprint)) {
+            try OpenPGP.signDetached(plaintext, with: secretKey)
+        }
+    }
+
+    /// A certificate that expired (made in 2020, valid for a day) cannot be encrypted to.
+    @Test func expiredEncryptionKeyIsRefused() throws {
+        let tools = try InteropTools()
+        try tools.gpg([
+            "--faked-system-time", "20200101T000000!", "--passphrase", "", "--quick-gen-key",
+            "Frank <frank@example.org>", "future-default", "default", "1d",
+        ])
+        let exported = try tools.gpg(["--export", "frank@example.org"]).output
+        let frank = try OpenPGPPublicKey(bytes: exported)
+        let fingerprint = frank.fingerprint
+        #expect(throws: OpenPGPError.noEncryptionKey(fingerprint: fingerprint)) {
+            try OpenPGP.encrypt(plaintext, to: [frank])
+        }
+    }
+
     @Test func gnupgPublicKeyImportsAsCertificate() throws {
         let tools = try InteropTools()
         let fingerprint = try tools.gpgGenerateKey(userID: "Bob <bob@example.org>")
