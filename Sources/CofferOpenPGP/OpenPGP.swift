@@ -22,7 +22,8 @@ public enum OpenPGP {
     ///
     /// Blocking: call on `BlockingPool`.
     ///
-    /// - Parameter userID: The user id, as `Name <address>`: not empty, no control characters.
+    /// - Parameter userID: The user id, as `Name <address>`: not empty, at most 128 bytes of UTF-8, no control
+    ///   characters.
     /// - Returns: The secret key; its ``OpenPGPSecretKey/publicKey`` is the certificate to publish.
     /// - Throws: ``OpenPGPError/invalidUserID(reason:)``; ``OpenPGPError/failed(operation:code:detail:)`` if RNP fails.
     public static func generateKey(userID: String) throws(OpenPGPError) -> OpenPGPSecretKey {
@@ -63,7 +64,7 @@ public enum OpenPGP {
     }
 
     /// Reads every key in `data`, which may hold unprotected secret keys; see
-    /// ``importKeys(from:passphrase:)-([UInt8],_)``.
+    /// ``importKeys(from:passphrase:)``.
     public static func importKeys(
         from data: SecretBytes,
         passphrase: () -> SecretBytes? = { nil }
@@ -158,11 +159,18 @@ public enum OpenPGP {
             for key in secretKeys { try load(key, into: session) }
             let output = ZeroingBuffer(limit: maximumPlaintextSize)
             defer { output.wipeAndFree() }
-            let (signatures, protection, cipher) = try withRawBytes(message) { raw throws(OpenPGPError) in
-                try RNPInput.with(raw, what: "message") { input throws(OpenPGPError) in
-                    try verify(session, input: input, output: output)
+            let result: ([OpenPGPSignature], OpenPGPDecryption.Protection, String)
+            do throws(OpenPGPError) {
+                result = try withRawBytes(message) { raw throws(OpenPGPError) in
+                    try RNPInput.with(raw, what: "message") { input throws(OpenPGPError) in
+                        try verify(session, input: input, output: output)
+                    }
                 }
+            } catch {
+                // The limit may be hit while RNP flushes its last bytes, after the operation itself succeeded.
+                throw output.exceededLimit ? .plaintextTooLarge(limit: maximumPlaintextSize) : error
             }
+            let (signatures, protection, cipher) = result
             return OpenPGPDecryption(
                 plaintext: output.bytes,
                 signatures: signatures,
@@ -255,11 +263,16 @@ public enum OpenPGP {
 }
 
 extension OpenPGP {
-    /// The user id rule: not empty, at most 1,024 bytes, no control characters (a line break would forge lines in
-    /// whatever prints it).
+    /// The longest user id RNP generates a key for, in UTF-8 bytes (RNP 0.16 refuses longer ones).
+    static let maximumUserIDLength = 128
+
+    /// The user id rule: not empty, at most ``maximumUserIDLength`` bytes, no control characters (a line break would
+    /// forge lines in whatever prints it).
     static func validate(userID: String) throws(OpenPGPError) {
         guard !userID.isEmpty else { throw .invalidUserID(reason: "it is empty") }
-        guard userID.utf8.count <= 1024 else { throw .invalidUserID(reason: "it is longer than 1,024 bytes") }
+        guard userID.utf8.count <= maximumUserIDLength else {
+            throw .invalidUserID(reason: "it is longer than \(maximumUserIDLength) bytes")
+        }
         guard !userID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw .invalidUserID(reason: "it contains a control character")
         }

@@ -1,4 +1,4 @@
-/// One key read by ``OpenPGP/importKeys(from:passphrase:)-([UInt8],_)``: its certificate and, when the input held its
+/// One key read by ``OpenPGP/importKeys(from:passphrase:)``: its certificate and, when the input held its
 /// secret, the secret key without its passphrase.
 public struct OpenPGPKeyImport: Sendable, CustomStringConvertible {
     /// The certificate (public key).

@@ -1,7 +1,7 @@
 /// An OpenPGP certificate (a transferable public key: the primary key, its user ids and subkeys), checked by RNP.
 ///
 /// Made by ``init(bytes:)`` from stored or received bytes, or by ``OpenPGP/generateKey(userID:)`` and
-/// ``OpenPGP/importKeys(from:passphrase:)-([UInt8],_)``. Holds no secret.
+/// ``OpenPGP/importKeys(from:passphrase:)``. Holds no secret.
 public struct OpenPGPPublicKey: Sendable, Hashable, CustomStringConvertible {
     /// The primary key's fingerprint: upper-case hex, 40 digits for a v4 key.
     public let fingerprint: String

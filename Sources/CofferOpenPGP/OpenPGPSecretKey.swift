@@ -30,7 +30,7 @@ public struct OpenPGPSecretKey: Sendable, CustomStringConvertible, CustomDebugSt
     ///
     /// - Throws: ``OpenPGPError/malformed(what:)``, ``OpenPGPError/wrongKeyCount(found:)`` unless it holds exactly one
     ///   primary key, ``OpenPGPError/notSecretKey(fingerprint:)`` for a public key, ``OpenPGPError/protectedKey(fingerprint:)``
-    ///   for a key under a passphrase (import that with ``OpenPGP/importKeys(from:passphrase:)-(SecretBytes,_)``).
+    ///   for a key under a passphrase (import that with ``OpenPGP/importKeys(from:passphrase:)``).
     public init(bytes: SecretBytes) throws(OpenPGPError) {
         let publicKey = try RNPSession.with { session throws(OpenPGPError) in
             try bytes.withUnsafeBytes { raw throws(OpenPGPError) in

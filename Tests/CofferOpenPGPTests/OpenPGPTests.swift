@@ -189,7 +189,7 @@ import Testing
 
     @Test(arguments: [
         ("", "it is empty"), ("Alice\n<alice@example.org>", "control"), ("Alice\u{0}", "control"),
-        (String(repeating: "a", count: 1025), "1,024"),
+        (String(repeating: "a", count: 129), "128"), ("Zoë " + String(repeating: "ü", count: 62), "128"),
     ])
     func invalidUserIDIsRefused(userID: String, reason: String) {
         let error = #expect(throws: OpenPGPError.self) { try OpenPGP.generateKey(userID: userID) }
@@ -198,6 +198,15 @@ import Testing
             return
         }
         #expect(why.contains(reason))
+    }
+
+    /// RNP's longest user id, in UTF-8 bytes, round trips unchanged.
+    @Test func longestUserIDIsAccepted() throws {
+        let userID = "Zoë Ünïcode <" + String(repeating: "z", count: 128 - 29) + "@example.org>"
+        #expect(userID.utf8.count == 128)
+        let key = try OpenPGP.generateKey(userID: userID)
+        #expect(key.publicKey.userIDs == [userID])
+        #expect(try OpenPGPPublicKey(bytes: key.publicKey.bytes).userIDs == [userID])
     }
 
     @Test func noRecipientIsRefused() {
