@@ -12,6 +12,9 @@ import CofferCrypto
 /// Every function is blocking CPU work (key generation, public-key operations, S2K): call it on `BlockingPool`
 /// (docs/ARCHITECTURE.md, "Concurrency"), never on an event loop or the cooperative pool.
 public enum OpenPGP {
+    /// The armor line of a cleartext-signed message (RFC 4880, section 7).
+    static let cleartextMarker = Array("-----BEGIN PGP SIGNED MESSAGE-----".utf8)
+
     /// The default bound on a decrypted message's size (a compressed message can expand without limit).
     public static let defaultMaximumPlaintextSize = 256 << 20
 
@@ -99,7 +102,7 @@ public enum OpenPGP {
             if let signer { try load(signer, into: session) }
             let output = ZeroingBuffer(limit: Int.max)
             try withRawBytes(plaintext) { raw throws(OpenPGPError) in
-                try RNPInput.with(raw, what: "message", allowEmpty: true) { input throws(OpenPGPError) in
+                try RNPInput.with(raw, what: "message", isData: true) { input throws(OpenPGPError) in
                     try RNPOutput.with(output, operation: "encryption") { out throws(OpenPGPError) in
                         var op: rnp_op_encrypt_t?
                         try RNP.check(rnp_op_encrypt_create(&op, session.ffi, input, out), "encryption")
@@ -154,6 +157,9 @@ public enum OpenPGP {
         maximumPlaintextSize: Int = defaultMaximumPlaintextSize
     ) throws(OpenPGPError) -> OpenPGPDecryption {
         guard maximumPlaintextSize >= 0 else { throw .invalidArgument(reason: "the size limit is negative") }
+        // A cleartext-signed message is not encrypted; and RNP 0.16 prints its unknown armor headers, which the sender
+        // chose (terminal escapes included), to standard error: it is refused before RNP reads it.
+        if ByteSearch.contains(cleartextMarker, in: message) { throw .notEncrypted }
         return try RNPSession.with { session throws(OpenPGPError) in
             for key in publicKeys { try load(key, into: session) }
             for key in secretKeys { try load(key, into: session) }
@@ -198,7 +204,7 @@ public enum OpenPGP {
             try load(key, into: session)
             let output = ZeroingBuffer(limit: Int.max)
             try withRawBytes(data) { raw throws(OpenPGPError) in
-                try RNPInput.with(raw, what: "data", allowEmpty: true) { input throws(OpenPGPError) in
+                try RNPInput.with(raw, what: "data", isData: true) { input throws(OpenPGPError) in
                     try RNPOutput.with(output, operation: "signing") { out throws(OpenPGPError) in
                         var op: rnp_op_sign_t?
                         try RNP.check(rnp_op_sign_detached_create(&op, session.ffi, input, out), "signing")
@@ -238,7 +244,7 @@ public enum OpenPGP {
             for key in publicKeys { try load(key, into: session) }
             return try withRawBytes(data) { dataBytes throws(OpenPGPError) in
                 try withRawBytes(signature) { signatureBytes throws(OpenPGPError) in
-                    try RNPInput.with(dataBytes, what: "data", allowEmpty: true) { dataInput throws(OpenPGPError) in
+                    try RNPInput.with(dataBytes, what: "data", isData: true) { dataInput throws(OpenPGPError) in
                         try RNPInput.with(signatureBytes, what: "signature") { signatureInput throws(OpenPGPError) in
                             var op: rnp_op_verify_t?
                             let created = rnp_op_verify_detached_create(&op, session.ffi, dataInput, signatureInput)

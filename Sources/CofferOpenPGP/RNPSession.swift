@@ -242,6 +242,17 @@ enum RNPBuffer {
 
 /// An RNP input that reads caller memory in place.
 enum RNPInput {
+    /// The start of every armor line (RFC 4880, section 6.2).
+    private static let armorStart = Array("-----BEGIN PGP ".utf8)
+
+    /// Whether `bytes` look armored (RNP looks for armor near the start) and hold a control character other than tab,
+    /// line feed and carriage return anywhere.
+    static func isArmoredWithControlCharacters(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let head = UnsafeRawBufferPointer(rebasing: bytes.prefix(64 << 10))
+        guard ByteSearch.count(of: armorStart, in: head) > 0 else { return false }
+        return bytes.contains { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D || $0 == 0x7F }
+    }
+
     /// A reader at its end from the start.
     private static let emptyReader:
         @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, Int, UnsafeMutablePointer<Int>?) -> Bool = {
@@ -253,15 +264,22 @@ enum RNPInput {
             return true
         }
 
-    /// Runs `body` with an input over `bytes` (no copy: the buffer outlives the input). Empty input is malformed
-    /// unless `allowEmpty` (data to encrypt or sign may be empty).
+    /// Runs `body` with an input over `bytes` (no copy: the buffer outlives the input).
+    ///
+    /// OpenPGP input (keys, messages, signatures) must not be empty, and armored OpenPGP input must hold no control
+    /// character: RNP 0.16 prints unknown armor header lines, which the sender chose, to standard error, and a
+    /// terminal would obey escape sequences in them. `isData` marks bytes RNP does not parse (what is encrypted,
+    /// signed or checked against a detached signature): they may be empty and are taken as they are.
     static func with<R>(
         _ bytes: UnsafeRawBufferPointer,
         what: String,
-        allowEmpty: Bool = false,
+        isData: Bool = false,
         _ body: (rnp_input_t) throws(OpenPGPError) -> R
     ) throws(OpenPGPError) -> R {
-        guard allowEmpty || !bytes.isEmpty else { throw .malformed(what: what) }
+        if !isData {
+            guard !bytes.isEmpty else { throw .malformed(what: what) }
+            guard !isArmoredWithControlCharacters(bytes) else { throw .malformed(what: what) }
+        }
         var input: rnp_input_t?
         // RNP refuses an empty memory input ("buffer too short"); an empty stream reads as empty data.
         let code =

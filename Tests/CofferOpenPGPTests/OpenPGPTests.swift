@@ -91,7 +91,7 @@ import Testing
 
     enum BadMessage: String, CaseIterable, Sendable {
         case empty, garbage, emptyArmor, armorWithoutEnd, truncatedArmored, truncatedBinary, oneByte, certificate
-        case binaryCutAfterHeader, armoredBadBase64
+        case binaryCutAfterHeader, armoredBadBase64, cleartextSignedWithEscapes, armorHeaderWithEscapes
 
         func bytes(valid binary: [UInt8], armored: [UInt8], certificate: [UInt8]) -> [UInt8] {
             switch self {
@@ -104,6 +104,15 @@ import Testing
             case .oneByte: [0x85]
             case .certificate: certificate
             case .binaryCutAfterHeader: Array(binary.prefix(3))
+            case .cleartextSignedWithEscapes:
+                Array(
+                    "-----BEGIN PGP SIGNED MESSAGE-----\n\u{1B}]0;owned\u{07}\u{1B}[2J: x\n\nhello\n-----BEGIN PGP SIGNATURE-----\n\n-----END PGP SIGNATURE-----\n"
+                        .utf8
+                )
+            case .armorHeaderWithEscapes:
+                // A valid message whose armor carries a header with terminal escapes (RNP would print it).
+                Array(armored.prefix { $0 != 0x0A }) + Array("\nX-Note: \u{1B}]0;owned\u{07}\u{1B}[2J".utf8)
+                    + armored.drop { $0 != 0x0A }
             case .armoredBadBase64:
                 Array("-----BEGIN PGP MESSAGE-----\n\n!!!!not*base64@@@@\n=AAAA\n-----END PGP MESSAGE-----\n".utf8)
             }
@@ -118,10 +127,12 @@ import Testing
         let input = bad.bytes(valid: binary, armored: armored, certificate: alice.publicKey.bytes)
         let error = #expect(throws: OpenPGPError.self) { try OpenPGP.decrypt(input, with: [alice]) }
         if case .failed = error { Issue.record("\(bad): untyped RNP failure \(String(describing: error))") }
+        if bad == .cleartextSignedWithEscapes { #expect(error == .notEncrypted) }
+        if bad == .armorHeaderWithEscapes { #expect(error == .malformed(what: "message")) }
     }
 
     enum BadKey: String, CaseIterable, Sendable {
-        case empty, garbage, emptyArmor, truncatedArmored, truncatedBinary, message, signature
+        case empty, garbage, emptyArmor, truncatedArmored, truncatedBinary, message, signature, headerWithEscapes
 
         func bytes(key: OpenPGPSecretKey, message: [UInt8], signature: [UInt8]) -> [UInt8] {
             let armored = Array(key.publicKey.armored.utf8)
@@ -133,6 +144,8 @@ import Testing
             case .truncatedBinary: Array(key.publicKey.bytes.prefix(key.publicKey.bytes.count / 3))
             case .message: message
             case .signature: signature
+            case .headerWithEscapes:
+                Array("-----BEGIN PGP PUBLIC KEY BLOCK-----\nComment: \u{1B}[31m".utf8) + armored.drop { $0 != 0x0A }
             }
         }
     }
