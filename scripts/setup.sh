@@ -34,6 +34,8 @@ dpkg -s postgresql >/dev/null 2>&1 || need+=(postgresql)
 dpkg -s librnp-dev >/dev/null 2>&1 || need+=(librnp-dev)
 # Sequoia's CLI, the OpenPGP tests' interop oracle beside gpg: it imports our keys, decrypts and verifies our messages.
 command -v sq >/dev/null 2>&1 || need+=(sq)
+# GnuPG, the other oracle (slim Debian images lack it): gpg, and gpgconf to stop each test's agent.
+command -v gpg >/dev/null 2>&1 && command -v gpgconf >/dev/null 2>&1 || need+=(gnupg)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"

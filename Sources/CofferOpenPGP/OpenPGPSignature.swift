@@ -40,7 +40,8 @@ public struct OpenPGPSignature: Sendable, Hashable, CustomStringConvertible {
     /// What checking the signature showed.
     public let status: Status
     /// The fingerprint of the signer's primary key when it is among the given keys; otherwise the issuer fingerprint
-    /// the signature names, if it names one. A name only: trust it only when ``status`` is ``Status/valid``.
+    /// the signature names, if it names one (a subkey's when a subkey signed). A claim until ``status`` is
+    /// ``Status/valid``.
     public let signerFingerprint: String?
     /// The key id (16 hex digits) of the key that made the signature (a subkey's id when a subkey signed).
     public let keyID: String?
