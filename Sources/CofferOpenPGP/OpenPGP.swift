@@ -422,9 +422,14 @@ extension OpenPGP {
     /// What a failed decrypt-and-verify operation means.
     static func decryptionError(_ code: rnp_result_t, op: rnp_op_verify_t, mode: String) -> OpenPGPError {
         var used: rnp_recipient_handle_t?
+        var usedPassword: rnp_symenc_handle_t?
         var count = 0
-        if rnp_op_verify_get_recipient_count(op, &count) == RNPCode.success, count > 0,
-            rnp_op_verify_get_used_recipient(op, &used) == RNPCode.success, used == nil
+        var passwords = 0
+        // Encrypted to keys or passwords (Coffer gives RNP no password), and none of ours opened it.
+        if rnp_op_verify_get_recipient_count(op, &count) == RNPCode.success,
+            rnp_op_verify_get_symenc_count(op, &passwords) == RNPCode.success, count + passwords > 0,
+            rnp_op_verify_get_used_recipient(op, &used) == RNPCode.success, used == nil,
+            rnp_op_verify_get_used_symenc(op, &usedPassword) == RNPCode.success, usedPassword == nil
         {
             var keyIDs: [String] = []
             for index in 0..<count {

@@ -27,7 +27,8 @@ public enum OpenPGPError: Error, Sendable, Equatable, CustomStringConvertible {
     case noEncryptionKey(fingerprint: String)
     /// The key has no valid key for signing.
     case noSigningKey(fingerprint: String)
-    /// The message is not encrypted to any of the given secret keys; `keyIDs` are the recipients it names.
+    /// The message is not encrypted to any of the given secret keys; `keyIDs` are the recipients it names (none for a
+    /// message encrypted to a password only).
     case noMatchingSecretKey(keyIDs: [String])
     /// The message is not encrypted (a signed-only or literal message) where an encrypted one was expected.
     case notEncrypted

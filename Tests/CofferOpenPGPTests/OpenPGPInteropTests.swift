@@ -262,6 +262,14 @@ import Testing
         #expect(throws: OpenPGPError.integrityFailure) { try OpenPGP.decrypt(legacy, with: [ours]) }
     }
 
+    /// A message encrypted to a password only (`gpg --symmetric`) names no key of ours: no passphrase is asked for it.
+    @Test func passwordOnlyMessageIsNotForOurKeys() throws {
+        let tools = try InteropTools()
+        let ours = try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
+        let message = try tools.gpg(["--passphrase", "hunter2", "--symmetric"], input: plaintext).output
+        #expect(throws: OpenPGPError.noMatchingSecretKey(keyIDs: [])) { try OpenPGP.decrypt(message, with: [ours]) }
+    }
+
     @Test func signedOnlyMessageIsNotDecrypted() throws {
         let tools = try InteropTools()
         let ours = try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
