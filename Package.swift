@@ -361,7 +361,10 @@ let package = Package(
                 locks, "CofferTPM", "CofferKeymaker", "CofferKeymakerTPM", "CofferKeychain", "CofferTesting",
             ]
         ),
-        .testTarget(name: "CofferOpenPGPTests", dependencies: ["CofferOpenPGP", "CofferCrypto", "CofferTesting"]),
+        .testTarget(
+            name: "CofferOpenPGPTests",
+            dependencies: ["CofferOpenPGP", "CofferCrypto", "CofferTesting", "CRNP"]
+        ),
         .testTarget(
             name: "CofferSyncTests",
             dependencies: [
