@@ -5,7 +5,11 @@
 public struct OpenPGPPublicKey: Sendable, Hashable, CustomStringConvertible {
     /// The primary key's fingerprint: upper-case hex, 40 digits for a v4 key.
     public let fingerprint: String
-    /// The key's user ids (`Name <address>`), in the key's order.
+    /// The key's user ids (`Name <address>`) that carry a valid self-signature and are not revoked, in the key's
+    /// order.
+    ///
+    /// - Warning: ``bytes`` holds the certificate as it came, which may carry more user ids (forged, revoked or
+    ///   expired ones); name a key only by this list.
     public let userIDs: [String]
     /// The certificate in binary OpenPGP form, as RNP exports it (the form to store).
     public let bytes: [UInt8]

@@ -189,16 +189,29 @@ final class RNPKey {
     /// The key's fingerprint, upper-case hex.
     func fingerprint() throws(OpenPGPError) -> String { try string(rnp_key_get_fprint) }
 
-    /// The key's user ids, in the key's order.
+    /// The key's user ids that carry a valid self-signature and are not revoked, in the key's order (photo ids
+    /// left out). Anyone can append a user id packet to someone's certificate, or splice in another key's user id
+    /// with its signature: only the key's own valid certification makes the name the key's.
     func userIDs() throws(OpenPGPError) -> [String] {
         var count = 0
         let code = rnp_key_get_uid_count(handle, &count)
         guard code == RNPCode.success else { throw OpenPGPError.failed("key inspection", code) }
         var userIDs: [String] = []
         for index in 0..<count {
+            var uid: rnp_uid_handle_t?
+            let found = rnp_key_get_uid_handle_at(handle, index, &uid)
+            guard found == RNPCode.success, let uid else { throw OpenPGPError.failed("key inspection", found) }
+            defer { rnp_uid_handle_destroy(uid) }
+            var type: UInt32 = 0
+            var valid = false
+            var revoked = true
+            guard rnp_uid_get_type(uid, &type) == RNPCode.success, type == UInt32(RNP_USER_ID),
+                rnp_uid_is_valid(uid, &valid) == RNPCode.success, valid,
+                rnp_uid_is_revoked(uid, &revoked) == RNPCode.success, !revoked
+            else { continue }
             var value: UnsafeMutablePointer<CChar>?
-            let code = rnp_key_get_uid_at(handle, index, &value)
-            guard code == RNPCode.success, let value else { throw OpenPGPError.failed("key inspection", code) }
+            let read = rnp_key_get_uid_at(handle, index, &value)
+            guard read == RNPCode.success, let value else { throw OpenPGPError.failed("key inspection", read) }
             userIDs.append(RNPBuffer.takeString(value))
         }
         return userIDs

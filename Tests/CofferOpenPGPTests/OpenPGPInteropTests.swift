@@ -210,6 +210,30 @@ import Testing
         }
     }
 
+    /// A user id is listed only with a valid self-signature: Alice's user id and her signature over it, spliced into
+    /// Mallory's certificate (with `sq packet split` and `join`), or Alice's user id with no signature at all, name
+    /// only Mallory.
+    @Test(arguments: [true, false])
+    func forgedUserIDIsNotListed(withAlicesSignature: Bool) throws {
+        let tools = try InteropTools()
+        let alice = try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
+        let mallory = try OpenPGP.generateKey(userID: "Mallory <mallory@example.org>")
+        let a = tools.newPath("alice-")
+        let m = tools.newPath("mallory-")
+        try tools.sq(["packet", "split", "--prefix", a, try tools.file(alice.publicKey.bytes)])
+        try tools.sq(["packet", "split", "--prefix", m, try tools.file(mallory.publicKey.bytes)])
+        let spliced =
+            ["\(m)0--PublicKey", "\(a)1--UserID"] + (withAlicesSignature ? ["\(a)2--Signature"] : [])
+            + ["\(m)1--UserID", "\(m)2--Signature", "\(m)3--PublicSubkey", "\(m)4--Signature"]
+        let forged = try tools.sq(["packet", "join", "--binary"] + spliced).output
+        #expect(forged.count > mallory.publicKey.bytes.count)
+
+        let certificate = try OpenPGPPublicKey(bytes: forged)
+        #expect(certificate.fingerprint == mallory.fingerprint)
+        #expect(certificate.userIDs == ["Mallory <mallory@example.org>"])
+        #expect(try OpenPGP.importKeys(from: forged).map(\.userIDs) == [["Mallory <mallory@example.org>"]])
+    }
+
     @Test func gnupgPublicKeyImportsAsCertificate() throws {
         let tools = try InteropTools()
         let fingerprint = try tools.gpgGenerateKey(userID: "Bob <bob@example.org>")
