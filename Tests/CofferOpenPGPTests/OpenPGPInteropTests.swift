@@ -234,6 +234,34 @@ import Testing
         #expect(try OpenPGP.importKeys(from: forged).map(\.userIDs) == [["Mallory <mallory@example.org>"]])
     }
 
+    /// Mallory's encryption subkey with its binding signature, spliced into Alice's certificate, is never encrypted
+    /// to: with Alice's own subkey gone there is no encryption key; with it there, only Alice can read the message.
+    @Test func splicedSubkeyIsNeverEncryptedTo() throws {
+        let tools = try InteropTools()
+        let alice = try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
+        let mallory = try OpenPGP.generateKey(userID: "Mallory <mallory@example.org>")
+        let a = tools.newPath("alice-")
+        let m = tools.newPath("mallory-")
+        try tools.sq(["packet", "split", "--prefix", a, try tools.file(alice.publicKey.bytes)])
+        try tools.sq(["packet", "split", "--prefix", m, try tools.file(mallory.publicKey.bytes)])
+        let head = ["\(a)0--PublicKey", "\(a)1--UserID", "\(a)2--Signature"]
+        let mallorys = ["\(m)3--PublicSubkey", "\(m)4--Signature"]
+        let only = try OpenPGPPublicKey(bytes: try tools.sq(["packet", "join", "--binary"] + head + mallorys).output)
+        #expect(only.fingerprint == alice.fingerprint)
+        #expect(throws: OpenPGPError.noEncryptionKey(fingerprint: alice.fingerprint)) {
+            try OpenPGP.encrypt(plaintext, to: [only])
+        }
+
+        let both = try OpenPGPPublicKey(
+            bytes: try tools.sq(
+                ["packet", "join", "--binary"] + head + mallorys + ["\(a)3--PublicSubkey", "\(a)4--Signature"]
+            ).output
+        )
+        let message = try OpenPGP.encrypt(plaintext, to: [both])
+        #expect(try OpenPGP.decrypt(message, with: [alice]).plaintext == plaintext)
+        #expect(throws: OpenPGPError.self) { try OpenPGP.decrypt(message, with: [mallory]) }
+    }
+
     @Test func gnupgPublicKeyImportsAsCertificate() throws {
         let tools = try InteropTools()
         let fingerprint = try tools.gpgGenerateKey(userID: "Bob <bob@example.org>")
