@@ -262,6 +262,34 @@ import Testing
         #expect(throws: OpenPGPError.self) { try OpenPGP.decrypt(message, with: [mallory]) }
     }
 
+    /// A signature by a key its owner has since revoked is not valid.
+    @Test func signatureByRevokedKeyIsNotValid() throws {
+        let tools = try InteropTools()
+        let ours = try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
+        let gpgFingerprint = try tools.gpgGenerateKey(userID: "Bob <bob@example.org>")
+        try tools.gpg(["--import"], input: Array(ours.publicKey.armored.utf8))
+        let message = try tools.gpg(
+            ["--encrypt", "--sign", "--recipient", ours.fingerprint, "--local-user", gpgFingerprint],
+            input: plaintext
+        ).output
+        let signature = try tools.gpg(["--detach-sign", "--local-user", gpgFingerprint], input: plaintext).output
+        // gpg keeps a revocation certificate for each key it makes, its armor line escaped with a leading colon.
+        let revocation = try String(
+            contentsOfFile: "\(tools.gnupgHome)/openpgp-revocs.d/\(gpgFingerprint).rev",
+            encoding: .utf8
+        ).replacingOccurrences(of: ":-----BEGIN", with: "-----BEGIN")
+        try tools.gpg(["--import"], input: Array(revocation.utf8))
+        let revoked = try OpenPGPPublicKey(bytes: try tools.gpg(["--export", gpgFingerprint]).output)
+
+        let opened = try OpenPGP.decrypt(message, with: [ours], verifyingWith: [revoked])
+        #expect(opened.plaintext == plaintext)
+        #expect(opened.signatures.count == 1)
+        #expect(opened.signatures.first?.status != .valid)
+        #expect(!opened.isSignedAndVerified)
+        let detached = try OpenPGP.verifyDetached(plaintext, signature: signature, publicKeys: [revoked])
+        #expect(detached.count == 1 && detached.first?.status != .valid)
+    }
+
     @Test func gnupgPublicKeyImportsAsCertificate() throws {
         let tools = try InteropTools()
         let fingerprint = try tools.gpgGenerateKey(userID: "Bob <bob@example.org>")
