@@ -9,9 +9,13 @@ package enum TransferDecoding {
         return table
     }()
 
+    /// ``base64(_:)`` of an array, specialized in this module for callers in others (the generic one, called from
+    /// another module, runs unspecialized: several times slower).
+    package static func base64(bytes input: [UInt8]) -> [UInt8] { base64(input) }
+
     /// Decodes base64, skipping characters outside the alphabet (line breaks, spaces, garbage). Decoding stops at
     /// padding that completes a quantum; a trailing partial quantum of two or three characters is still decoded.
-    package static func base64(_ input: some Collection<UInt8>) -> [UInt8] {
+    static func base64(_ input: some Collection<UInt8>) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(input.count / 4 * 3 + 3)
         var quantum: UInt32 = 0

@@ -298,6 +298,9 @@ struct SpillingScan {
         /// Decoded bytes of the lines so far.
         var decoded = 0
         var writer: SealedFileWriter?
+        /// Clean lines read since spilling began, without their line ends, decoded in batches (each line is whole
+        /// quanta, so decoding them together gives what decoding each gives).
+        var encoded: [UInt8] = []
     }
 
     /// Thrown inside the pass when it cannot go on exactly.
@@ -307,6 +310,8 @@ struct SpillingScan {
     let key: EnvelopeKey
     var hash: HMAC<SHA256>
     var threshold = MailStore.attachmentFileThreshold
+    /// Encoded bytes decoded at once while spilling.
+    static let decodeBatch = 1 << 16
     /// The most multipart levels followed; deeper ones end the pass (the parser's default limit is 64).
     static let maximumDepth = 32
 
@@ -396,7 +401,11 @@ struct SpillingScan {
         let quanta = Self.cleanBase64(Self.content(line))
         if let writer = current.writer {
             guard let quanta, !current.padded || quanta.count == 0 else { throw Unsure() }
-            try writer.append(TransferDecoding.base64(Self.content(line)))
+            current.encoded += Self.content(line)
+            if current.encoded.count >= Self.decodeBatch {
+                try writer.append(TransferDecoding.base64(bytes: current.encoded))
+                current.encoded.removeAll(keepingCapacity: true)
+            }
             current.padded = current.padded || quanta.padded
             return
         }
@@ -409,7 +418,7 @@ struct SpillingScan {
         current.decoded += quanta.count
         if current.decoded > threshold {
             let writer = try SealedFileWriter(.attachmentFile, folder: folder, key: key)
-            try writer.append(TransferDecoding.base64(reduced[current.bodyStart...]))
+            try writer.append(TransferDecoding.base64(bytes: Array(reduced[current.bodyStart...])))
             reduced.removeSubrange(current.bodyStart...)
             current.writer = writer
         }
@@ -435,6 +444,7 @@ struct SpillingScan {
         guard let current = leaf else { return }
         leaf = nil
         guard let writer = current.writer else { return }
+        try writer.append(TransferDecoding.base64(bytes: current.encoded))
         let (file, size) = try writer.finish()
         let token = SystemRandom.publicBytes(16)
         spills.append(Spill(token: token, file: file, size: size))
