@@ -32,13 +32,14 @@ if [ ! -x "$out/SanitizerFuzzer" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" 
   echo "$sum" >"$stamp"
 fi
 
-# Seeds: every DOMPurify payload and HTTP-leak vector, one file each.
+# Seeds: every DOMPurify payload, HTTP-leak vector and CSS-substitution vector, one file each.
 python3 - "$out/seeds" <<'PY'
 import hashlib, json, pathlib, sys
 folder = pathlib.Path(sys.argv[1])
 data = pathlib.Path("Tests/Fixtures")
 payloads = [case["payload"] for case in json.loads((data / "dompurify/expect.json").read_text())]
 payloads += [v["payload_html"] for v in json.loads((data / "httpleaks/httpleaks.json").read_text())["vectors"]]
+payloads += [v["html"] for v in json.loads((data / "css-substitution/vectors.json").read_text())["vectors"]]
 for payload in payloads:
     raw = payload.encode("utf-8")
     (folder / hashlib.sha1(raw).hexdigest()).write_bytes(raw)

@@ -7,9 +7,13 @@
 /// - values may only call allow-listed functions (no `expression()`, `attr()`, `progid:`),
 ///   and may not hold bad tokens, `{}` blocks, colons, `<` or stray backslashes;
 /// - `position: fixed` is removed;
-/// - every `url()`, `src()`, and string in `image()`/`image-set()`/`cross-fade()` goes through
-///   the remote-content policy: kept, embedded (`cid:`), replaced by `about:invalid` when
-///   blocked, or the declaration is dropped (forbidden scheme);
+/// - every `url()`, `src()`, and string in `image()`/`image-set()`/`cross-fade()`, in a custom
+///   property's value or in a `var()` argument (substitution can move it into `image-set()`) goes
+///   through the remote-content policy: kept, embedded (`cid:`), replaced by `about:invalid` when
+///   blocked, or the declaration is dropped (forbidden scheme, relative URL);
+/// - any other string that reads as a remote URL is decided as one (blocked drops the declaration),
+///   and one naming a script or file URL drops it; an identifier holding escaped punctuation
+///   (`url\(`) drops it; the remote URLs of every dropped declaration are reported as blocked;
 /// - in sheets, `@import`, `@charset`, `@namespace`, `@keyframes`, `@page`, `@supports` and
 ///   unknown at-rules are dropped; `@media` is kept with its rules filtered; `@font-face` is kept
 ///   only with a usable `src`; every selector is scoped to the message container.
@@ -142,7 +146,8 @@ struct CSSFilter {
         return output
     }
 
-    /// The written value of an allowed declaration, or `nil` to drop it.
+    /// The written value of an allowed declaration, or `nil` to drop it. The remote URLs of a dropped
+    /// declaration are reported as blocked.
     func filterDeclaration(
         _ declaration: CSSDeclaration,
         element: String,
@@ -150,27 +155,61 @@ struct CSSFilter {
         looksHidden: Bool = false
     ) -> String? {
         let name = declaration.foldedName
+        let kind: RemoteResource.Kind = fontFace ? .font : .cssImage
+        let mark = gate.mark
+        func drop() -> String? {
+            gate.rollBack(to: mark)
+            recordRemoteURLs(
+                in: declaration.value,
+                property: name,
+                element: element,
+                kind: kind,
+                looksHidden: looksHidden
+            )
+            return nil
+        }
         if fontFace {
-            guard Self.fontFaceProperties.contains(name) else { return nil }
+            guard Self.fontFaceProperties.contains(name) else { return drop() }
         } else {
-            guard Self.isAllowedProperty(name) else { return nil }
+            guard Self.isAllowedProperty(name) else { return drop() }
         }
         var value = declaration.value
         if value.allSatisfy(\.isWhitespace) { return nil }
-        let kind: RemoteResource.Kind = fontFace ? .font : .cssImage
         guard
             filterValue(
                 &value,
                 property: name,
                 element: element,
                 kind: kind,
-                looksHidden: looksHidden
+                looksHidden: looksHidden,
+                strings: name.hasPrefix("--") ? .urlAtAnyDepth : .text
             )
-        else { return nil }
-        if Self.unprefixed(name) == "position" && Self.containsIdent(value, "fixed") { return nil }
+        else { return drop() }
+        if Self.unprefixed(name) == "position" && Self.containsIdent(value, "fixed") { return drop() }
         var writer = CSSWriter()
         writer.write(value)
         return writer.text
+    }
+
+    /// Reports every remote URL of a dropped declaration as blocked: `url()` tokens and every string
+    /// that reads as a remote URL.
+    private func recordRemoteURLs(
+        in components: [CSSComponent],
+        property: String,
+        element: String,
+        kind: RemoteResource.Kind,
+        looksHidden: Bool
+    ) {
+        for component in components {
+            switch component {
+            case .token(.url(let raw)), .token(.string(let raw, _)):
+                gate.recordBlocked(raw, kind: kind, element: element, attribute: property, looksHidden: looksHidden)
+            case .function(_, let inner), .block(_, let inner):
+                recordRemoteURLs(in: inner, property: property, element: element, kind: kind, looksHidden: looksHidden)
+            case .token, .tooDeep:
+                continue
+            }
+        }
     }
 
     static func containsIdent(_ components: [CSSComponent], _ name: String) -> Bool {
@@ -198,14 +237,47 @@ struct CSSFilter {
         }
     }
 
+    /// Where the strings of a value are URLs.
+    enum StringRole {
+        /// Text (`content`, `font-family`, `quotes`): kept, unless it reads as a remote URL (decided as
+        /// one; blocked drops the declaration) or a script or file URL (dropped).
+        case text
+        /// URLs in this list only: the direct arguments of `image()`, `image-set()`, `cross-fade()`.
+        case urlHere
+        /// URLs at any depth: a custom property's value and the arguments of `var()`, which substitution
+        /// can move into `image-set()` anywhere.
+        case urlAtAnyDepth
+    }
+
+    /// Schemes a string may not name even as text: a URL that runs script or reads files.
+    static let textForbiddenSchemes: Set<String> = [
+        "javascript", "vbscript", "livescript", "mocha", "file", "ftp", "ftps", "ws", "wss",
+    ]
+
+    /// Whether a decoded identifier holds a character only an escape can put there (ASCII punctuation
+    /// but `-` and `_`, or a control): `url\(`, `https\3a \2f \2f …`.
+    static func hasEscapedPunctuation(_ name: String) -> Bool {
+        for byte in name.utf8 where byte < 0x80 {
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: " "):
+                continue
+            default:
+                return true
+            }
+        }
+        return false
+    }
+
     /// Checks and rewrites a value in place; `false` to drop the declaration.
     func filterValue(
         _ components: inout [CSSComponent],
         property: String,
         element: String,
         kind: RemoteResource.Kind,
-        looksHidden: Bool
+        looksHidden: Bool,
+        strings: StringRole = .text
     ) -> Bool {
+        let nested: StringRole = strings == .urlAtAnyDepth ? .urlAtAnyDepth : .text
         for index in components.indices {
             switch components[index] {
             case .tooDeep:
@@ -223,6 +295,40 @@ struct CSSFilter {
                         )
                     else { return false }
                     components[index] = .token(.url(url))
+                case .string(let raw, let single):
+                    if strings == .text {
+                        switch URLPolicy.classify(URLPolicy.clean(raw)) {
+                        case .remote:
+                            // Text that names a remote URL: reported like one; blocked, the declaration goes.
+                            let decision = gate.decide(
+                                raw,
+                                kind: kind,
+                                element: element,
+                                attribute: property,
+                                looksHidden: looksHidden
+                            )
+                            guard case .keep = decision else { return false }
+                        case .other(let scheme) where Self.textForbiddenSchemes.contains(scheme):
+                            return false
+                        case .data(let mediaType) where mediaType == "text/html":
+                            return false
+                        default:
+                            break
+                        }
+                        continue
+                    }
+                    guard
+                        let url = decideURL(
+                            raw,
+                            property: property,
+                            element: element,
+                            kind: kind,
+                            looksHidden: looksHidden
+                        )
+                    else { return false }
+                    components[index] = .token(.string(url, singleQuoted: single))
+                case .ident(let name), .hash(let name, _), .dimension(_, let name):
+                    if Self.hasEscapedPunctuation(name) { return false }
                 case .badString, .badURL, .cdo, .cdc, .atKeyword, .colon, .semicolon, .openCurly, .closeCurly,
                     .openSquare, .closeSquare, .openParen, .closeParen:
                     return false
@@ -234,7 +340,14 @@ struct CSSFilter {
             case .block(let opening, var inner):
                 if opening == .openCurly { return false }
                 guard
-                    filterValue(&inner, property: property, element: element, kind: kind, looksHidden: looksHidden)
+                    filterValue(
+                        &inner,
+                        property: property,
+                        element: element,
+                        kind: kind,
+                        looksHidden: looksHidden,
+                        strings: nested
+                    )
                 else { return false }
                 components[index] = .block(opening, inner)
             case .function(let name, var arguments):
@@ -257,21 +370,14 @@ struct CSSFilter {
                     components[index] = .function(name, [.token(.string(url, singleQuoted: single))])
                     continue
                 }
-                if Self.imageFunctions.contains(folded) {
-                    for argument in arguments.indices {
-                        guard case .token(.string(let raw, let single)) = arguments[argument] else { continue }
-                        guard
-                            let url = decideURL(
-                                raw,
-                                property: property,
-                                element: element,
-                                kind: kind,
-                                looksHidden: looksHidden
-                            )
-                        else { return false }
-                        arguments[argument] = .token(.string(url, singleQuoted: single))
-                    }
-                } else if !Self.allowedFunctions.contains(folded) {
+                let inner: StringRole
+                if folded == "var" {
+                    inner = .urlAtAnyDepth
+                } else if Self.imageFunctions.contains(folded) {
+                    inner = strings == .urlAtAnyDepth ? .urlAtAnyDepth : .urlHere
+                } else if Self.allowedFunctions.contains(folded) {
+                    inner = nested
+                } else {
                     return false
                 }
                 guard
@@ -280,7 +386,8 @@ struct CSSFilter {
                         property: property,
                         element: element,
                         kind: kind,
-                        looksHidden: looksHidden
+                        looksHidden: looksHidden,
+                        strings: inner
                     )
                 else { return false }
                 components[index] = .function(name, arguments)

@@ -50,6 +50,39 @@ final class ResourceGate {
         }
     }
 
+    private func remoteResource(
+        _ url: String,
+        kind: RemoteResource.Kind,
+        element: String,
+        attribute: String,
+        looksHidden: Bool
+    ) -> RemoteResource {
+        let isTracker = looksHidden || isTrackerHost(URLPolicy.host(of: url))
+        return RemoteResource(kind: kind, url: url, element: element, attribute: attribute, isTracker: isTracker)
+    }
+
+    /// How many resources were blocked and loaded so far; see ``rollBack(to:)``.
+    var mark: (blocked: Int, loaded: Int) { (blocked.count, loaded.count) }
+
+    /// Forgets the resources recorded since `mark`: a dropped CSS declaration loads nothing, and
+    /// ``recordBlocked(_:kind:element:attribute:looksHidden:)`` records its remote URLs again as blocked.
+    /// Only CSS uses this; its blocked URLs are written as `about:invalid`, never as indices.
+    func rollBack(to mark: (blocked: Int, loaded: Int)) {
+        decisionCount += 1
+        blocked.removeSubrange(mark.blocked...)
+        loaded.removeSubrange(mark.loaded...)
+    }
+
+    /// Records `raw` as blocked if it is a remote URL (of a declaration that was dropped).
+    func recordBlocked(_ raw: String, kind: RemoteResource.Kind, element: String, attribute: String, looksHidden: Bool)
+    {
+        decisionCount += 1
+        guard case .remote(let url) = URLPolicy.classify(URLPolicy.clean(raw)) else { return }
+        blocked.append(
+            remoteResource(url, kind: kind, element: element, attribute: attribute, looksHidden: looksHidden)
+        )
+    }
+
     /// Decides a URL that would load a resource of `kind`.
     ///
     /// - Parameter looksHidden: The element is tiny or hidden (a tracking pixel candidate).
@@ -87,17 +120,16 @@ final class ResourceGate {
             if missingSet.insert(contentID).inserted { missingContentIDs.append(contentID) }
             return .drop
         case .remote(let url):
-            let isTracker = looksHidden || isTrackerHost(URLPolicy.host(of: url))
-            let resource = RemoteResource(
+            let resource = remoteResource(
+                url,
                 kind: kind,
-                url: url,
                 element: element,
                 attribute: attribute,
-                isTracker: isTracker
+                looksHidden: looksHidden
             )
             let allowed =
                 options.allowedRemoteURLs.contains(url)
-                || (options.remoteContent == .allow && !(isTracker && options.blockTrackers))
+                || (options.remoteContent == .allow && !(resource.isTracker && options.blockTrackers))
             if allowed {
                 loaded.append(resource)
                 return .keep(URLPolicy.absolute(url))
