@@ -341,4 +341,94 @@ struct AttachmentFileTests {
         try SecureFile.remove(path)
         await #expect(throws: StoreError.corruptMessage(id)) { try await store.attachmentContent(attachment) }
     }
+
+    @Test(
+        "imports and deletions killed with SIGKILL at random points leave no row without its file; the sweep takes the orphans"
+    )
+    func killedImports() async throws {
+        let root = TemporaryDirectory(prefix: "coffer-attachment-file-crash")
+        let key = (0..<32).map { _ in UInt8.random(in: 0...255) }
+        let folder = "\(root.path)/store"
+        let files = "\(folder)/\(MailStore.sealedFilesFolderName)"
+        let environment = [
+            OutboxChildEnvironment.role: "attachment-files",
+            OutboxChildEnvironment.key: key.hexString,
+            OutboxChildEnvironment.store: folder,
+        ]
+        let keymaker = try await Fixtures.unlockedKeymaker(account: "outbox", mainKey: key)
+        /// Every row's file is there and reads back whole; returns the files rows name.
+        func check() async throws -> Set<String> {
+            let store = try MailStore(folder: folder, keys: keymaker)
+            defer { try? store.close() }
+            let named = try await store.database.read { db in
+                try Row.fetchAll(db, sql: "SELECT messageID, file FROM attachments WHERE file IS NOT NULL").map {
+                    (messageID: $0["messageID"] as Int64, file: $0["file"] as String)
+                }
+            }
+            for row in named {
+                let attachment = try #require(try await store.message(row.messageID).attachments.first)
+                #expect(try await store.attachmentContent(attachment.id).content.count == attachment.size)
+            }
+            return Set(named.map(\.file))
+        }
+        var killed = 0
+        var runs = 0
+        while killed < 5 && runs < 12 {
+            runs += 1
+            if try OutboxChildEnvironment.run(
+                suite: "AttachmentFileChild",
+                environment: environment,
+                killAfter: Int.random(in: 500...6000)
+            ).killed {
+                killed += 1
+            }
+            _ = try await check()
+        }
+        #expect(killed > 0, "the child must have been killed mid-run at least once")
+        // Once a minute old, what no row names (orphans, temporary files of the dead writers) is swept at open.
+        let before = try SecureFile.list(files)
+        var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        for name in before { #expect(utimensat(AT_FDCWD, "\(files)/\(name)", &times, 0) == 0) }
+        let named = try await check()
+        let left = Set(try SecureFile.list(files).filter { $0.hasSuffix(".cfb") })
+        #expect(left == named, "every file left is named by a row")
+        #expect(try SecureFile.list(files).allSatisfy { !$0.hasPrefix(".") }, "no temporary file left")
+        print(
+            "AttachmentFileTests.killedImports: \(runs) runs, \(killed) killed, \(named.count) files kept, "
+                + "\(before.count - (try SecureFile.list(files)).count) swept (\(before.filter { $0.hasPrefix(".") }.count) temporary)"
+        )
+    }
+}
+
+/// The child side of ``AttachmentFileTests/killedImports()``: runs only inside the processes it starts (and kills).
+@Suite("Attachment file child")
+struct AttachmentFileChild {
+    /// Queues, imports (streamed) and cancels messages with a large attachment, deleting every other one imported.
+    @Test(
+        "import and delete for the parent",
+        .enabled(
+            if: OutboxChildEnvironment.role_ == "attachment-files",
+            "runs only inside the child the attachment-file kill test starts"
+        )
+    )
+    func importAndDelete() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let key = try #require(environment[OutboxChildEnvironment.key].flatMap { [UInt8](hexString: $0) })
+        let store = try MailStore(
+            folder: try #require(environment[OutboxChildEnvironment.store]),
+            keys: try await Fixtures.unlockedKeymaker(account: "outbox", mainKey: key)
+        )
+        let large = (0..<((1 << 20) + 300_000)).map { UInt8(truncatingIfNeeded: $0 &* 40_503 >> 5) }
+        var previous: Int64?
+        for number in 0..<12 {
+            var message = outgoing(subject: "kill \(UInt64.random(in: 0...UInt64.max)) \(number)", attachment: large)
+            message.bcc = []
+            let item = try await store.enqueue(message, accountID: 1)
+            let id = try #require(try await store.importOutboxMessage(item.id, labels: ["Sent"]).id)
+            try await store.cancel(item.id)
+            if let previous, number % 2 == 1 { try await store.deleteMessage(previous) }
+            previous = id
+        }
+        try store.close()
+    }
 }
