@@ -15,7 +15,13 @@ A control run first proves the harness sees what it must: canary pages without a
 host, an inline script, an `onerror` handler) and the raw, unsanitized HTTP-leak and DOMPurify payloads without
 the CSP must register requests and script executions.
 
-Pass: every sanitized vector makes zero requests and runs zero scripts, and the control registers hits.
+Each sanitized page is also opened with its CSP removed (the sanitizer alone, as a library user without Coffer's
+page gets it): remote-content blocking must hold without the CSP too. The project's own CSS custom-property and
+escape vectors (`Tests/Fixtures/css-substitution/vectors.json`) join the corpus; those marked as tracking pixels are
+also rendered with `--allow-remote` and must still load nothing without the CSP.
+
+Pass: every sanitized vector, with and without its CSP, makes zero requests and runs zero scripts, and the control
+registers hits.
 Prints `browser: N passed, M failed` (N vectors plus the control checks) and exits non-zero on any failure.
 
 Usage: render_vectors.py [--coffer PATH] [--chromium PATH] [--jobs N] [--verbose]
@@ -27,6 +33,7 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import socketserver
@@ -161,19 +168,42 @@ def load_vectors():
     leaks = json.loads((TESTDATA / "httpleaks" / "httpleaks.json").read_text())
     for vector in leaks["vectors"]:
         vectors.append((vector["id"], vector["payload_html"]))
-    return vectors, len(purify), len(leaks["vectors"])
+    css = json.loads((TESTDATA / "css-substitution" / "vectors.json").read_text())["vectors"]
+    for vector in css:
+        vectors.append((f"css-{vector['id']}", vector["html"]))
+    trackers = {f"css-{vector['id']}" for vector in css if vector["tracker"]}
+    return vectors, len(purify), len(leaks["vectors"]), len(css), trackers
 
 
-def sanitize_all(coffer, vectors, folder, jobs):
-    """Writes each payload to NAME.html and its sanitized page to NAME.page.html with `coffer render --output`."""
+CSP_META = re.compile(r'<meta http-equiv="Content-Security-Policy" content="[^"]*">')
+
+
+def without_csp(page):
+    """The page with its CSP <meta> removed (it must have exactly one)."""
+    text = page.read_text(encoding="utf-8")
+    stripped, count = CSP_META.subn("", text)
+    if count != 1 or "Content-Security-Policy" in stripped:
+        raise RuntimeError(f"{page.name}: expected one CSP <meta>, found {count}")
+    target = page.with_name(page.name.replace(".page.html", ".nocsp.html"))
+    target.write_text(stripped, encoding="utf-8")
+    return target
+
+
+def sanitize_all(coffer, vectors, folder, jobs, allow_remote=frozenset()):
+    """Writes each payload to NAME.html and its sanitized page to NAME.page.html with `coffer render --output`
+    (with `--allow-remote` for the names in `allow_remote`, as NAME-allow.page.html)."""
 
     def one(item):
         name, payload = item
         source = folder / f"{name}.html"
-        target = folder / f"{name}.page.html"
+        allow = name in allow_remote
+        target = folder / f"{name}{'-allow' if allow else ''}.page.html"
         source.write_text(payload, encoding="utf-8")
         result = subprocess.run(
-            [coffer, "render", str(source), "--output", str(target)], capture_output=True, text=True, timeout=60
+            [coffer, "render", str(source), "--output", str(target)] + (["--allow-remote"] if allow else []),
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         if result.returncode != 0:
             raise RuntimeError(f"coffer render failed for {name}: {result.stderr.strip()}")
@@ -308,7 +338,7 @@ async def run(arguments):
         return 2
 
     started = time.monotonic()
-    vectors, purify_count, leak_count = load_vectors()
+    vectors, purify_count, leak_count, css_count, trackers = load_vectors()
     named = [host for host in BROWSER_SERVICE_HOSTS for _, payload in vectors if host in payload.lower()]
     if named:
         print(f"browser: a vector names a browser service host ({', '.join(sorted(set(named)))})", file=sys.stderr)
@@ -317,6 +347,10 @@ async def run(arguments):
     passed = failed = 0
     try:
         pages = sanitize_all(coffer, vectors, folder, arguments.jobs)
+        allowed = sanitize_all(coffer, [item for item in vectors if item[0] in trackers], folder, 1, trackers)
+        # Every page again without its CSP: the sanitizer alone must block what the CSP would.
+        bare = [(f"{name} (no CSP)", without_csp(target), 0) for name, target, _ in pages]
+        bare += [(f"{name} (--allow-remote, no CSP)", without_csp(target), 0) for name, target, _ in allowed]
         sanitized_at = time.monotonic()
         server = CountingServer()
         threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -342,7 +376,7 @@ async def run(arguments):
             # The real run first (nothing from the control can straggle into it): sanitized pages under their CSP.
             context = await browser.new_context(viewport={"width": 1280, "height": 4000})
             results = await observe_all(
-                context, [(name, target) for name, target, _ in pages], arguments.jobs, arguments.settle
+                context, [(name, target) for name, target, _ in pages + bare], arguments.jobs, arguments.settle
             )
             await context.close()
             await asyncio.sleep(0.2)
@@ -392,6 +426,16 @@ async def run(arguments):
             raw_request_vectors = sum(1 for _, seen in raw if seen.network_requests)
             raw_exec = sum(seen.executions for _, seen in raw)
             raw_exec_vectors = sum(1 for _, seen in raw if seen.executions)
+            raw_css = [name for (name, _), (_, seen) in zip(vectors, raw) if name.startswith("css-")]
+            raw_css_requests = [
+                name for (name, _), (_, seen) in zip(vectors, raw) if name.startswith("css-") and seen.network_requests
+            ]
+            if arguments.verbose:
+                for name in raw_css:
+                    print(f"raw {'requests' if name in raw_css_requests else 'quiet   '} {name}")
+            control.append(
+                ("control: raw css-substitution vectors without CSP make requests", len(raw_css_requests) > 0)
+            )
             control.append(("control: raw vectors without CSP reach the loopback server", raw_requests > 0))
             control.append(("control: raw vectors without CSP run scripts", raw_exec > 0))
             await browser.close()
@@ -410,17 +454,23 @@ async def run(arguments):
             f"{raw_request_vectors} vectors, {raw_exec} script executions in {raw_exec_vectors} vectors"
         )
         print(
-            f"sanitized under CSP: {len(pages)} pages ({purify_count} DOMPurify, {leak_count} HTTP-leak), "
-            f"{total_blocked} remote resources blocked by the sanitizer; {total_requests} network requests, "
+            f"control: raw css-substitution vectors without CSP: {len(raw_css_requests)} of {len(raw_css)} "
+            f"make requests"
+        )
+        print(
+            f"sanitized: {len(pages)} pages ({purify_count} DOMPurify, {leak_count} HTTP-leak, {css_count} CSS "
+            f"substitution) under their CSP and again without it, {len(allowed)} tracking-pixel vectors with "
+            f"--allow-remote without it; {total_blocked} remote resources blocked by the sanitizer; "
+            f"{total_requests} network requests, "
             f"{len(loopback_hits)} loopback connections, {total_exec} script executions; "
-            f"{placeholders} about:invalid placeholders refused by the CSP ({violations} CSP reports); "
+            f"{placeholders} about:invalid placeholders requested ({violations} CSP reports); "
             f"{service_hits} connections of Chromium's own services"
         )
         print(
             f"time: sanitize {sanitized_at - started:.1f} s, sanitized run {sanitized_run_at - sanitized_at:.1f} s, "
             f"control {finished - sanitized_run_at:.1f} s"
         )
-        passed = len(pages) - len(failures) + sum(ok for _, ok in control) + (0 if loopback_hits else 1)
+        passed = len(pages) + len(bare) - len(failures) + sum(ok for _, ok in control) + (0 if loopback_hits else 1)
         failed = len(failures) + sum(not ok for _, ok in control) + (1 if loopback_hits else 0)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
