@@ -68,6 +68,8 @@ final class ResourceGate {
     /// ``recordBlocked(_:kind:element:attribute:looksHidden:)`` records its remote URLs again as blocked.
     /// Only CSS uses this; its blocked URLs are written as `about:invalid`, never as indices.
     func rollBack(to mark: (blocked: Int, loaded: Int)) {
+        // Nothing recorded since the mark (the common dropped declaration): the memo of style results stays usable.
+        guard blocked.count != mark.blocked || loaded.count != mark.loaded else { return }
         decisionCount += 1
         blocked.removeSubrange(mark.blocked...)
         loaded.removeSubrange(mark.loaded...)
@@ -76,8 +78,8 @@ final class ResourceGate {
     /// Records `raw` as blocked if it is a remote URL (of a declaration that was dropped).
     func recordBlocked(_ raw: String, kind: RemoteResource.Kind, element: String, attribute: String, looksHidden: Bool)
     {
-        decisionCount += 1
         guard case .remote(let url) = URLPolicy.classify(URLPolicy.clean(raw)) else { return }
+        decisionCount += 1
         blocked.append(
             remoteResource(url, kind: kind, element: element, attribute: attribute, looksHidden: looksHidden)
         )

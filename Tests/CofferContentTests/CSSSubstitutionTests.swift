@@ -95,6 +95,15 @@ struct CSSSubstitutionTests {
         }
     }
 
+    /// Each occurrence of a repeated style is counted (results are reused only when no URL was seen).
+    @Test func repeatedDroppedDeclarationsAreEachCounted() {
+        let style = #"<p style="behavior:url(https://x.example/a.htc);color:red">x</p>"#
+        let plain = #"<p style="zoom:2;color:red">x</p>"#
+        let result = MailSanitizer().sanitize(html: style + plain + style + plain)
+        #expect(result.blockedRemoteContent.map(\.url) == ["https://x.example/a.htc", "https://x.example/a.htc"])
+        #expect(result.html == String(repeating: #"<p style="color:red">x</p>"#, count: 4))
+    }
+
     /// A string in a custom property is a URL the user can restore like any other.
     @Test func restoringLoadsTheSubstitutedURL() {
         let input = #"<div style="--u:'https://img.example/a.png';background-image:image-set(var(--u) 1x)">x</div>"#
