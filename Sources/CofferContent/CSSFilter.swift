@@ -111,10 +111,13 @@ struct CSSFilter {
 
     // MARK: Style attributes
 
-    /// Filters a `style` attribute; `nil` when nothing is left.
+    /// Filters a `style` attribute; `nil` when nothing is left. Its CSS images are tracking-pixel
+    /// candidates when the element looks hidden (`looksHidden`, an `<img>`'s attributes) or the style
+    /// itself hides it or makes it at most 1px (a 1×1 `<div>` with a background is a pixel too).
     func filterStyleAttribute(_ text: String, element: String, looksHidden: Bool = false) -> String? {
         let declarations = CSSParser.parseDeclarations(text)
-        var output = filterDeclarations(declarations, element: element, fontFace: false, looksHidden: looksHidden)
+        let hidden = looksHidden || Self.looksHidden(declarations)
+        var output = filterDeclarations(declarations, element: element, fontFace: false, looksHidden: hidden)
         if output.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == ";" }) { return nil }
         while let first = output.first, first == " " || first == "\t" || first == "\n" { output.removeFirst() }
         return output
@@ -481,7 +484,12 @@ struct CSSFilter {
     /// Whether inline CSS hides an element or makes it tiny: `display: none`,
     /// `visibility: hidden`, `opacity: 0`, or a width or height of at most one pixel.
     static func looksHidden(style: String) -> Bool {
-        for declaration in CSSParser.parseDeclarations(style) {
+        looksHidden(CSSParser.parseDeclarations(style))
+    }
+
+    /// ``looksHidden(style:)`` on parsed declarations.
+    static func looksHidden(_ declarations: [CSSDeclaration]) -> Bool {
+        for declaration in declarations {
             let meaningful = declaration.value.filter { !$0.isWhitespace }
             guard let first = meaningful.first, case .token(let token) = first else { continue }
             switch (declaration.foldedName, token) {

@@ -45,7 +45,7 @@ struct CSSSubstitutionTests {
     }
 
     @Test func theVectorsAreLoaded() {
-        #expect(Self.vectors.count == 22)
+        #expect(Self.vectors.count == 23)
         #expect(Self.vectors.allSatisfy { !$0.html.isEmpty && $0.blocked >= 0 })
     }
 
@@ -102,6 +102,17 @@ struct CSSSubstitutionTests {
         let result = MailSanitizer().sanitize(html: style + plain + style + plain)
         #expect(result.blockedRemoteContent.map(\.url) == ["https://x.example/a.htc", "https://x.example/a.htc"])
         #expect(result.html == String(repeating: #"<p style="color:red">x</p>"#, count: 4))
+    }
+
+    /// A tiny or hidden element's own CSS image is a tracking pixel, as the same `<img>` is.
+    @Test func cssPixelsOnAnyElementAreTrackers() {
+        let input =
+            #"<div style="width:1px;height:1px;background:url(https://t.example/1.gif)"></div>"#
+            + #"<p style="display:none;background-image:url(https://t.example/2.gif)"></p>"#
+            + #"<div style="width:600px;background:url(https://img.example/hero.png)">x</div>"#
+        let result = MailSanitizer().allowingRemoteContent().sanitize(html: input)
+        #expect(result.trackersBlocked.map(\.url) == ["https://t.example/1.gif", "https://t.example/2.gif"])
+        #expect(result.loadedRemoteContent.map(\.url) == ["https://img.example/hero.png"])
     }
 
     /// A string in a custom property is a URL the user can restore like any other.
