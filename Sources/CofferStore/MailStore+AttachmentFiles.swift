@@ -199,10 +199,11 @@ extension MailStore {
     }
 }
 
-/// Seals bytes pushed to it into a new sealed file of the store (the push counterpart of
-/// ``MailStore/writeSealedFile(_:folder:key:from:)``, with the same steps): a temporary name (`O_EXCL`, 0600), 64 KiB
-/// chunks sealed as they fill, then `fsync`, rename and folder `fsync` in ``finish()``. Dropped unfinished, it
-/// deletes its temporary file. Blocking: use it on the ``BlockingPool``.
+/// Seals bytes pushed to it into a new sealed file of the store, the one writer of every sealed file (drafts'
+/// attachments, outbox messages and large attachments; ``MailStore/writeSealedFile(_:folder:key:from:)`` pumps a
+/// source through it): a temporary name (`O_EXCL`, 0600), 64 KiB chunks sealed as they fill, then `fsync`, rename
+/// and folder `fsync` in ``finish()``. Dropped unfinished, it deletes its temporary file. Blocking: use it on the
+/// ``BlockingPool``.
 final class SealedFileWriter {
     /// The file's final name.
     let name: String

@@ -81,29 +81,27 @@ extension MailStore {
         return padded(high) + padded(low) + kind.fileExtension
     }
 
-    /// Seals everything `source` yields into a new file of `kind` (temporary name, `fsync`, rename, folder `fsync`)
-    /// and returns its name and the plaintext size. Blocking: call on the ``BlockingPool``.
+    /// Seals everything `source` yields into a new file of `kind` through a ``SealedFileWriter`` (temporary name,
+    /// `fsync`, rename, folder `fsync`) and returns its name and the plaintext size. Blocking: call on the
+    /// ``BlockingPool``.
     static func writeSealedFile<Source: ByteSource>(
         _ kind: SealedFileKind,
         folder: String,
         key: EnvelopeKey,
         from source: inout CountingSource<Source>
     ) throws(CofferCryptoError) -> (name: String, size: Int64) {
-        let name = newSealedFileName(kind)
-        let path = "\(folder)/\(name)"
-        let temporary = SecureFile.temporaryPath(for: path)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .io(operation: "create a sealed file in the store", errno: errno) }
-        var renamed = false
-        defer { if !renamed { unlink(temporary) } }
-        defer { Glibc.close(fd) }
-        var sink = FileDescriptorSink(fd: fd)
-        try StreamingAEAD.encrypt(from: &source, to: &sink, key: key, context: kind.context(file: name))
-        guard fsync(fd) == 0 else { throw .io(operation: "flush a sealed file of the store", errno: errno) }
-        guard rename(temporary, path) == 0 else { throw .io(operation: "store a sealed file", errno: errno) }
-        renamed = true
-        try SecureFile.syncDirectory(folder)
-        return (name, source.count)
+        let writer = try SealedFileWriter(kind, folder: folder, key: key)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: StreamingAEAD.chunkSize, alignment: 1)
+        defer {
+            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            buffer.deallocate()
+        }
+        while true {
+            let count = try source.read(into: buffer)
+            if count == 0 { break }
+            try writer.append(Array(buffer[0..<count]))
+        }
+        return try writer.finish()
     }
 
     /// Deletes sealed files whose rows are gone (after the deleting transaction committed). A failure leaves an
