@@ -121,17 +121,10 @@ extension MailStore {
         let keys = try await keys()
         let row = try await outboxRow(id)
         let record = try Self.openOutboxRecord(row, keys: keys)
-        let path = "\(sealedFilesFolder)/\(row.file)"
         let folder = sealedFilesFolder
+        let size = record.size
         let scanned = try await BlockingPool.run { () throws(StoreError) -> SpillingScan.Result? in
-            let reader = try SealedFileReader(
-                path: path,
-                key: keys.fileKey(.outboxMessage),
-                context: SealedFileKind.outboxMessage.context(file: row.file),
-                size: record.size,
-                table: "outbox",
-                id: id
-            )
+            let reader = try Self.outboxReader(row, size: size, folder: folder, keys: keys)
             var scan = SpillingScan(
                 folder: folder,
                 key: keys.fileKey(.attachmentFile),
@@ -139,20 +132,22 @@ extension MailStore {
             )
             return try scan.run(reader)
         }
-        guard let scanned else { return try await importOutboxMessageWhole(id, flags: flags, labels: labels) }
+        guard let scanned else {
+            return try await importOutboxMessageWhole(row, size: size, keys: keys, flags: flags, labels: labels)
+        }
         let spilledFiles = scanned.spills.map(\.file)
         let now = Schema.seconds(Date())
         let message: MIMEMessage
         do { message = try MIMEParser.parse(scanned.reduced) } catch {
             await removeSealedFiles(spilledFiles)
-            return try await importOutboxMessageWhole(id, flags: flags, labels: labels)
+            return try await importOutboxMessageWhole(row, size: size, keys: keys, flags: flags, labels: labels)
         }
         var files: [[UInt8]: (file: String, size: Int64)] = [:]
         for spill in scanned.spills { files[spill.token] = (spill.file, spill.size) }
         let listed = message.attachments.filter { files[$0.body] != nil }.map(\.body)
         guard listed.count == files.count, Set(listed).count == files.count else {
             await removeSealedFiles(spilledFiles)
-            return try await importOutboxMessageWhole(id, flags: flags, labels: labels)
+            return try await importOutboxMessageWhole(row, size: size, keys: keys, flags: flags, labels: labels)
         }
         let prepared = Self.prepare(
             message,
@@ -175,25 +170,18 @@ extension MailStore {
         return outcome
     }
 
-    /// The fallback of ``importOutboxMessage(_:flags:labels:)``: the whole message read into memory and imported.
+    /// The fallback of ``importOutboxMessage(_:flags:labels:)``: the whole message read into memory and imported
+    /// (the row and its record's size as that call read them).
     private func importOutboxMessageWhole(
-        _ id: Int64,
+        _ row: OutboxRow,
+        size: Int64,
+        keys: StoreKeys,
         flags: MessageFlags,
         labels: [String]
     ) async throws(StoreError) -> ImportOutcome {
-        let keys = try await keys()
-        let row = try await outboxRow(id)
-        let record = try Self.openOutboxRecord(row, keys: keys)
-        let path = "\(sealedFilesFolder)/\(row.file)"
+        let folder = sealedFilesFolder
         let bytes = try await BlockingPool.run { () throws(StoreError) -> [UInt8] in
-            try SealedFileReader(
-                path: path,
-                key: keys.fileKey(.outboxMessage),
-                context: SealedFileKind.outboxMessage.context(file: row.file),
-                size: record.size,
-                table: "outbox",
-                id: id
-            ).readAll()
+            try Self.outboxReader(row, size: size, folder: folder, keys: keys).readAll()
         }
         return try await importMessage(RawMessage(bytes: bytes, flags: flags, labels: labels))
     }

@@ -245,13 +245,23 @@ extension MailStore {
         let keys = try await keys()
         let row = try await outboxRow(id)
         let record = try Self.openOutboxRecord(row, keys: keys)
-        return try SealedFileReader(
-            path: "\(sealedFilesFolder)/\(row.file)",
+        return try Self.outboxReader(row, size: record.size, folder: sealedFilesFolder, keys: keys)
+    }
+
+    /// The reader of an outbox row's sealed file, `size` plaintext bytes long (from its record). Opens the file.
+    static func outboxReader(
+        _ row: OutboxRow,
+        size: Int64,
+        folder: String,
+        keys: StoreKeys
+    ) throws(StoreError) -> SealedFileReader {
+        try SealedFileReader(
+            path: "\(folder)/\(row.file)",
             key: keys.fileKey(.outboxMessage),
             context: SealedFileKind.outboxMessage.context(file: row.file),
-            size: record.size,
+            size: size,
             table: "outbox",
-            id: id
+            id: row.id
         )
     }
 
