@@ -142,7 +142,8 @@ enum Viewer {
         return ":"
     }
 
-    /// After the viewer returned: waits for Enter when no `--viewer` was given (end of input counts as Enter).
+    /// After the viewer returned: waits for Enter when no `--viewer` was given (end of input counts as Enter, but a
+    /// hung-up terminal ends the command as its SIGHUP does, whichever of the two reached this process first).
     static func waitIfNeeded(_ viewer: String?, file: String) {
         guard viewer == nil else { return }
         if MessagePage.findOnPath("xdg-open") != nil {
@@ -150,6 +151,10 @@ enum Viewer {
         } else {
             Terminal.writeString("The file is at \(file); press Enter when you are done to delete it. ", to: 1)
         }
-        _ = Terminal.readLine(fd: 0)
+        if Terminal.readLine(fd: 0) == nil, Terminal.isHungUp(fd: 0) {
+            // CleartextCleanup's handler deletes the preview and ends the process by the signal.
+            raise(SIGHUP)
+            while true { pause() }
+        }
     }
 }

@@ -64,6 +64,13 @@ enum Terminal {
         return line
     }
 
+    /// Whether `fd` is a terminal that was hung up under this process (closed, or its session ended): Linux answers
+    /// the ioctls of a hung-up terminal with EIO. A pipe or a file is not (ENOTTY).
+    static func isHungUp(fd: Int32) -> Bool {
+        var attributes = termios()
+        return tcgetattr(fd, &attributes) != 0 && errno == EIO
+    }
+
     static func writeString(_ text: String, to fd: Int32) {
         var copy = text
         copy.withUTF8 { _ = write(fd, $0.baseAddress, $0.count) }
