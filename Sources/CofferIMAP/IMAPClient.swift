@@ -581,14 +581,22 @@ public actor IMAPClient {
     /// `nextChunk` as it is sent. The literal is synchronising, so nothing of the message goes before the server's
     /// `+`, and each chunk is written before the next is read: the message is never whole in memory.
     ///
+    /// A server keeps an appended message only when the command ends, after its literal. `keep`, when given, is
+    /// asked once the whole literal has been written: while it waits, the message is with the server but not in the
+    /// mailbox, so the upload can run beside the work that decides whether the message belongs there (a Sent copy
+    /// beside the SMTP transaction). When it answers false, the connection is closed before the command ends, which
+    /// makes the server discard the message (RFC 3501 section 6.3.11: the message is appended only if the command
+    /// completes), and `.appendWithdrawn` is thrown.
+    ///
     /// - Returns: The message's UID validity and UID when the server says them (UIDPLUS `APPENDUID`), else nil.
     /// - Throws: `.unencodable` when the chunks do not add up to `size` or hold a NUL byte, and `.transport` when a
     ///   chunk cannot be read (the connection is closed then: a literal cannot be taken back); the server's refusal
-    ///   as `.commandFailed`.
+    ///   as `.commandFailed`; `.appendWithdrawn` when `keep` answered false.
     public func append(
         mailbox: String,
         flags: [String] = [],
         size: Int,
+        keep: (@Sendable () async -> Bool)? = nil,
         nextChunk: @Sendable () async throws -> [UInt8]?
     ) async throws(IMAPError) -> (uidValidity: UInt32, uid: UInt32)? {
         guard !closed else { throw .connectionClosed }
@@ -634,6 +642,10 @@ public actor IMAPClient {
         guard sent == size else {
             await closeChannel()
             throw .unencodable(reason: "the message is shorter than announced")
+        }
+        if let keep, await !keep() {
+            await closeChannel()
+            throw .appendWithdrawn
         }
         try await write([0x0D, 0x0A])
         while true {

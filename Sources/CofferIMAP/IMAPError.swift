@@ -32,6 +32,9 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
     case stalled(seconds: Int)
     /// The pinned TLS connection failed (the transport's own sentence).
     case transport(String)
+    /// An APPEND was withdrawn by its caller after its literal and before its end: the connection was closed, so the
+    /// server discarded the message.
+    case appendWithdrawn
 
     /// A sentence for the person reading it.
     public var description: String {
@@ -65,6 +68,8 @@ public enum IMAPError: Error, Sendable, Equatable, CustomStringConvertible {
             "The IMAP server sent nothing for \(seconds) seconds while an answer was due; the connection was dropped."
         case .transport(let sentence):
             sentence
+        case .appendWithdrawn:
+            "The message was not appended: it was withdrawn before the command ended, and the connection was closed."
         }
     }
 

@@ -16,38 +16,50 @@ package enum TransferDecoding {
     /// Decodes base64, skipping characters outside the alphabet (line breaks, spaces, garbage). Decoding stops at
     /// padding that completes a quantum; a trailing partial quantum of two or three characters is still decoded.
     static func base64(_ input: some Collection<UInt8>) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(input.count / 4 * 3 + 3)
-        var quantum: UInt32 = 0
-        var count = 0
-        for byte in input {
-            if byte == UInt8(ascii: "=") {
-                if count >= 2 {
-                    break
+        let values = base64Values
+        let decoded = input.withContiguousStorageIfAvailable { base64($0, values: values) }
+        return decoded ?? Array(input).withUnsafeBufferPointer { base64($0, values: values) }
+    }
+
+    private static func base64(_ input: UnsafeBufferPointer<UInt8>, values: [UInt8]) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: input.count / 4 * 3 + 3) { output, written in
+            values.withUnsafeBufferPointer { values in
+                var at = 0
+                var quantum: UInt32 = 0
+                var count = 0
+                for byte in input {
+                    if byte == UInt8(ascii: "=") {
+                        if count >= 2 {
+                            break
+                        }
+                        continue
+                    }
+                    let value = values[Int(byte)]
+                    if value == 0xFF {
+                        continue
+                    }
+                    quantum = quantum << 6 | UInt32(value)
+                    count += 1
+                    if count == 4 {
+                        output[at] = UInt8(truncatingIfNeeded: quantum >> 16)
+                        output[at + 1] = UInt8(truncatingIfNeeded: quantum >> 8)
+                        output[at + 2] = UInt8(truncatingIfNeeded: quantum)
+                        at += 3
+                        quantum = 0
+                        count = 0
+                    }
                 }
-                continue
-            }
-            let value = base64Values[Int(byte)]
-            if value == 0xFF {
-                continue
-            }
-            quantum = quantum << 6 | UInt32(value)
-            count += 1
-            if count == 4 {
-                output.append(UInt8(truncatingIfNeeded: quantum >> 16))
-                output.append(UInt8(truncatingIfNeeded: quantum >> 8))
-                output.append(UInt8(truncatingIfNeeded: quantum))
-                quantum = 0
-                count = 0
+                if count == 2 {
+                    output[at] = UInt8(truncatingIfNeeded: quantum >> 4)
+                    at += 1
+                } else if count == 3 {
+                    output[at] = UInt8(truncatingIfNeeded: quantum >> 10)
+                    output[at + 1] = UInt8(truncatingIfNeeded: quantum >> 2)
+                    at += 2
+                }
+                written = at
             }
         }
-        if count == 2 {
-            output.append(UInt8(truncatingIfNeeded: quantum >> 4))
-        } else if count == 3 {
-            output.append(UInt8(truncatingIfNeeded: quantum >> 10))
-            output.append(UInt8(truncatingIfNeeded: quantum >> 2))
-        }
-        return output
     }
 
     /// Whether `byte` is in the base64 alphabet (padding excluded).

@@ -13,22 +13,33 @@ enum Base64Encoding {
     }
 
     static func append(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) {
-        var index = bytes.startIndex
-        while index + 3 <= bytes.endIndex {
-            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(alphabet[Int(value >> 6 & 63)])
-            output.append(alphabet[Int(value & 63)])
-            index += 3
-        }
-        let rest = bytes.endIndex - index
-        if rest > 0 {
-            let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(rest == 2 ? alphabet[Int(value >> 6 & 63)] : UInt8(ascii: "="))
-            output.append(UInt8(ascii: "="))
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: (bytes.count + 2) / 3 * 4))
+        output.withUnsafeMutableBufferPointer { out in
+            bytes.withUnsafeBufferPointer { input in
+                alphabet.withUnsafeBufferPointer { table in
+                    var at = start
+                    var index = 0
+                    while index + 3 <= input.count {
+                        let value =
+                            UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
+                        out[at] = table[Int(value >> 18 & 63)]
+                        out[at + 1] = table[Int(value >> 12 & 63)]
+                        out[at + 2] = table[Int(value >> 6 & 63)]
+                        out[at + 3] = table[Int(value & 63)]
+                        at += 4
+                        index += 3
+                    }
+                    let rest = input.count - index
+                    if rest > 0 {
+                        let value = UInt32(input[index]) << 16 | (rest == 2 ? UInt32(input[index + 1]) << 8 : 0)
+                        out[at] = table[Int(value >> 18 & 63)]
+                        out[at + 1] = table[Int(value >> 12 & 63)]
+                        out[at + 2] = rest == 2 ? table[Int(value >> 6 & 63)] : UInt8(ascii: "=")
+                        out[at + 3] = UInt8(ascii: "=")
+                    }
+                }
+            }
         }
     }
 

@@ -39,14 +39,21 @@ public struct OutboxReport: Codable, Sendable, Equatable {
 /// Sends an account's queued messages over SMTP submission and stores each one's copy in the Sent folder.
 ///
 /// One drain sends every message that is due, one at a time over one pinned connection to the account's submission
-/// server (``SubmissionServer``), then appends each sent message to the IMAP Sent folder (RFC 6154 `\Sent`, else a
-/// folder named Sent, else one it creates) with `\Seen`, and imports it into the store under that folder's name.
-/// Each message's bytes are streamed from its sealed file: nothing holds a 25 MB message whole.
+/// server (``SubmissionServer``). Each message's Sent copy goes up beside its SMTP transaction, over one IMAP
+/// connection opened beside the SMTP one: an `APPEND` (with `\Seen`) to the Sent folder (RFC 6154 `\Sent`, else a
+/// folder named Sent, else one it creates) whose command is held open after its literal, while the store reads the
+/// same file for the import. The copy is kept (the import committed, then the `APPEND` ended) only once the
+/// submission server has accepted the message; otherwise the `APPEND` is withdrawn, which makes the IMAP server
+/// discard it, and the import's files are deleted. A message whose copy could not go up beside it (no IMAP
+/// connection, the account locked meanwhile) stays sent in the outbox, and its copy is appended and imported at the
+/// end of the drain, or at the next one. Each message's bytes are streamed from its sealed file: nothing holds a
+/// 25 MB message whole.
 ///
 /// Key use (docs/ARCHITECTURE.md, "Key use"): the store's key is needed to claim a message and to open its file;
 /// the open file holds only its own key, so a send that started finishes after the account locks (the claim and the
-/// result need no key). The Sent copy needs the key again: if the account locked meanwhile, it waits for the next
-/// drain. Delivery is at least once (``MailStore/claimNextDue(accountID:now:)``).
+/// result need no key). The Sent copy needs the key again to be committed: if the account locked meanwhile, the
+/// `APPEND` is withdrawn and the copy waits for the next drain. Delivery is at least once
+/// (``MailStore/claimNextDue(accountID:now:)``).
 public struct OutboxSender: Sendable {
     /// The store the outbox lives in.
     public let store: MailStore
@@ -70,7 +77,27 @@ public struct OutboxSender: Sendable {
         self.now = now
     }
 
-    /// Sends every message of account `accountID` that is due, then stores the Sent copies of the messages sent.
+    /// The connections of one drain: SMTP, and IMAP with its Sent folder for the copies (nil when it could not be
+    /// opened: the copies are then stored after the sends).
+    private struct Connections {
+        var smtp: SMTPClient?
+        var sent: SentFolder?
+
+        func close() async {
+            await smtp?.quit()
+            await sent?.client.logout()
+        }
+    }
+
+    /// An IMAP connection and the Sent folder's name (as stored) and wire name.
+    private struct SentFolder {
+        let client: IMAPClient
+        let name: String
+        let wire: String
+    }
+
+    /// Sends every message of account `accountID` that is due, with their Sent copies, then stores the Sent copies
+    /// of the messages sent before whose copy is not stored yet.
     ///
     /// - Throws: ``StoreError`` when the store cannot be read (``StoreError/locked`` when the account is locked
     ///   before anything was claimed: what is queued waits for the next unlock). Failures of a message are not
@@ -80,23 +107,23 @@ public struct OutboxSender: Sendable {
             throw .invalidArgument("there is no mail server account \(accountID)")
         }
         var report = OutboxReport()
-        var connection: SMTPClient?
+        var connections = Connections()
         do throws(StoreError) {
-            try await sendDue(server: server, accountID: accountID, connection: &connection, &report)
+            try await sendDue(server: server, accountID: accountID, connections: &connections, &report)
         } catch {
-            await connection?.quit()
+            await connections.close()
             throw error
         }
-        await connection?.quit()
+        await connections.close()
         await storeSentCopies(server: server, accountID: accountID, &report)
         return report
     }
 
-    /// Claims and sends the account's due messages one at a time over `connection` (made when first needed).
+    /// Claims and sends the account's due messages one at a time over `connections` (made when first needed).
     private func sendDue(
         server: ServerAccount,
         accountID: Int64,
-        connection: inout SMTPClient?,
+        connections: inout Connections,
         _ report: inout OutboxReport
     ) async throws(StoreError) {
         while true {
@@ -123,26 +150,22 @@ public struct OutboxSender: Sendable {
                 try await fail(item, reason: error.description, permanent: true, &report)
                 continue
             }
-            do throws(SMTPError) {
-                if connection == nil {
-                    let login = server.submissionLogin
-                    connection = try await SMTPClient.connect(
-                        to: submission.endpoint,
-                        credentials: SMTPCredentials(user: login.username, password: login.password),
-                        timeouts: timeouts
-                    )
-                }
-                guard let client = connection else { continue }
-                _ = try await client.send(
-                    from: item.envelope.sender,
-                    to: item.envelope.recipients,
-                    declaredSize: Int(item.size),
-                    body: SealedChunks(reader)
-                )
-            } catch {
+            let sent: Result<Bool, SMTPError>
+            if let refused = await connect(submission, server: server, &connections) {
+                sent = .failure(refused)
+            } else if let client = connections.smtp {
+                sent = try await send(item, body: reader, over: client, copyTo: &connections.sent)
+            } else {
+                continue
+            }
+            switch sent {
+            case .success(let copied):
+                report.sent += 1
+                if copied { report.sentCopies += 1 }
+            case .failure(let error):
                 // A failed exchange may leave the connection in any state: the next message gets a new one.
-                if let failed = connection {
-                    connection = nil
+                if let failed = connections.smtp {
+                    connections.smtp = nil
                     await failed.quit()
                 }
                 switch error.failureClass {
@@ -157,11 +180,142 @@ public struct OutboxSender: Sendable {
                 case .permanent, .security:
                     try await fail(item, reason: error.description, permanent: true, &report)
                 }
-                continue
+            }
+        }
+    }
+
+    /// Opens the SMTP connection if there is none, and beside it the IMAP connection for the Sent copies if there
+    /// is none (which may fail: the copies are then stored after the sends). The SMTP failure, or nil.
+    private func connect(
+        _ submission: SubmissionServer,
+        server: ServerAccount,
+        _ connections: inout Connections
+    ) async -> SMTPError? {
+        guard connections.smtp == nil else { return nil }
+        async let opening = connections.sent == nil ? openSentFolder(server) : nil
+        let login = server.submissionLogin
+        let failure: SMTPError?
+        do throws(SMTPError) {
+            connections.smtp = try await SMTPClient.connect(
+                to: submission.endpoint,
+                credentials: SMTPCredentials(user: login.username, password: login.password),
+                timeouts: timeouts
+            )
+            failure = nil
+        } catch {
+            failure = error
+        }
+        if let opened = await opening { connections.sent = opened }
+        return failure
+    }
+
+    /// Sends `item` over `client` while its Sent copy goes up over `folder` beside it: the `APPEND` held before its
+    /// end and the import read. Once the server accepts the message, the item is marked sent, then the import is
+    /// committed and the `APPEND` ended, and the item removed; when the send fails, or the copy cannot be committed,
+    /// the `APPEND` is withdrawn and the import's files deleted. `folder` is set to nil when its connection is closed
+    /// (a withdrawn `APPEND` closes it).
+    ///
+    /// - Returns: Whether the server accepted the message, and then whether its copy is stored (if not, the item
+    ///   stays sent, for ``storeSentCopies(server:accountID:_:)``); the SMTP failure otherwise.
+    /// - Throws: ``StoreError`` when the item cannot be marked sent.
+    private func send(
+        _ item: OutboxItem,
+        body reader: sending SealedFileReader,
+        over client: SMTPClient,
+        copyTo folder: inout SentFolder?
+    ) async throws(StoreError) -> Result<Bool, SMTPError> {
+        let body = SealedChunks(reader)
+        guard let sentFolder = folder else {
+            do throws(SMTPError) {
+                _ = try await client.send(
+                    from: item.envelope.sender,
+                    to: item.envelope.recipients,
+                    declaredSize: Int(item.size),
+                    body: body
+                )
+            } catch {
+                return .failure(error)
             }
             try await store.markSent(item.id)
-            report.sent += 1
+            return .success(false)
         }
+        let (verdicts, verdict) = AsyncStream.makeStream(of: Bool.self)
+        async let appended = Self.append(item, to: sentFolder, from: store, keep: verdicts)
+        async let prepared = try? store.prepareOutboxImport(item.id, flags: [.seen], labels: [sentFolder.name])
+        var accepted: SMTPError?
+        do throws(SMTPError) {
+            _ = try await client.send(
+                from: item.envelope.sender,
+                to: item.envelope.recipients,
+                declaredSize: Int(item.size),
+                body: body
+            )
+        } catch {
+            accepted = error
+        }
+        var unmarked: StoreError?
+        if accepted == nil {
+            do { try await store.markSent(item.id) } catch { unmarked = error }
+        }
+        // Accepted and marked: the copy is committed in the store, then on the server; else it is withdrawn.
+        var committed = false
+        if accepted == nil, unmarked == nil, let ready = await prepared {
+            // A failed commit deletes the import's files itself.
+            committed = (try? await store.commitOutboxImport(ready)) != nil
+        } else if let unused = await prepared {
+            await store.discardOutboxImport(unused)
+        }
+        verdict.yield(committed)
+        verdict.finish()
+        let uploaded = await appended
+        if !committed || !uploaded {
+            // A withdrawn or failed APPEND leaves its connection closed or in doubt: the next message opens another.
+            folder = nil
+            await sentFolder.client.logout()
+        }
+        if let unmarked { throw unmarked }
+        if let accepted { return .failure(accepted) }
+        // When the store has the copy and the server may not, the item stays sent, and its copy is appended again at
+        // the end of the drain (its import then finds it already stored).
+        guard committed, uploaded, (try? await store.removeSent(item.id)) != nil else { return .success(false) }
+        return .success(true)
+    }
+
+    /// The Sent copy's `APPEND` of outbox item `item` to `folder`, streamed from its sealed file and held after its
+    /// literal until `keep` gives a verdict. Whether the server now has the copy.
+    private static func append(
+        _ item: OutboxItem,
+        to folder: SentFolder,
+        from store: MailStore,
+        keep verdicts: AsyncStream<Bool>
+    ) async -> Bool {
+        do {
+            let chunks = SealedChunks(try await store.openOutboxMessage(item.id))
+            _ = try await folder.client.append(
+                mailbox: folder.wire,
+                flags: ["\\Seen"],
+                size: Int(item.size),
+                keep: {
+                    var verdict = verdicts.makeAsyncIterator()
+                    return await verdict.next() ?? false
+                },
+                nextChunk: { try await chunks.next() }
+            )
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// An IMAP connection to `server` and its Sent folder, or nil when either cannot be had (the copies are then
+    /// stored after the sends, which reports why).
+    private func openSentFolder(_ server: ServerAccount) async -> SentFolder? {
+        guard let client = try? await Syncer(store: store).connect(server) else { return nil }
+        guard let folder = try? await Self.sentFolder(client) else {
+            await client.logout()
+            return nil
+        }
+        return SentFolder(client: client, name: folder.name, wire: folder.wire)
     }
 
     private func fail(

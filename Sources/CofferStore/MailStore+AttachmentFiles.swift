@@ -36,6 +36,22 @@ enum AttachmentFileReference {
     }
 }
 
+/// A Sent copy read from its outbox file and not yet stored (``MailStore/prepareOutboxImport(_:flags:labels:)``):
+/// its large attachments are already in sealed files, which ``MailStore/commitOutboxImport(_:)`` references and
+/// ``MailStore/discardOutboxImport(_:)`` deletes.
+public struct PreparedOutboxImport: Sendable {
+    enum Content: Sendable {
+        /// Parsed, with the sealed files of its spilled attachments.
+        case scanned(PreparedMessage, files: [String])
+        /// To be imported whole at the commit (the streaming pass could not reproduce it exactly).
+        case whole(OutboxRow, size: Int64)
+    }
+
+    let content: Content
+    let flags: MessageFlags
+    let labels: [String]
+}
+
 extension MailStore {
     /// A base64 attachment whose decoded body grows past this many bytes goes to a sealed file of its own when a
     /// message is imported from the outbox (``importOutboxMessage(_:flags:labels:)``).
@@ -101,15 +117,8 @@ extension MailStore {
         }
     }
 
-    /// Imports the message of outbox item `id` (its Sent copy) from its sealed file without holding it whole: one
-    /// streaming pass computes its content hash and size and keeps everything but the bodies of base64 parts that
-    /// decode to more than ``attachmentFileThreshold`` bytes, which are decoded into sealed files of their own as
-    /// they are read. What is kept is parsed as any message is, each spilled part's body standing for its file, and
-    /// the message is stored exactly as ``importMessage(_:)`` would store the same bytes (same cells, same content
-    /// hash, so a later sync of the Sent folder finds it), except that those attachments' bodies are in files.
-    ///
-    /// A message the pass cannot reproduce exactly (a base64 body with anything but whole, clean lines once it is
-    /// large, or a part the parser does not list as an attachment) is imported whole with ``importMessage(_:)``.
+    /// Imports the message of outbox item `id` (its Sent copy) from its sealed file without holding it whole:
+    /// ``prepareOutboxImport(_:flags:labels:)`` then ``commitOutboxImport(_:)``.
     ///
     /// - Throws: ``StoreError/outboxItemNotFound(_:)``, ``StoreError/corruptRecord(table:id:)``,
     ///   ``StoreError/corruptFile(table:id:)``, ``StoreError/locked``.
@@ -118,11 +127,34 @@ extension MailStore {
         flags: MessageFlags = [],
         labels: [String] = []
     ) async throws(StoreError) -> ImportOutcome {
+        try await commitOutboxImport(try await prepareOutboxImport(id, flags: flags, labels: labels))
+    }
+
+    /// Reads the message of outbox item `id` for its import, without storing anything yet and without holding it
+    /// whole: one streaming pass computes its content hash and size and keeps everything but the bodies of base64
+    /// parts that decode to more than ``attachmentFileThreshold`` bytes, which are decoded into sealed files of their
+    /// own as they are read. What is kept is parsed as any message is, each spilled part's body standing for its
+    /// file. ``commitOutboxImport(_:)`` then stores the message exactly as ``importMessage(_:)`` would store the same
+    /// bytes (same cells, same content hash, so a later sync of the Sent folder finds it), except that those
+    /// attachments' bodies are in files; ``discardOutboxImport(_:)`` deletes the files instead. Files of a
+    /// preparation that is neither (a crash) are orphans, deleted by the sweep at open.
+    ///
+    /// A message the pass cannot reproduce exactly (a base64 body with anything but whole, clean lines once it is
+    /// large, or a part the parser does not list as an attachment) is imported whole at the commit.
+    ///
+    /// - Throws: ``StoreError/outboxItemNotFound(_:)``, ``StoreError/corruptRecord(table:id:)``,
+    ///   ``StoreError/corruptFile(table:id:)``, ``StoreError/locked``.
+    public func prepareOutboxImport(
+        _ id: Int64,
+        flags: MessageFlags = [],
+        labels: [String] = []
+    ) async throws(StoreError) -> PreparedOutboxImport {
         let keys = try await keys()
         let row = try await outboxRow(id)
         let record = try Self.openOutboxRecord(row, keys: keys)
         let folder = sealedFilesFolder
         let size = record.size
+        let whole = PreparedOutboxImport(content: .whole(row, size: size), flags: flags, labels: labels)
         let scanned = try await BlockingPool.run { () throws(StoreError) -> SpillingScan.Result? in
             let reader = try Self.outboxReader(row, size: size, folder: folder, keys: keys)
             var scan = SpillingScan(
@@ -132,22 +164,19 @@ extension MailStore {
             )
             return try scan.run(reader)
         }
-        guard let scanned else {
-            return try await importOutboxMessageWhole(row, size: size, keys: keys, flags: flags, labels: labels)
-        }
+        guard let scanned else { return whole }
         let spilledFiles = scanned.spills.map(\.file)
-        let now = Schema.seconds(Date())
         let message: MIMEMessage
         do { message = try MIMEParser.parse(scanned.reduced) } catch {
             await removeSealedFiles(spilledFiles)
-            return try await importOutboxMessageWhole(row, size: size, keys: keys, flags: flags, labels: labels)
+            return whole
         }
         var files: [[UInt8]: (file: String, size: Int64)] = [:]
         for spill in scanned.spills { files[spill.token] = (spill.file, spill.size) }
         let listed = message.attachments.filter { files[$0.body] != nil }.map(\.body)
         guard listed.count == files.count, Set(listed).count == files.count else {
             await removeSealedFiles(spilledFiles)
-            return try await importOutboxMessageWhole(row, size: size, keys: keys, flags: flags, labels: labels)
+            return whole
         }
         let prepared = Self.prepare(
             message,
@@ -156,18 +185,44 @@ extension MailStore {
             flags: flags,
             labels: labels,
             keys: keys,
-            now: now,
+            now: Schema.seconds(Date()),
             files: files
         )
-        let outcome: ImportOutcome
-        do {
-            outcome = try await write { db in try Self.insert([.success(prepared)], keys: keys, db: db) }[0]
-        } catch {
-            await removeSealedFiles(spilledFiles)
-            throw error
+        return PreparedOutboxImport(content: .scanned(prepared, files: spilledFiles), flags: flags, labels: labels)
+    }
+
+    /// Stores a message read by ``prepareOutboxImport(_:flags:labels:)``. Its files are deleted when the message
+    /// is not imported (it is already in the store, or the commit fails).
+    ///
+    /// - Throws: ``StoreError/locked`` when the account locked since the preparation (its files are deleted),
+    ///   ``StoreError/corruptRecord(table:id:)``, ``StoreError/corruptFile(table:id:)``.
+    public func commitOutboxImport(_ prepared: PreparedOutboxImport) async throws(StoreError) -> ImportOutcome {
+        switch prepared.content {
+        case .whole(let row, let size):
+            return try await importOutboxMessageWhole(
+                row,
+                size: size,
+                keys: try await keys(),
+                flags: prepared.flags,
+                labels: prepared.labels
+            )
+        case .scanned(let message, let files):
+            let outcome: ImportOutcome
+            do {
+                let keys = try await keys()
+                outcome = try await write { db in try Self.insert([.success(message)], keys: keys, db: db) }[0]
+            } catch {
+                await removeSealedFiles(files)
+                throw error
+            }
+            if case .imported = outcome {} else { await removeSealedFiles(files) }
+            return outcome
         }
-        if case .imported = outcome {} else { await removeSealedFiles(spilledFiles) }
-        return outcome
+    }
+
+    /// Deletes the files of a message read by ``prepareOutboxImport(_:flags:labels:)`` and not to be stored.
+    public func discardOutboxImport(_ prepared: PreparedOutboxImport) async {
+        if case .scanned(_, let files) = prepared.content { await removeSealedFiles(files) }
     }
 
     /// The fallback of ``importOutboxMessage(_:flags:labels:)``: the whole message read into memory and imported
@@ -299,8 +354,9 @@ struct SpillingScan {
     let key: EnvelopeKey
     var hash: HMAC<SHA256>
     var threshold = MailStore.attachmentFileThreshold
-    /// Encoded bytes decoded at once while spilling.
-    static let decodeBatch = 1 << 16
+    /// Encoded bytes decoded at once while spilling (an instance constant: a static read on every line costs a
+    /// `swift_once` call each time).
+    private let decodeBatch = 65_536
     /// The most multipart levels followed; deeper ones end the pass (the parser's default limit is 64).
     static let maximumDepth = 32
 
@@ -391,7 +447,7 @@ struct SpillingScan {
         if let writer = current.writer {
             guard let quanta, !current.padded || quanta.count == 0 else { throw Unsure() }
             current.encoded += Self.content(line)
-            if current.encoded.count >= Self.decodeBatch {
+            if current.encoded.count >= decodeBatch {
                 try writer.append(TransferDecoding.base64(bytes: current.encoded))
                 current.encoded.removeAll(keepingCapacity: true)
             }
@@ -470,13 +526,15 @@ struct SpillingScan {
     private static func cleanBase64(_ content: ArraySlice<UInt8>) -> (count: Int, padded: Bool)? {
         guard content.count % 4 == 0 else { return nil }
         var padding = 0
-        for (offset, byte) in content.enumerated() {
-            if byte == 0x3D {
-                guard offset >= content.count - 2 else { return nil }
-                padding += 1
-                continue
-            }
-            guard padding == 0, isBase64(byte) else { return nil }
+        var end = content.endIndex
+        while end > content.startIndex, padding < 2, content[end - 1] == 0x3D {
+            padding += 1
+            end -= 1
+        }
+        var index = content.startIndex
+        while index < end {
+            guard isBase64(content[index]) else { return nil }
+            index += 1
         }
         return (content.count / 4 * 3 - padding, padding > 0)
     }

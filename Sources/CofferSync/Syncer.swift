@@ -304,7 +304,8 @@ public struct Syncer: Sendable {
         case .lineTooLong, .literalTooLarge, .responseTooLarge, .syntax, .nestingTooDeep, .commandFailed,
             .unexpectedResponse, .unencodable, .missingCapability:
             return true
-        case .connectionClosed, .plaintextAfterStartTLS, .cancelled, .stalled, .transport: return false
+        case .connectionClosed, .plaintextAfterStartTLS, .cancelled, .stalled, .transport, .appendWithdrawn:
+            return false
         }
     }
 

@@ -55,6 +55,49 @@ import Testing
         await client.logout()
     }
 
+    /// The Sent copy goes up beside the SMTP transaction and is kept only if the message was accepted: an APPEND
+    /// whose verdict is "no" after its whole literal leaves nothing in the mailbox, one whose verdict is "yes" stores
+    /// the message, and the verdict is asked only once every byte was written.
+    @Test func anAppendHeldAfterItsLiteralIsStoredOnlyWhenKept() async throws {
+        let server = try LiveDovecot.start()
+        defer { server.stop() }
+        let message = Self.message(bodyLines: 20_000)
+        let asked = NIOLockedValueBox<[Bool]>([])
+        for keep in [false, true] {
+            let client = try await IMAPClient.connect(try server.configuration())
+            try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)
+            let chunks = Chunks(message, size: 64 * 1024)
+            let append = {
+                try await client.append(
+                    mailbox: "INBOX",
+                    flags: ["\\Seen"],
+                    size: message.count,
+                    keep: {
+                        // Asked after the last chunk: nothing is left to read.
+                        asked.withLockedValue { $0.append(chunks.next() == nil) }
+                        // Give the server time to have read the whole literal before the verdict.
+                        try? await Task.sleep(for: .milliseconds(300))
+                        return keep
+                    },
+                    nextChunk: { chunks.next() }
+                )
+            }
+            if keep {
+                #expect(try await append() != nil)
+                await client.logout()
+            } else {
+                await #expect(throws: IMAPError.appendWithdrawn) { _ = try await append() }
+                await #expect(throws: IMAPError.connectionClosed) { _ = try await client.noop() }
+                // Dovecot discards the message when the connection ends mid-command.
+                #expect(try server.imaplibMessages().isEmpty)
+            }
+        }
+        #expect(asked.withLockedValue { $0 } == [true, true])
+        let stored = try server.imaplibMessages()
+        #expect(stored.count == 1)
+        #expect(stored.first?.body == message)
+    }
+
     @Test func aMessageShorterOrLongerThanAnnouncedOrWithANulIsNeverStored() async throws {
         let server = try LiveDovecot.start()
         defer { server.stop() }

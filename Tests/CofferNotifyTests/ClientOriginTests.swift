@@ -102,6 +102,24 @@ import Testing
         )
     }
 
+    /// Finding 3 on the binary with no option the binary before the fix lacked: every attempt counted in one bucket
+    /// per user, so a stranger's requests from one address kept the user, from another, at 429.
+    @Test func aStrangersAttemptsFromOneAddressDoNotLockTheUserOutFromAnother() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        // No --imap: every login that gets past the limits is answered 502, which tells the limits' 429 apart.
+        let server = try await LiveNotify()
+        defer { server.stop() }
+        var stranger: [Int?] = []
+        for _ in 0..<11 {
+            stranger.append(try await Self.register(server, user: "alice", password: "guess", from: "127.0.0.66"))
+        }
+        #expect(stranger.prefix(10).allSatisfy { $0 == 502 }, "\(stranger)")
+        #expect(stranger.last == 429)
+        // The user, from another address: before the fix the user's shared bucket was full and this was 429.
+        #expect(try await Self.register(server, user: "alice", password: "pw", from: "127.0.0.9") == 502)
+        #expect(try await Self.register(server, user: "ALICE", password: "pw", from: "127.0.0.10") == 502)
+    }
+
     /// The `imap-login` lines of Dovecot's log for `user`: logins and failed authentications.
     static func loginLines(_ dovecot: NotifyDovecot, user: String) throws -> [Substring] {
         let log = try String(contentsOfFile: "\(dovecot.server.dir)/dovecot.log", encoding: .utf8)
@@ -152,5 +170,33 @@ import Testing
         let login = try #require(lines.first { $0.contains("Login: ") })
         #expect(Self.remoteAddress(login) == "127.0.0.9")
         #expect(server.process.isRunning)
+    }
+
+    /// Finding 3's mail-server half with no option the binary before the fix lacked: two direct clients, a stranger
+    /// with a wrong password and the user with the right one, are two addresses in Dovecot's log (and its failure
+    /// penalty), not the service's own.
+    @Test func dovecotSeesEachDirectClientsAddress() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        let dovecot = try NotifyDovecot.start()
+        defer { dovecot.stop() }
+        let server = try await LiveNotify(arguments: [
+            "--imap", "imaps://\(NotifyDovecot.name):\(dovecot.server.imapsPort)", "--ca-file",
+            "\(dovecot.certs)/ca.pem", "--imap-connect-address", "127.0.0.1", "--pin-sha256", try dovecot.pin("a"),
+            "--pin-sha256", try dovecot.pin("backup"),
+        ])
+        defer { server.stop() }
+        let user = NotifyDovecot.user
+        #expect(try await Self.register(server, user: user, password: "wrong", from: "127.0.0.66") == 401)
+        #expect(try await Self.register(server, user: user, password: NotifyDovecot.password, from: "127.0.0.9") == 201)
+        var lines: [Substring] = []
+        for _ in 0..<50 {
+            lines = try Self.loginLines(dovecot, user: user)
+            if lines.count >= 2 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        // Before the change both lines said rip=127.0.0.1.
+        #expect(lines.compactMap(Self.remoteAddress).sorted() == ["127.0.0.66", "127.0.0.9"], "\(lines)")
+        let login = try #require(lines.first { $0.contains("Login: ") })
+        #expect(Self.remoteAddress(login) == "127.0.0.9")
     }
 }

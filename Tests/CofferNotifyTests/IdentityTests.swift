@@ -1,3 +1,4 @@
+import CofferIMAP
 import CofferNotify
 import CofferPush
 import Foundation
@@ -38,6 +39,36 @@ import Testing
                 #expect($0.status == .unauthorized)
             }
         }
+    }
+
+    /// On the binary and a real Dovecot, which logs `ALICE` in as `alice`: a registration under a case variant writes
+    /// the canonical name into the METADATA entry by which Dovecot's push driver names the user. The binary before
+    /// the fix wrote `user=ALICE`, and the next mail to alice was queued only for that hidden session.
+    @Test func aCaseVariantRegistrationLeavesTheCanonicalUserInDovecotsMetadata() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
+        let dovecot = try NotifyDovecot.start()
+        defer { dovecot.stop() }
+        let server = try await LiveNotify(arguments: [
+            "--imap", "imaps://\(NotifyDovecot.name):\(dovecot.server.imapsPort)", "--ca-file",
+            "\(dovecot.certs)/ca.pem", "--imap-connect-address", "127.0.0.1", "--pin-sha256", try dovecot.pin("a"),
+            "--pin-sha256", try dovecot.pin("backup"),
+        ])
+        defer { server.stop() }
+        let variant = NotifyDovecot.user.uppercased()
+        #expect(variant != NotifyDovecot.user)
+        let status = try await ClientOriginTests.register(
+            server,
+            user: variant,
+            password: NotifyDovecot.password,
+            from: "127.0.0.9"
+        )
+        #expect(status == 201)
+        let imap = try await IMAPClient.connect(try dovecot.configuration())
+        try await imap.login(user: NotifyDovecot.user, password: NotifyDovecot.password)
+        let entries = try await imap.getMetadata(mailbox: "", entries: [IMAPMailAuthenticator.dovecotPushEntry])
+        await imap.logout()
+        let values = entries.map { String(decoding: $0.value ?? [], as: UTF8.self) }
+        #expect(values == ["user=\(NotifyDovecot.user)"])
     }
 
     @Test func theCanonicalFormIsNFCAndLowercase() {

@@ -127,7 +127,9 @@ import Testing
         // Past the store's attachment-file threshold: the Sent copy keeps it in a sealed file of its own.
         let attachment = (0..<(1 << 20) + 100_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
         let (first, firstBytes) = try await world.enqueue(subject: "first, with an attachment", attachment: attachment)
-        let (refused, _) = try await world.enqueue(subject: "please refuse-me")
+        // Refused after its DATA, while its Sent copy was going up beside it: the copy is withdrawn on the server,
+        // and the import's sealed file of its attachment is deleted (one .cfb file below, the first message's).
+        let (refused, _) = try await world.enqueue(subject: "please refuse-me", attachment: attachment)
         let (second, secondBytes) = try await world.enqueue(subject: "second")
 
         // Suites share this process's two cooperative threads, and under CI's load a reply can come late (once, the
