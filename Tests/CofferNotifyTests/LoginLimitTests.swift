@@ -2,6 +2,7 @@ import CofferNotify
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// Issue 24, findings 3 and 4: failed logins slow only the client that made them (per user and client, with a
@@ -51,6 +52,86 @@ import Testing
                 headers: forwarded("198.51.100.66"),
                 body: json(Device().registration(user: "alice", password: "alice-pw"))
             ) { #expect($0.status == .tooManyRequests) }
+        }
+    }
+
+    /// Signs in to `/account` as a browser behind the trusted proxy at `address` would: opens the page for its CSRF
+    /// cookie, posts the form, and on success opens the signed-in page; returns the sign-in's status and that page.
+    func signInToAccount(
+        _ client: some TestClientProtocol,
+        user: String,
+        password: String,
+        from address: String
+    ) async throws -> (HTTPResponse.Status, String?) {
+        var browser = Browser()
+        func headers() -> HTTPFields {
+            var fields = browser.headers
+            fields[.init("X-Forwarded-For")!] = address
+            return fields
+        }
+        let csrf = try await client.execute(uri: "/account", method: .get, headers: headers()) { response in
+            browser.take(response)
+            return try #require(csrfField(String(buffer: response.body)))
+        }
+        let status = try await client.execute(
+            uri: "/account/sign-in",
+            method: .post,
+            headers: headers(),
+            body: ByteBuffer(string: "csrf=\(csrf)&user=\(user)&password=\(password)")
+        ) { response in
+            browser.take(response)
+            return response.status
+        }
+        guard status == .seeOther else { return (status, nil) }
+        let page = try await client.execute(uri: "/account", method: .get, headers: headers()) {
+            String(buffer: $0.body)
+        }
+        return (status, page)
+    }
+
+    /// The `/account` page takes the same path: a stranger's wrong passwords for alice from one client put that
+    /// client in back-off, while alice signs in from another.
+    @Test func aStrangersWrongPasswordsDoNotKeepTheUserOutOfTheAccountPage() async throws {
+        let authenticator = CountingAuthenticator(passwords: ["alice": "alice-pw"])
+        let harness = try Harness(authenticator: authenticator) { settings in
+            settings.trustedProxies = [CIDR("127.0.0.0/8")!]
+            settings.loginPolicy.freeFailuresPerUser = 3
+            settings.loginPolicy.baseDelay = 60
+        }
+        defer { harness.remove() }
+        try await harness.application.test(.live) { client in
+            var statuses: [HTTPResponse.Status] = []
+            for index in 0..<8 {
+                let (status, _) = try await signInToAccount(
+                    client,
+                    user: "alice",
+                    password: "wrong-\(index)",
+                    from: "198.51.100.66"
+                )
+                statuses.append(status)
+            }
+            // The stranger is throttled: three failures reach the mail server, then 429 without asking it.
+            #expect(statuses.prefix(3).allSatisfy { $0 == .unauthorized }, "\(statuses)")
+            #expect(statuses.dropFirst(3).allSatisfy { $0 == .tooManyRequests }, "\(statuses)")
+            #expect(authenticator.count == 3)
+            // Alice, from another client, signs in and sees her page.
+            let (status, page) = try await signInToAccount(
+                client,
+                user: "alice",
+                password: "alice-pw",
+                from: "203.0.113.7"
+            )
+            #expect(status == .seeOther, "alice's sign-in from another client answered \(status)")
+            #expect(page?.contains("/account/sign-out") == true)
+            #expect(authenticator.count == 4)
+            // The stranger's own right guess stays in back-off from its address.
+            let (guess, _) = try await signInToAccount(
+                client,
+                user: "alice",
+                password: "alice-pw",
+                from: "198.51.100.66"
+            )
+            #expect(guess == .tooManyRequests)
         }
     }
 

@@ -60,20 +60,25 @@ actor Received {
 
     var pushes: [Push] = []
     func add(_ push: Push) { pushes.append(push) }
+
+    /// A push service that keeps every push posted to `/push/{id}` here and accepts it (201).
+    nonisolated func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.post("/push/{id}") { request, context -> HTTPResponse.Status in
+            let body = try await request.body.collect(upTo: 8192)
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
+            await self.add(.init(path: request.uri.path, headers: headers, body: Array(buffer: body)))
+            return .created
+        }
+        return router
+    }
 }
 
 @Suite struct WebPushDeliveryTests {
     @Test func aPushIsPostedWithVAPIDTTLAndUrgencyAndTheDeviceOpensIt() async throws {
         let received = Received()
-        let receiver = Router()
-        receiver.post("/push/{id}") { request, context -> HTTPResponse.Status in
-            let body = try await request.body.collect(upTo: 8192)
-            var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName.lowercased()] = field.value }
-            await received.add(.init(path: request.uri.path, headers: headers, body: Array(buffer: body)))
-            return .created
-        }
-        try await Application(router: receiver).test(.live) { pushService in
+        try await Application(router: received.router()).test(.live) { pushService in
             let port = try #require(pushService.port)
             let harness = try Harness()
             defer { harness.remove() }
