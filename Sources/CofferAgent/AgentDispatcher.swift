@@ -249,12 +249,13 @@ public final class AgentDispatcher: Sendable {
         case .deleteDraft(let account, let draft):
             try await WritingHandler(dependencies: try user(account)).deleteDraft(draft)
             return .done
-        case .sendDraft(let account, let draft, let server, let delay):
+        case .sendDraft(let account, let draft, let server, let delay, let attach):
             return .outboxEntry(
                 try await WritingHandler(dependencies: try user(account)).send(
                     draft: draft,
                     server: server,
-                    delay: delay
+                    delay: delay,
+                    attach: attach ?? []
                 )
             )
         case .outbox(let account):

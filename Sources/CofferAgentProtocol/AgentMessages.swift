@@ -160,8 +160,9 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     /// Deletes a draft with its attachments.
     case deleteDraft(account: String, draft: Int64)
     /// Queues a draft (deleting it) through server account `server`, not before `delay` seconds; with no delay it
-    /// is sent before the reply.
-    case sendDraft(account: String, draft: Int64, server: Int64?, delay: Int)
+    /// is sent before the reply. The files of `attach` (absolute paths) are attached after the draft's own: read
+    /// once, into the sealed outbox, never sealed into the draft (`coffer compose --attach FILE --send`).
+    case sendDraft(account: String, draft: Int64, server: Int64?, delay: Int, attach: [String]?)
     /// The outbox.
     case outbox(account: String)
     /// Queues a failed message for a new attempt now and sends it.
@@ -242,7 +243,8 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .notifyStatus(let account), .notifyUnregister(let account), .fastSyncOn(let account, _, _),
             .fastSyncOff(let account), .fastSyncStatus(let account), .push(let account, _, _),
             .watch(let account, _, _, _, _), .compose(let account, _, _), .saveDraft(let account, _, _, _),
-            .drafts(let account), .deleteDraft(let account, _), .sendDraft(let account, _, _, _), .outbox(let account),
+            .drafts(let account), .deleteDraft(let account, _), .sendDraft(let account, _, _, _, _),
+            .outbox(let account),
             .outboxRetry(let account, _), .outboxCancel(let account, _), .outboxFlush(let account, _),
             .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account):
             account

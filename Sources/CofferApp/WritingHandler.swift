@@ -121,14 +121,18 @@ public struct WritingHandler: Sendable {
     }
 
     /// Queues draft `id` through server account `server` (or the only one), not before `delay` seconds from now:
-    /// the MIME writer writes it once into the sealed outbox and the draft is deleted in the same transaction. With
-    /// no delay, the account's coordinator sends it before this returns.
+    /// the MIME writer writes it once into the sealed outbox and the draft is deleted in the same transaction. The
+    /// files of `attach` (absolute paths) follow the draft's own attachments, read straight into the outbox: a
+    /// message sent at once needs no sealed copy of them in the draft first. With no delay, the account's
+    /// coordinator sends it before this returns.
     ///
     /// - Returns: The message as it stands after the attempt (or queued, with a delay).
-    /// - Throws: ``AgentFailure`` (`badRequest`) for a draft without a recipient, or an account without a
-    ///   submission server; the writer's refusal (``StoreError/compose(_:)``).
-    public func send(draft id: Int64, server: Int64?, delay: Int) async throws -> OutboxEntry {
+    /// - Throws: ``AgentFailure`` (`badRequest`) for a draft without a recipient, an account without a submission
+    ///   server, or a file of `attach` that cannot be attached (before anything is queued); the writer's refusal
+    ///   (``StoreError/compose(_:)``).
+    public func send(draft id: Int64, server: Int64?, delay: Int, attach: [String] = []) async throws -> OutboxEntry {
         let store = try dependencies.mailStore
+        for path in attach { try Self.checkAttachable(path) }
         let chosen = try await AccountCoordinator.serverAccount(server, in: store)
         let from = try await Self.sendingAddress(chosen.id, in: store)
         let draft = try await store.draft(id)
@@ -146,6 +150,13 @@ public struct WritingHandler: Sendable {
             references: content.references,
             text: content.text,
             attachments: try await store.outgoingAttachments(ofDraft: id)
+                + attach.map {
+                    MailStore.fileAttachment(
+                        path: $0,
+                        filename: ($0 as NSString).lastPathComponent,
+                        contentType: Self.contentType(of: $0)
+                    )
+                }
         )
         let item = try await store.enqueue(
             message,

@@ -104,21 +104,29 @@ public enum StreamingAEAD {
         return sink.bytes
     }
 
-    /// Reads until `count` bytes or the end of the source.
-    static func readFull(from source: inout some ByteSource, count: Int) throws(CofferCryptoError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let result = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(CofferCryptoError) -> Int in
-                    try source.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
+    /// Reads until `count` bytes or the end of the source. The buffer is not zeroed first: only the bytes read are
+    /// ever part of the array.
+    package static func readFull(
+        from source: inout some ByteSource,
+        count: Int
+    ) throws(CofferCryptoError) -> [UInt8] {
+        var failure: CofferCryptoError?
+        let buffer = [UInt8](unsafeUninitializedCapacity: count) { raw, initialized in
+            let bytes = UnsafeMutableRawBufferPointer(raw)
+            var filled = 0
+            while filled < count {
+                do throws(CofferCryptoError) {
+                    let got = try source.read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled...]))
+                    if got == 0 { break }
+                    filled += got
+                } catch {
+                    failure = error
+                    break
                 }
             }
-            let got = try result.get()
-            if got == 0 { break }
-            filled += got
+            initialized = filled
         }
-        if filled < count { buffer.removeSubrange(filled...) }
+        if let failure { throw failure }
         return buffer
     }
 }

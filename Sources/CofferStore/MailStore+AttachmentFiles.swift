@@ -443,7 +443,7 @@ struct SpillingScan {
         }
         leaf = nil
         defer { leaf = current }
-        let quanta = Self.cleanBase64(Self.content(line))
+        let quanta = cleanBase64(Self.content(line))
         if let writer = current.writer {
             guard let quanta, !current.padded || quanta.count == 0 else { throw Unsure() }
             current.encoded += Self.content(line)
@@ -523,7 +523,7 @@ struct SpillingScan {
 
     /// The decoded length of a clean base64 line (whole quanta of the alphabet, `=` only as the last one or two
     /// characters) and whether it is padded; `nil` for anything else.
-    private static func cleanBase64(_ content: ArraySlice<UInt8>) -> (count: Int, padded: Bool)? {
+    private func cleanBase64(_ content: ArraySlice<UInt8>) -> (count: Int, padded: Bool)? {
         guard content.count % 4 == 0 else { return nil }
         var padding = 0
         var end = content.endIndex
@@ -531,12 +531,17 @@ struct SpillingScan {
             padding += 1
             end -= 1
         }
-        var index = content.startIndex
-        while index < end {
-            guard isBase64(content[index]) else { return nil }
-            index += 1
+        // Branch-free over the line: any byte outside the alphabet sets a bit.
+        let outside = content[..<end].withUnsafeBufferPointer { bytes in
+            base64Outside.withUnsafeBufferPointer { table in bytes.reduce(0) { $0 | table[Int($1)] } }
         }
-        return (content.count / 4 * 3 - padding, padding > 0)
+        return outside == 0 ? (content.count / 4 * 3 - padding, padding > 0) : nil
+    }
+
+    /// 1 for each byte outside the base64 alphabet (padding included), 0 inside: an instance constant, which the
+    /// check of every line reads without a `swift_once` call.
+    private let base64Outside: [UInt8] = (0..<256).map { byte in
+        SpillingScan.isBase64(UInt8(byte)) ? 0 : 1
     }
 
     private static func isBase64(_ byte: UInt8) -> Bool {

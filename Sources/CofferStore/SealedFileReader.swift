@@ -96,21 +96,8 @@ public final class SealedFileReader: AttachmentChunkReader {
 
     /// Reads until `count` bytes or the end of the file.
     static func readFull(_ fd: Int32, count: Int) throws(CofferCryptoError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: count)
-        var filled = 0
         var source = FileDescriptorSource(fd: fd)
-        while filled < count {
-            let result = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(CofferCryptoError) -> Int in
-                    try source.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
-                }
-            }
-            let got = try result.get()
-            if got == 0 { break }
-            filled += got
-        }
-        if filled < count { buffer.removeSubrange(filled...) }
-        return buffer
+        return try StreamingAEAD.readFull(from: &source, count: count)
     }
 }
 
@@ -149,6 +136,30 @@ struct MessageWriterChunks: AttachmentChunkReader {
     var writer: MessageWriter
 
     mutating func nextChunk() throws(ComposeError) -> [UInt8]? { try writer.nextChunk() }
+}
+
+extension MailStore {
+    /// An attachment read from the file at `path` each time the message is written (``enqueue(_:accountID:sendAfter:replacingDraft:)``
+    /// reads it once, into the sealed outbox), with `read(2)` in chunks of 64 KiB. Blocking: it is read where the
+    /// message is written, on the ``BlockingPool``.
+    public static func fileAttachment(path: String, filename: String?, contentType: String) -> OutgoingAttachment {
+        OutgoingAttachment(filename: filename, contentType: contentType) { () throws -> any AttachmentChunkReader in
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw StoreError.io(operation: "open the file to attach", errno: errno) }
+            return OwnedFileChunks(fd: fd)
+        }
+    }
+}
+
+/// ``FileChunks`` over a descriptor it closes when it goes.
+final class OwnedFileChunks: AttachmentChunkReader {
+    private var chunks: FileChunks
+
+    init(fd: Int32) { chunks = FileChunks(fd: fd) }
+
+    deinit { Glibc.close(chunks.fd) }
+
+    func nextChunk() throws(CofferCryptoError) -> [UInt8]? { try chunks.nextChunk() }
 }
 
 /// A file read with `read(2)` as an `AttachmentChunkReader`, in chunks of 64 KiB (the descriptor is the caller's).

@@ -357,26 +357,49 @@ enum Composer {
                 draft = edited
             }
             let attach = draft.attachmentPaths.map(CommandPath.absolute)
+            let fields = ComposedFields(
+                to: draft.to,
+                cc: draft.cc,
+                bcc: draft.bcc,
+                subject: draft.subject,
+                text: draft.body,
+                inReplyTo: draft.inReplyTo,
+                references: draft.references
+            )
+            // Sent at once (--send), the files go straight into the outbox with the send: the draft, saved first so
+            // nothing written is lost, holds only the text until then.
             guard
                 case .draftSaved(let saved) = try await path.call(
                     .saveDraft(
                         account: account,
                         draft: context.draft?.id,
-                        fields: ComposedFields(
-                            to: draft.to,
-                            cc: draft.cc,
-                            bcc: draft.bcc,
-                            subject: draft.subject,
-                            text: draft.body,
-                            inReplyTo: draft.inReplyTo,
-                            references: draft.references
-                        ),
-                        attach: attach
+                        fields: fields,
+                        attach: writing.send ? [] : attach
                     )
                 )
             else { throw AppError.malformedMessage }
-            var send = writing.send
-            if !send && interactive {
+            if writing.send {
+                let delay = try writing.delay.map(WritingOptions.seconds) ?? 0
+                do {
+                    try await Self.send(
+                        draft: saved.id,
+                        account: account,
+                        server: writing.server,
+                        delay: delay,
+                        attach: attach,
+                        path: path
+                    )
+                } catch {
+                    // Not queued (no recipient, a file that cannot be read…): the draft keeps the files after all.
+                    _ = try? await path.call(
+                        .saveDraft(account: account, draft: saved.id, fields: fields, attach: attach)
+                    )
+                    throw error
+                }
+                return
+            }
+            var send = false
+            if interactive {
                 Terminal.writeString("Send it now? [y/N] ", to: 1)
                 send = Terminal.readLine(fd: 0).map { String(decoding: $0, as: UTF8.self).lowercased() } == "y"
             }
@@ -394,10 +417,23 @@ enum Composer {
 
     /// Queues draft `draft` and reports what became of it. Without an agent and with a delay, this process holds
     /// the message for the delay and then sends it (Ctrl-C leaves it queued for the next send).
-    static func send(draft: Int64, account: String, server: Int64?, delay: Int, path: CommandPath) async throws {
+    static func send(
+        draft: Int64,
+        account: String,
+        server: Int64?,
+        delay: Int,
+        attach: [String] = [],
+        path: CommandPath
+    ) async throws {
         guard
             case .outboxEntry(let entry) = try await path.call(
-                .sendDraft(account: account, draft: draft, server: server, delay: delay)
+                .sendDraft(
+                    account: account,
+                    draft: draft,
+                    server: server,
+                    delay: delay,
+                    attach: attach.isEmpty ? nil : attach
+                )
             )
         else { throw AppError.malformedMessage }
         print(describe(entry, id: entry.id))

@@ -164,6 +164,23 @@ import Glibc
         #expect(empty, "the outbox still holds messages: \(left)")
     }
 
+    /// With --send, the files go straight into the outbox, never sealed into the draft; a message that cannot be
+    /// queued (here: no recipient) leaves its draft holding them, so nothing given is lost.
+    @Test func aMessageThatCannotBeQueuedLeavesItsDraftWithItsFiles() throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let alice = try Self.home(server, user: Server.sender, submission: true)
+        let folder = TemporaryDirectory(prefix: "coffer-send-files")
+        let attachmentPath = "\(folder.path)/notes.txt"
+        try Data("notes\n".utf8).write(to: URL(fileURLWithPath: attachmentPath))
+        let refused = try alice.run(["compose", "--subject", "No one", "--attach", attachmentPath, "--send"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("no recipient"), "\(refused.stderr)")
+        #expect(try alice.run(["outbox"]).stdout.contains("The outbox is empty."))
+        let drafts = try alice.run(["drafts"]).stdout
+        #expect(drafts.split(separator: "\n").count == 1 && drafts.hasSuffix("\tNo one\t@1\n"), "\(drafts)")
+    }
+
     @Test func aSenderWithoutASubmissionServerIsToldAndNothingIsQueued() throws {
         let server = try Server.start()
         defer { server.stop() }

@@ -121,6 +121,8 @@ requests = [
      "attach": ["/tmp/report.pdf"]}}).decode(), "op": "save-draft", "account": "dave"},
     {"json": js({"sendDraft": {"account": "dave", "draft": 3, "delay": 30}}).decode(), "op": "send-draft",
      "account": "dave"},
+    {"json": js({"sendDraft": {"account": "dave", "draft": 3, "delay": 0, "attach": ["/tmp/report.pdf"]}}).decode(),
+     "op": "send-draft", "account": "dave"},
     {"json": js({"outboxCancel": {"account": "dave", "id": 4}}).decode(), "op": "outbox-cancel", "account": "dave"},
     {"json": js({"contacts": {"account": "dave", "query": "ev"}}).decode(), "op": "contacts", "account": "dave"},
 ]
