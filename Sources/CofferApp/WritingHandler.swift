@@ -158,18 +158,27 @@ public struct WritingHandler: Sendable {
                     )
                 }
         )
-        let item = try await store.enqueue(
-            message,
-            accountID: chosen.id,
-            sendAfter: Date().addingTimeInterval(TimeInterval(max(0, delay))),
-            replacingDraft: id
-        )
-        if delay <= 0 {
-            _ = try await dependencies.coordinator.send(server: chosen.id)
-        } else {
+        guard delay <= 0 else {
+            let item = try await store.enqueue(
+                message,
+                accountID: chosen.id,
+                sendAfter: Date().addingTimeInterval(TimeInterval(delay)),
+                replacingDraft: id
+            )
             // The agent's outbox service waits for its time (a command without an agent sends it itself).
             try dependencies.outboxEvents.changed(dependencies.account)
+            return try await entry(after: item)
         }
+        // Sent at once: the connections open while the message is written into the outbox.
+        async let opening = OutboxSender(store: store).connections(to: chosen.server)
+        let item: OutboxItem
+        do {
+            item = try await store.enqueue(message, accountID: chosen.id, sendAfter: Date(), replacingDraft: id)
+        } catch {
+            await opening.close()
+            throw error
+        }
+        _ = try await dependencies.coordinator.send(server: chosen.id, connections: await opening)
         return try await entry(after: item)
     }
 

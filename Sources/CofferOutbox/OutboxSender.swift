@@ -77,23 +77,14 @@ public struct OutboxSender: Sendable {
         self.now = now
     }
 
-    /// The connections of one drain: SMTP, and IMAP with its Sent folder for the copies (nil when it could not be
-    /// opened: the copies are then stored after the sends).
-    private struct Connections {
-        var smtp: SMTPClient?
-        var sent: SentFolder?
-
-        func close() async {
-            await smtp?.quit()
-            await sent?.client.logout()
-        }
-    }
-
-    /// An IMAP connection and the Sent folder's name (as stored) and wire name.
-    private struct SentFolder {
-        let client: IMAPClient
-        let name: String
-        let wire: String
+    /// Opens the connections a drain of `server` uses (``drain(accountID:connections:)``), both at once: SMTP
+    /// submission, and IMAP with the Sent folder for the copies. A person sending at once opens them while the
+    /// message is written into the outbox, so the send starts when it is queued. Nothing is sent on them yet.
+    public func connections(to server: ServerAccount) async -> OutboxConnections {
+        var opened = OutboxConnections()
+        guard let submission = server.submission else { return opened }
+        opened.smtpFailure = await connect(submission, server: server, &opened)
+        return opened
     }
 
     /// Sends every message of account `accountID` that is due, with their Sent copies, then stores the Sent copies
@@ -102,12 +93,33 @@ public struct OutboxSender: Sendable {
     /// - Throws: ``StoreError`` when the store cannot be read (``StoreError/locked`` when the account is locked
     ///   before anything was claimed: what is queued waits for the next unlock). Failures of a message are not
     ///   thrown: they are recorded on the message and counted in the report.
-    public func drain(accountID: Int64) async throws(StoreError) -> OutboxReport {
-        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
-            throw .invalidArgument("there is no mail server account \(accountID)")
+    /// - Parameter opened: Connections from ``connections(to:)`` for this account, used if they are fresh (opened
+    ///   within ``OutboxConnections/freshFor``; a server may close an idle one), else closed; closed at the end.
+    public func drain(
+        accountID: Int64,
+        connections opened: OutboxConnections? = nil
+    ) async throws(StoreError)
+        -> OutboxReport
+    {
+        var connections = OutboxConnections()
+        if let opened {
+            if ContinuousClock.now - opened.opened <= OutboxConnections.freshFor {
+                connections = opened
+            } else {
+                await opened.close()
+            }
+        }
+        let server: ServerAccount
+        do throws(StoreError) {
+            guard let found = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
+                throw .invalidArgument("there is no mail server account \(accountID)")
+            }
+            server = found
+        } catch {
+            await connections.close()
+            throw error
         }
         var report = OutboxReport()
-        var connections = Connections()
         do throws(StoreError) {
             try await sendDue(server: server, accountID: accountID, connections: &connections, &report)
         } catch {
@@ -123,7 +135,7 @@ public struct OutboxSender: Sendable {
     private func sendDue(
         server: ServerAccount,
         accountID: Int64,
-        connections: inout Connections,
+        connections: inout OutboxConnections,
         _ report: inout OutboxReport
     ) async throws(StoreError) {
         while true {
@@ -189,9 +201,14 @@ public struct OutboxSender: Sendable {
     private func connect(
         _ submission: SubmissionServer,
         server: ServerAccount,
-        _ connections: inout Connections
+        _ connections: inout OutboxConnections
     ) async -> SMTPError? {
         guard connections.smtp == nil else { return nil }
+        // Opened beforehand and failed: that failure is this attempt's (the server is not asked twice).
+        if let failure = connections.smtpFailure {
+            connections.smtpFailure = nil
+            return failure
+        }
         async let opening = connections.sent == nil ? openSentFolder(server) : nil
         let login = server.submissionLogin
         let failure: SMTPError?
@@ -222,7 +239,7 @@ public struct OutboxSender: Sendable {
         _ item: OutboxItem,
         body reader: sending SealedFileReader,
         over client: SMTPClient,
-        copyTo folder: inout SentFolder?
+        copyTo folder: inout OutboxConnections.SentFolder?
     ) async throws(StoreError) -> Result<Bool, SMTPError> {
         let body = SealedChunks(reader)
         guard let sentFolder = folder else {
@@ -285,7 +302,7 @@ public struct OutboxSender: Sendable {
     /// literal until `keep` gives a verdict. Whether the server now has the copy.
     private static func append(
         _ item: OutboxItem,
-        to folder: SentFolder,
+        to folder: OutboxConnections.SentFolder,
         from store: MailStore,
         keep verdicts: AsyncStream<Bool>
     ) async -> Bool {
@@ -309,13 +326,13 @@ public struct OutboxSender: Sendable {
 
     /// An IMAP connection to `server` and its Sent folder, or nil when either cannot be had (the copies are then
     /// stored after the sends, which reports why).
-    private func openSentFolder(_ server: ServerAccount) async -> SentFolder? {
+    private func openSentFolder(_ server: ServerAccount) async -> OutboxConnections.SentFolder? {
         guard let client = try? await Syncer(store: store).connect(server) else { return nil }
         guard let folder = try? await Self.sentFolder(client) else {
             await client.logout()
             return nil
         }
-        return SentFolder(client: client, name: folder.name, wire: folder.wire)
+        return OutboxConnections.SentFolder(client: client, name: folder.name, wire: folder.wire)
     }
 
     private func fail(
@@ -389,6 +406,35 @@ public struct OutboxSender: Sendable {
         }
         _ = try await store.importOutboxMessage(item.id, flags: [.seen], labels: [folder.name])
         try await store.removeSent(item.id)
+    }
+}
+
+/// The connections of one drain (``OutboxSender/drain(accountID:connections:)``): SMTP submission, and IMAP with
+/// its Sent folder for the copies (nil when it could not be opened: the copies are then stored after the sends).
+public struct OutboxConnections: Sendable {
+    /// How long connections opened beforehand (``OutboxSender/connections(to:)``) are used: a drain that starts
+    /// later opens its own (a server may have closed an idle connection).
+    public static let freshFor: Duration = .seconds(10)
+
+    /// An IMAP connection and the Sent folder's name (as stored) and wire name.
+    struct SentFolder: Sendable {
+        let client: IMAPClient
+        let name: String
+        let wire: String
+    }
+
+    var smtp: SMTPClient?
+    /// Why the SMTP connection opened beforehand failed: the first message's attempt.
+    var smtpFailure: SMTPError?
+    var sent: SentFolder?
+    let opened = ContinuousClock.now
+
+    init() {}
+
+    /// Ends both connections (QUIT, LOGOUT).
+    public func close() async {
+        await smtp?.quit()
+        await sent?.client.logout()
     }
 }
 
