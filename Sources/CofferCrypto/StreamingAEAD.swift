@@ -242,14 +242,23 @@ enum StreamChunkCipher {
             switch algorithm {
             case .aes256GCM:
                 let box = try AES.GCM.seal(chunk, using: key, nonce: AES.GCM.Nonce(data: nonce))
-                return Array(box.ciphertext) + Array(box.tag)
+                return joined(box.ciphertext, box.tag)
             case .chaCha20Poly1305:
                 let box = try ChaChaPoly.seal(chunk, using: key, nonce: ChaChaPoly.Nonce(data: nonce))
-                return Array(box.ciphertext) + Array(box.tag)
+                return joined(box.ciphertext, box.tag)
             }
         } catch {
             throw .primitiveFailure("seal")
         }
+    }
+
+    /// Ciphertext then tag, copied once each (`Array(a) + Array(b)` copies each twice).
+    private static func joined(_ ciphertext: Data, _ tag: Data) -> [UInt8] {
+        var sealed: [UInt8] = []
+        sealed.reserveCapacity(ciphertext.count + tag.count)
+        sealed.append(contentsOf: ciphertext)
+        sealed.append(contentsOf: tag)
+        return sealed
     }
 
     static func open(

@@ -256,6 +256,8 @@ final class SealedFileWriter {
     private var sealer: StreamSealer
     private var sink: FileDescriptorSink
     private var pending: [UInt8] = []
+    /// Sealed chunks not written yet.
+    private var batch: [UInt8] = []
     private var finished = false
     /// Plaintext bytes pushed so far.
     private(set) var size: Int64 = 0
@@ -279,21 +281,42 @@ final class SealedFileWriter {
 
     /// Adds plaintext; every full chunk that more bytes follow is sealed and written.
     func append(_ bytes: [UInt8]) throws(CofferCryptoError) {
-        pending += bytes
         size += Int64(bytes.count)
-        var start = 0
+        let chunkSize = StreamingAEAD.chunkSize
+        var input = bytes[...]
         // A chunk is the last exactly when nothing follows it, so a full chunk waits until a byte follows it.
-        while pending.count - start > StreamingAEAD.chunkSize {
-            let chunk = Array(pending[start..<start + StreamingAEAD.chunkSize])
-            try sink.write(try sealer.seal(chunk, isLast: false))
-            start += StreamingAEAD.chunkSize
+        if !pending.isEmpty || input.count <= chunkSize {
+            let taken = min(chunkSize - pending.count, input.count)
+            pending += input.prefix(taken)
+            input = input.dropFirst(taken)
+            guard !input.isEmpty else { return }
+            try write(try sealer.seal(pending, isLast: false))
+            pending.removeAll(keepingCapacity: true)
         }
-        if start > 0 { pending.removeFirst(start) }
+        // Whole chunks straight from the input, without going through `pending`.
+        while input.count > chunkSize {
+            try write(try sealer.seal(Array(input.prefix(chunkSize)), isLast: false))
+            input = input.dropFirst(chunkSize)
+        }
+        pending += input
+    }
+
+    /// Writes sealed chunks in batches of about 1 MiB (fewer `write` calls).
+    private func write(_ sealed: [UInt8]) throws(CofferCryptoError) {
+        batch += sealed
+        if batch.count >= 1 << 20 { try flushBatch() }
+    }
+
+    private func flushBatch() throws(CofferCryptoError) {
+        guard !batch.isEmpty else { return }
+        try sink.write(batch)
+        batch.removeAll(keepingCapacity: true)
     }
 
     /// Seals the last chunk and stores the file under its final name.
     func finish() throws(CofferCryptoError) -> (name: String, size: Int64) {
-        try sink.write(try sealer.seal(pending, isLast: true))
+        try write(try sealer.seal(pending, isLast: true))
+        try flushBatch()
         pending = []
         guard fsync(fd) == 0 else { throw .io(operation: "flush a sealed file of the store", errno: errno) }
         guard rename(temporary, "\(folder)/\(name)") == 0 else {

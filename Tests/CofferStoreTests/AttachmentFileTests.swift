@@ -431,4 +431,35 @@ struct AttachmentFileChild {
         }
         try store.close()
     }
+
+    /// The one writer of sealed files takes its plaintext in pieces of any size: whatever the split (empty pieces,
+    /// a byte, a chunk less one, a whole chunk, several chunks at once), the file reads back as the same bytes, and
+    /// a length that ends exactly on a chunk boundary keeps its last chunk last.
+    @Test(arguments: [
+        [0], [1], [65_536], [65_535, 1], [65_536, 0, 1], [1, 65_535, 65_536, 65_537], [200_000, 3],
+        [0, 131_072, 0], [70_000, 70_000, 70_000],
+    ])
+    func sealedFileWriterTakesAnySplit(pieces: [Int]) throws {
+        let folder = TemporaryDirectory(prefix: "coffer-sealed-writer")
+        let key = try EnvelopeKey(SecretBytes(copying: (0..<32).map { UInt8($0) }))
+        let total = pieces.reduce(0, +)
+        let plaintext = (0..<total).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        let writer = try SealedFileWriter(.attachmentFile, folder: folder.path, key: key)
+        var offset = 0
+        for piece in pieces {
+            try writer.append(Array(plaintext[offset..<offset + piece]))
+            offset += piece
+        }
+        let (name, size) = try writer.finish()
+        #expect(size == Int64(total))
+        let reader = try SealedFileReader(
+            path: "\(folder.path)/\(name)",
+            key: key,
+            context: SealedFileKind.attachmentFile.context(file: name),
+            size: size,
+            table: "attachments",
+            id: 1
+        )
+        #expect(try reader.readAll() == plaintext)
+    }
 }
