@@ -110,7 +110,7 @@ let package = Package(
                 locks,
                 "CofferAgentProtocol", "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore",
                 "CofferAttachments", "CofferSync", "CofferNotifyClient", "CofferContent", "CofferKeymakerTPM",
-                "CofferCompose", "CofferOutbox",
+                "CofferCompose", "CofferOutbox", "CofferOpenPGP",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -275,6 +275,20 @@ public final class AgentDispatcher: Sendable {
             ])
         case .contactsExport(let account):
             return .text(try await WritingHandler(dependencies: try user(account)).vCards())
+        case .keys(let account):
+            return .openPGPKeys(try await OpenPGPKeyHandler(dependencies: try user(account)).keys())
+        case .keyGenerate(let account, let userID):
+            return .openPGPKeys([try await OpenPGPKeyHandler(dependencies: try user(account)).generate(userID: userID)])
+        case .keyImport(let account, let path, let passphrase):
+            guard !passphrase || secret != nil else {
+                throw AgentFailure(.badRequest, "The request lacks its passphrase.")
+            }
+            return .openPGPKeys(
+                try await OpenPGPKeyHandler(dependencies: try user(account))
+                    .importKeys(at: path, passphrase: passphrase ? secret : nil)
+            )
+        case .keyExport(let account, let fingerprint):
+            return .text(try await OpenPGPKeyHandler(dependencies: try user(account)).export(fingerprint: fingerprint))
         }
     }
 }

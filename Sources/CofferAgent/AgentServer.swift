@@ -491,7 +491,8 @@ extension AgentOperation {
             .message, .attachments, .attachmentContent, .preview, .previewEnd, .save, .import, .sync, .serverAdd,
             .serverShow, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn, .fastSyncOff,
             .fastSyncStatus, .push, .watch, .compose, .saveDraft, .drafts, .deleteDraft, .sendDraft, .outbox,
-            .outboxRetry, .outboxCancel, .outboxFlush, .contacts, .contactAdd, .contactsExport:
+            .outboxRetry, .outboxCancel, .outboxFlush, .contacts, .contactAdd, .contactsExport, .keys, .keyGenerate,
+            .keyImport, .keyExport:
             false
         }
     }

@@ -40,6 +40,10 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case contacts
     case contactAdd = "contact-add"
     case contactsExport = "contacts-export"
+    case keys
+    case keyGenerate = "key-generate"
+    case keyImport = "key-import"
+    case keyExport = "key-export"
 }
 
 /// How a person proves they may unlock (or change, or log out) an account.
@@ -177,6 +181,16 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     case contactAdd(account: String, name: String?, address: String)
     /// The address book as vCard 4.0.
     case contactsExport(account: String)
+    /// The user's own OpenPGP keys (never a secret key).
+    case keys(account: String)
+    /// Generates an OpenPGP key (Ed25519, X25519 encryption subkey) for `userID`, or for the sending address of the
+    /// account's only submission server, and stores it sealed.
+    case keyGenerate(account: String, userID: String?)
+    /// Imports the secret keys of the file at absolute `path` (armored or binary); with `passphrase`, the key's
+    /// OpenPGP passphrase follows in a secret frame. The keys are stored sealed, without their passphrase.
+    case keyImport(account: String, path: String, passphrase: Bool)
+    /// The certificate (public key) of the key with `fingerprint`, or of the default key, ASCII-armored.
+    case keyExport(account: String, fingerprint: String?)
 
     /// The operation's name.
     public var operation: AgentOperation {
@@ -225,6 +239,10 @@ public enum AgentRequest: Codable, Sendable, Equatable {
         case .contacts: .contacts
         case .contactAdd: .contactAdd
         case .contactsExport: .contactsExport
+        case .keys: .keys
+        case .keyGenerate: .keyGenerate
+        case .keyImport: .keyImport
+        case .keyExport: .keyExport
         }
     }
 
@@ -246,15 +264,18 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .drafts(let account), .deleteDraft(let account, _), .sendDraft(let account, _, _, _, _),
             .outbox(let account),
             .outboxRetry(let account, _), .outboxCancel(let account, _), .outboxFlush(let account, _),
-            .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account):
+            .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account),
+            .keys(let account), .keyGenerate(let account, _), .keyImport(let account, _, _),
+            .keyExport(let account, _):
             account
         }
     }
 
     /// Whether a secret frame follows: the PIN of a `pin` unlock or proof, the new PIN of `addPIN` (after the
-    /// current one and a newline when the proof is also a PIN), or an IMAP password.
+    /// current one and a newline when the proof is also a PIN), an IMAP password, or an OpenPGP key's passphrase.
     public var expectsSecret: Bool {
         switch self {
+        case .keyImport(_, _, let passphrase): passphrase
         case .unlock(_, let method), .logout(_, let method), .fastSyncOn(_, _, let method): method == .pin
         case .protect(_, let change, let proof): change.addsPIN || proof == .pin
         case .serverAdd: true
@@ -465,6 +486,9 @@ public struct AgentFailure: Codable, Sendable, Equatable, Error {
         case forbidden
         /// The client speaks another protocol version than the agent.
         case unsupportedVersion = "unsupported-version"
+        /// The key file of `keyImport` holds a protected secret key and no passphrase came: ask for it once and send
+        /// the request again with it.
+        case passphraseRequired = "passphrase-required"
         /// The operation failed; the message says why.
         case failed
     }
@@ -598,8 +622,10 @@ public enum AgentReply: Codable, Sendable {
     case outboxSent(OutboxReport)
     /// Contacts (contacts, contact-add).
     case contacts([ContactInfo])
-    /// Text (contacts-export: vCard).
+    /// Text (contacts-export: vCard; key-export: an armored certificate).
     case text(String)
+    /// The user's OpenPGP keys (keys), or the keys a request added (key-generate, key-import).
+    case openPGPKeys([OpenPGPKeyInfo])
     /// The request failed.
     case failure(AgentFailure)
 
@@ -650,5 +676,25 @@ package enum AgentCoding {
 
     package static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(AppError) -> T {
         do { return try JSONDecoder().decode(type, from: Data(bytes)) } catch { throw .malformedMessage }
+    }
+}
+
+/// One of the user's own OpenPGP keys as it travels over the agent socket: never its secret key.
+public struct OpenPGPKeyInfo: Codable, Sendable, Equatable {
+    /// The primary key's fingerprint, upper-case hex.
+    public var fingerprint: String
+    /// The key's valid user ids (as their owner wrote them: clean them before printing).
+    public var userIDs: [String]
+    /// When it was added to the store.
+    public var created: Date
+    /// Whether it is the key used when none is named.
+    public var isDefault: Bool
+
+    /// Creates one.
+    public init(fingerprint: String, userIDs: [String], created: Date, isDefault: Bool) {
+        self.fingerprint = fingerprint
+        self.userIDs = userIDs
+        self.created = created
+        self.isDefault = isDefault
     }
 }

@@ -84,6 +84,10 @@ struct RNPSession: ~Copyable {
         var ffi: rnp_ffi_t?
         let code = rnp_ffi_create(&ffi, "GPG", "GPG")
         guard code == RNPCode.success, let ffi else { throw OpenPGPError.failed("setup", code) }
+        // The FFI's own messages go nowhere; RNP closes the descriptor when the FFI is destroyed. (Its parser
+        // diagnostics ignore this and go to standard error: see docs/OPENPGP.md.)
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        if null >= 0, rnp_ffi_set_log_fd(ffi, null) != RNPCode.success { close(null) }
         let session = RNPSession(ffi: ffi)
         defer { rnp_ffi_destroy(ffi) }
         return try body(session)

@@ -87,6 +87,15 @@ package struct CellWriter {
         body.append(contentsOf: value)
     }
 
+    /// Bytes read in place (a secret's storage), without an intermediate array.
+    package mutating func raw(_ value: UnsafeRawBufferPointer) {
+        count(value.count)
+        body.append(contentsOf: value)
+    }
+
+    /// Overwrites the fields written so far with zeros (a cell that held a secret, once its ``bytes`` were taken).
+    package mutating func wipe() { StoreKeys.zero(&body) }
+
     package mutating func addresses(_ list: [MailAddress]) {
         count(list.count)
         for address in list {

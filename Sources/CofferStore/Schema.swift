@@ -94,6 +94,7 @@ enum Schema {
         registerIdentityMigration(&migrator)
         registerOutboxMigration(&migrator)
         registerAttachmentFilesMigration(&migrator)
+        registerOpenPGPKeysMigration(&migrator)
         return migrator
     }
 

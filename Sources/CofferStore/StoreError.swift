@@ -17,6 +17,10 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case draftAttachmentNotFound(Int64)
     /// No address-book entry with this id.
     case contactNotFound(Int64)
+    /// None of the user's OpenPGP keys has the fingerprint asked for (or there is no key at all).
+    case openPGPKeyNotFound
+    /// The OpenPGP key is in the store already.
+    case openPGPKeyExists
     /// No outbox item with this id.
     case outboxItemNotFound(Int64)
     /// The outbox item is being sent (or was sent) and cannot be changed now: only a queued or failed item can be
@@ -57,6 +61,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .draftNotFound(let id): "There is no draft \(id)."
         case .draftAttachmentNotFound(let id): "There is no draft attachment \(id)."
         case .contactNotFound(let id): "There is no contact \(id)."
+        case .openPGPKeyNotFound: "There is no such OpenPGP key of yours in the store."
+        case .openPGPKeyExists: "This OpenPGP key is in the store already."
         case .outboxItemNotFound(let id): "There is no message \(id) in the outbox."
         case .outboxItemBusy(let id): "Message \(id) of the outbox is being sent or was sent; it cannot be changed now."
         case .corruptFile(let table, let id):

@@ -84,6 +84,10 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case outboxRecord = "outbox.record"
     /// An outbox item's last failure: one string.
     case outboxError = "outbox.lastError"
+    /// One of the user's OpenPGP keys: OpenPGP key record v1 (migration `v7-openpgp-keys`).
+    case openPGPKeyRecord = "openPGPKeys.record"
+    /// The unprotected secret key of one of the user's OpenPGP keys: OpenPGP secret key record v1.
+    case openPGPSecretKey = "openPGPKeys.secretKey"
 
     var table: Substring { rawValue.split(separator: ".")[0] }
     var column: Substring { rawValue.split(separator: ".")[1] }
@@ -102,6 +106,8 @@ enum HashTag {
     static let contactPrefix: UInt8 = 0x08
     /// Under the lookup key: an address-book entry's canonical address.
     static let contactCanonical: UInt8 = 0x09
+    /// Under the lookup key: an OpenPGP key's fingerprint (upper-case hex).
+    static let openPGPFingerprint: UInt8 = 0x0A
 }
 
 /// The sealed files beside the store (draft attachments, outbox messages and large attachments of stored messages,

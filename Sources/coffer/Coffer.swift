@@ -20,7 +20,7 @@ struct Coffer: AsyncParsableCommand {
             AttachmentsCommand.self, AttachmentCommand.self, RenderCommand.self,
             PinCommand.self, AccountCommand.self, SyncCommand.self, NotifyCommand.self, PushHandlerCommand.self,
             FastSyncCommand.self, ComposeCommand.self, ReplyCommand.self, ForwardCommand.self, SendCommand.self,
-            DraftsCommand.self, OutboxCommand.self, ContactsCommand.self,
+            DraftsCommand.self, OutboxCommand.self, ContactsCommand.self, KeyCommand.self,
         ],
         defaultSubcommand: Tour.self
     )

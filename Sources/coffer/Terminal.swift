@@ -19,15 +19,27 @@ enum Terminal {
     /// Reads a PIN: from standard input's first line with `fromStdin`, else from the controlling terminal without
     /// echo. The PIN never passes through argv, the environment or a `String` that outlives this call.
     static func readPIN(prompt: String, fromStdin: Bool) throws(CLIError) -> SecretBytes {
+        try readSecret(prompt: prompt, what: "PIN", stdinOption: "--pin-stdin", fromStdin: fromStdin)
+    }
+
+    /// Reads a secret (`what`: "PIN", "passphrase") as ``readPIN(prompt:fromStdin:)`` does: from standard input's
+    /// next line with `fromStdin`, else from the controlling terminal without echo; `stdinOption` is the option that
+    /// asks for standard input.
+    static func readSecret(
+        prompt: String,
+        what: String,
+        stdinOption: String,
+        fromStdin: Bool
+    ) throws(CLIError) -> SecretBytes {
         let bytes: [UInt8]
         if fromStdin {
-            guard let line = readLine(fd: 0) else { throw CLIError("No PIN on standard input.") }
+            guard let line = readLine(fd: 0) else { throw CLIError("No \(what) on standard input.") }
             bytes = line
         } else {
             let tty = open("/dev/tty", O_RDWR | O_CLOEXEC)
             guard tty >= 0 else {
                 throw CLIError(
-                    "There is no terminal to read the PIN from; pass --pin-stdin to read it from standard input."
+                    "There is no terminal to read the \(what) from; pass \(stdinOption) to read it from standard input."
                 )
             }
             defer { close(tty) }
@@ -40,7 +52,7 @@ enum Terminal {
             let line = readLine(fd: tty)
             tcsetattr(tty, TCSAFLUSH, &original)
             writeString("\n", to: tty)
-            guard let line else { throw CLIError("No PIN was entered.") }
+            guard let line else { throw CLIError("No \(what) was entered.") }
             bytes = line
         }
         var copy = bytes

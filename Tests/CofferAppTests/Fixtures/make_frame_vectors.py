@@ -125,10 +125,20 @@ requests = [
      "op": "send-draft", "account": "dave"},
     {"json": js({"outboxCancel": {"account": "dave", "id": 4}}).decode(), "op": "outbox-cancel", "account": "dave"},
     {"json": js({"contacts": {"account": "dave", "query": "ev"}}).decode(), "op": "contacts", "account": "dave"},
+    {"json": js({"keys": {"account": "dave"}}).decode(), "op": "keys", "account": "dave"},
+    {"json": js({"keyGenerate": {"account": "dave", "userID": "Dave <dave@example.org>"}}).decode(),
+     "op": "key-generate", "account": "dave"},
+    {"json": js({"keyGenerate": {"account": "dave"}}).decode(), "op": "key-generate", "account": "dave"},
+    {"json": js({"keyImport": {"account": "dave", "path": "/tmp/dave.asc", "passphrase": False}}).decode(),
+     "op": "key-import", "account": "dave"},
+    {"json": js({"keyImport": {"account": "dave", "path": "/tmp/dave.asc", "passphrase": True}}).decode(),
+     "op": "key-import", "account": "dave", "secret": True},
+    {"json": js({"keyExport": {"account": "dave", "fingerprint": "178CA1FF1F048BEC0159D47A07CCBF3022A59470"}}).decode(),
+     "op": "key-export", "account": "dave"},
 ]
 failures = [{"json": js({"failure": {"_0": {"code": code, "message": "A sentence."}}}).decode(), "code": code}
             for code in ["locked", "bad-frame", "bad-request", "timeout", "busy", "forbidden", "unsupported-version",
-                         "failed"]]
+                         "passphrase-required", "failed"]]
 
 # Summary page v1: the payload of a summaries frame (kind 6).
 REFERENCE_DATE = 978307200  # 2001-01-01T00:00:00Z in Unix seconds

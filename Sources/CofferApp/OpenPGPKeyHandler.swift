@@ -1,0 +1,209 @@
+import CofferAgentProtocol
+import CofferCrypto
+import CofferOpenPGP
+import CofferStore
+import CofferSync
+import Foundation
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The user's own OpenPGP keys in the agent (or a command's own process): generated or imported through
+/// `CofferOpenPGP` (RNP) and sealed in the store (migration `v7-openpgp-keys`), listed, and their certificates
+/// exported.
+///
+/// Every RNP call is blocking CPU work and runs on ``BlockingPool`` with standard error silenced
+/// (``RNPDiagnostics``): RNP prints parser diagnostics there, some quoting what the key file holds.
+public struct OpenPGPKeyHandler: Sendable {
+    /// What it uses.
+    public typealias Dependencies = HasMailStore
+
+    private let dependencies: any Dependencies
+
+    /// A handler over one account's container.
+    public init(dependencies: any Dependencies) { self.dependencies = dependencies }
+
+    /// The largest key file `import` reads.
+    public static let maximumKeyFileBytes = 1 << 20
+
+    /// The user's keys, oldest first.
+    public func keys() async throws -> [OpenPGPKeyInfo] {
+        try await dependencies.mailStore.openPGPKeys().map(Self.info)
+    }
+
+    /// Generates an Ed25519 key with an X25519 encryption subkey for `userID` (default: the sending address of the
+    /// account's only submission server) and stores it sealed.
+    ///
+    /// - Throws: ``AgentFailure`` (`badRequest`) when no user id is given and the account has no sending address;
+    ///   `OpenPGPError.invalidUserID(reason:)`; `StoreError.locked`.
+    public func generate(userID requested: String?) async throws -> OpenPGPKeyInfo {
+        let store = try dependencies.mailStore
+        let userID: String
+        if let requested { userID = requested } else { userID = try await Self.defaultUserID(in: store) }
+        // The store is checked before the key is made, so a locked account costs no key generation.
+        _ = try await store.openPGPKeys()
+        let key = try await RNPDiagnostics.run { () throws(OpenPGPError) in try OpenPGP.generateKey(userID: userID) }
+        let entry = try await store.addOpenPGPKey(
+            fingerprint: key.fingerprint,
+            userIDs: key.publicKey.userIDs,
+            certificate: key.publicKey.bytes,
+            secretKey: key.bytes
+        )
+        return Self.info(entry)
+    }
+
+    /// Imports the secret keys of the file at `path` (armored or binary) and stores each sealed, without its
+    /// passphrase. The passphrase is wiped when the import ends.
+    ///
+    /// - Parameters:
+    ///   - path: An absolute path.
+    ///   - passphrase: The keys' OpenPGP passphrase, when the person gave one.
+    /// - Throws: ``AgentFailure`` with ``AgentFailure/Code/passphraseRequired`` when a secret key is protected and
+    ///   no passphrase came; `OpenPGPError` (`malformed`, `wrongKeyCount`, `wrongPassphrase`); ``AgentFailure``
+    ///   (`failed`) when the file holds no secret key; `StoreError.openPGPKeyExists` when one is stored already.
+    public func importKeys(at path: String, passphrase: SecretBytes?) async throws -> [OpenPGPKeyInfo] {
+        defer { passphrase?.wipe() }
+        guard path.hasPrefix("/") else { throw AgentFailure(.badRequest, "The path of the key file must be absolute.") }
+        let store = try dependencies.mailStore
+        let stored = Set(try await store.openPGPKeys().map(\.fingerprint))
+        let imported: [OpenPGPKeyImport]
+        do {
+            imported = try await RNPDiagnostics.run { () throws -> [OpenPGPKeyImport] in
+                let data = try Self.readKeyFile(path)
+                return try OpenPGP.importKeys(from: data) { passphrase }
+            }
+        } catch OpenPGPError.passphraseRequired(let fingerprint) {
+            throw AgentFailure(
+                .passphraseRequired,
+                OpenPGPError.passphraseRequired(fingerprint: fingerprint).description
+            )
+        }
+        let secrets = imported.compactMap(\.secretKey)
+        guard !secrets.isEmpty else {
+            throw AgentFailure(
+                .failed,
+                "The file holds no usable secret key (only certificates, or secret keys kept on a smartcard): "
+                    + "import your own secret key."
+            )
+        }
+        guard secrets.allSatisfy({ !stored.contains($0.fingerprint) }) else { throw StoreError.openPGPKeyExists }
+        var added: [OpenPGPKeyInfo] = []
+        for secret in secrets {
+            let entry = try await store.addOpenPGPKey(
+                fingerprint: secret.fingerprint,
+                userIDs: secret.publicKey.userIDs,
+                certificate: secret.publicKey.bytes,
+                secretKey: secret.bytes
+            )
+            added.append(Self.info(entry))
+        }
+        return added
+    }
+
+    /// The certificate of the key with `fingerprint` (any case, spaces allowed), or of the default key,
+    /// ASCII-armored.
+    ///
+    /// - Throws: `StoreError.openPGPKeyNotFound`.
+    public func export(fingerprint: String?) async throws -> String {
+        let entries = try await dependencies.mailStore.openPGPKeys()
+        let entry: OpenPGPKeyEntry?
+        if let fingerprint {
+            let canonical = MailStore.canonicalFingerprint(fingerprint)
+            entry = entries.first { $0.fingerprint == canonical }
+        } else {
+            entry = entries.first(where: \.isDefault)
+        }
+        guard let certificate = entry?.certificate else { throw StoreError.openPGPKeyNotFound }
+        return try await RNPDiagnostics.run { () throws(OpenPGPError) in
+            try OpenPGPPublicKey(bytes: certificate).armored
+        }
+    }
+
+    // MARK: - Pieces
+
+    static func info(_ entry: OpenPGPKeyEntry) -> OpenPGPKeyInfo {
+        OpenPGPKeyInfo(
+            fingerprint: entry.fingerprint,
+            userIDs: entry.userIDs,
+            created: entry.created,
+            isDefault: entry.isDefault
+        )
+    }
+
+    /// `Name <address>` (or `<address>`) of the sending address of the account's only submission server.
+    static func defaultUserID(in store: MailStore) async throws -> String {
+        let address: String
+        let name: String?
+        do {
+            let from = try await WritingHandler.sendingAddress(nil, in: store)
+            (address, name) = (from.address, from.name)
+        } catch let failure as AgentFailure where failure.code == .badRequest {
+            throw Self.userIDNeeded(failure.message)
+        } catch SyncError.noAccount {
+            throw Self.userIDNeeded("no mail server account is set up.")
+        }
+        guard let name = name?.trimmingCharacters(in: .whitespaces), !name.isEmpty else { return "<\(address)>" }
+        return "\(name) <\(address)>"
+    }
+
+    static func userIDNeeded(_ why: String) -> AgentFailure {
+        AgentFailure(
+            .badRequest,
+            "The key needs a user id, given as \"Name <address>\": the account has no single sending address ("
+                + why.trimmingCharacters(in: CharacterSet(charactersIn: ".")) + ")."
+        )
+    }
+
+    /// The key file's bytes in locked memory (it may hold an unprotected secret key); the read buffer is zeroed.
+    static func readKeyFile(_ path: String) throws -> SecretBytes {
+        guard var bytes = try SecureFile.read(path, maxBytes: maximumKeyFileBytes) else {
+            throw AgentFailure(.failed, "There is no key file at that path.")
+        }
+        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        return SecretBytes(copying: bytes)
+    }
+}
+
+/// RNP's own diagnostics kept from standard error. Debian's librnp 0.16 prints parser diagnostics to standard error
+/// whatever `RNP_LOG_CONSOLE` or `rnp_ffi_set_log_fd` say (docs/OPENPGP.md), some quoting the text of the input's
+/// armor headers: while any RNP call made here runs, file descriptor 2 points at `/dev/null`, and it is restored
+/// when the last one ends.
+///
+/// - Warning: The descriptor is the process's: anything else written to standard error meanwhile (an agent's log
+///   line) is lost too. RNP calls are short, except the S2K of a protected key at import.
+enum RNPDiagnostics {
+    private static let state = NIOLockedValueBox<(running: Int, saved: Int32)>((0, -1))
+
+    /// Runs `body` on ``BlockingPool`` with standard error silenced.
+    static func run<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+        try await BlockingPool.run { () throws(E) -> T in
+            silence()
+            defer { restore() }
+            return try body()
+        }
+    }
+
+    private static func silence() {
+        state.withLockedValue { state in
+            state.running += 1
+            guard state.running == 1 else { return }
+            let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+            guard null >= 0 else { return }
+            state.saved = fcntl(2, F_DUPFD_CLOEXEC, 3)
+            if state.saved >= 0 { dup2(null, 2) }
+            close(null)
+        }
+    }
+
+    private static func restore() {
+        state.withLockedValue { state in
+            state.running -= 1
+            guard state.running == 0, state.saved >= 0 else { return }
+            dup2(state.saved, 2)
+            close(state.saved)
+            state.saved = -1
+        }
+    }
+}

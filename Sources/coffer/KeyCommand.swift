@@ -1,0 +1,159 @@
+import ArgumentParser
+import CofferAgentProtocol
+import CofferCrypto
+import CofferNotifyClient
+import CofferPush
+import Foundation
+
+/// `coffer key`: the user's own OpenPGP keys, sealed in the store under the MainKey.
+struct KeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Your OpenPGP keys, sealed in the store: generate, import, export the public key, list.",
+        subcommands: [Generate.self, Import.self, Export.self, List.self]
+    )
+
+    /// `coffer key generate`.
+    struct Generate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Generate an OpenPGP key (Ed25519, with an X25519 encryption subkey) and seal it in the store.",
+            discussion: """
+                The key has no OpenPGP passphrase: the account's MainKey protects it, as it protects your mail. \
+                The first key is the default one.
+                """
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Option(
+            name: .customLong("user-id"),
+            help: "The user id, as \"Name <address>\" (default: your sending address)."
+        )
+        var userID: String?
+
+        func run() async throws {
+            try await runReportingErrors {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    let reply = try await path.call(.keyGenerate(account: account, userID: userID))
+                    guard case .openPGPKeys(let keys) = reply else { throw AppError.malformedMessage }
+                    for key in keys { print(KeyCommand.line(key)) }
+                }
+            }
+        }
+    }
+
+    /// `coffer key import FILE`.
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Import your OpenPGP secret key from a file (armored or binary) and seal it in the store.",
+            discussion: """
+                When the key is protected by a passphrase, it is asked once on the terminal without echo (or, with \
+                --passphrase-stdin, read from standard input's next line), used to unlock the key, and dropped: \
+                the key is stored without it, protected by the MainKey.
+                """
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Argument(help: "The key file.") var file: String
+        @Flag(name: .long, help: "Read the key's passphrase from standard input's next line instead of the terminal.")
+        var passphraseStdin = false
+
+        func run() async throws {
+            try await runReportingErrors {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    let file = CommandPath.absolute(file)
+                    let reply: AgentReply
+                    do {
+                        reply = try await path.call(.keyImport(account: account, path: file, passphrase: false))
+                    } catch let error where KeyCommand.asksForPassphrase(error) {
+                        let passphrase = try Terminal.readSecret(
+                            prompt: "Passphrase of the OpenPGP key: ",
+                            what: "passphrase",
+                            stdinOption: "--passphrase-stdin",
+                            fromStdin: passphraseStdin
+                        )
+                        defer { passphrase.wipe() }
+                        reply = try await path.call(
+                            .keyImport(account: account, path: file, passphrase: true),
+                            secret: passphrase
+                        )
+                    }
+                    guard case .openPGPKeys(let keys) = reply else { throw AppError.malformedMessage }
+                    for key in keys { print(KeyCommand.line(key)) }
+                }
+            }
+        }
+    }
+
+    /// `coffer key export --public [FINGERPRINT]`.
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the public key (certificate) of one of your OpenPGP keys, ASCII-armored.",
+            discussion: "Secret keys are never exported."
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Flag(name: .customLong("public"), help: "Export the public key (required: secret keys are never exported).")
+        var publicKey = false
+        @Argument(help: "The key's fingerprint (default: the default key).") var fingerprint: String?
+
+        func validate() throws {
+            guard publicKey else { throw ValidationError("Only public keys are exported: pass --public.") }
+        }
+
+        func run() async throws {
+            try await runReportingErrors {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    let reply = try await path.call(.keyExport(account: account, fingerprint: fingerprint))
+                    guard case .text(let armored) = reply else { throw AppError.malformedMessage }
+                    print(armored, terminator: armored.hasSuffix("\n") ? "" : "\n")
+                }
+            }
+        }
+    }
+
+    /// `coffer key list`.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List your OpenPGP keys: fingerprint, when added, the default one, user ids."
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+
+        func run() async throws {
+            try await runReportingErrors {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    guard case .openPGPKeys(let keys) = try await path.call(.keys(account: account)) else {
+                        throw AppError.malformedMessage
+                    }
+                    if keys.isEmpty { print("No OpenPGP keys.") }
+                    for key in keys { print(KeyCommand.line(key)) }
+                }
+            }
+        }
+    }
+
+    /// One key: fingerprint, date added, `default` or `-`, and the user ids cleaned for the terminal (a user id is
+    /// whatever its key's owner wrote, escapes included).
+    static func line(_ key: OpenPGPKeyInfo) -> String {
+        "\(key.fingerprint)\t\(Composer.date(key.created))\t\(key.isDefault ? "default" : "-")\t"
+            + PushMessage.clean(key.userIDs.joined(separator: ", "))
+    }
+
+    /// Whether `error` says the key file holds a protected key and no passphrase came (from the agent or from the
+    /// dispatcher in this process).
+    static func asksForPassphrase(_ error: any Error) -> Bool {
+        switch error {
+        case AppError.remote(let code, _): code == .passphraseRequired
+        case let failure as AgentFailure: failure.code == .passphraseRequired
+        default: false
+        }
+    }
+}
