@@ -236,6 +236,42 @@ import Testing
         #expect(queued.nextAttempt.timeIntervalSince(start) >= 55)
     }
 
+    /// The account locks while a large message is being sent: the send finishes (its file holds its own key), but
+    /// the Sent copy going up beside it needs the store's key to be committed, so its APPEND is withdrawn and nothing
+    /// of it is on the server or in the store while locked; the next drain after the unlock appends and stores it,
+    /// once.
+    @Test func aSendAcrossTheLockFinishesAndItsSentCopyWaitsForTheUnlock() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let world = try await World(server)
+        let attachment = (0..<6_000_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) }
+        _ = try await world.enqueue(subject: "sent across the lock", attachment: attachment)
+        let sender = OutboxSender(store: world.store, timeouts: SMTPTimeouts(idle: .seconds(600)))
+        async let drained = sender.drain(accountID: world.accountID)
+        // Locked once the message is claimed (its file, the APPEND's and the import's keys are taken at once): the
+        // 8 MB DATA takes far longer than the 100 ms waited here.
+        while try await world.store.outboxCounts().sending == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))
+        await world.keymaker.lock()
+        let first = try await drained
+        #expect(first.sent == 1, "\(first)")
+        #expect(first.sentCopies == 0, "\(first)")
+        #expect(first.sentCopyFailure != nil)
+        // The drain made the Sent folder (the test server has none) when it opened its connections.
+        let alice = (Server.sender.user, Server.sender.password)
+        #expect(try await Self.folder(server, user: alice, mailbox: "Sent").isEmpty)
+        #expect(try await world.store.outboxCounts().sent == 1)
+
+        try await world.keymaker.unlock(.none)
+        let second = try await sender.drain(accountID: world.accountID)
+        #expect(second.sent == 0 && second.sentCopies == 1 && second.sentCopyFailure == nil, "\(second)")
+        #expect(try await Self.folder(server, user: alice, mailbox: "Sent").count == 1)
+        #expect(try await world.store.list(label: "Sent").count == 1)
+        #expect(try await world.store.outbox().isEmpty)
+        let inbox = try await Self.recipientInbox(server, count: 1)
+        #expect(inbox.count == 1)
+    }
+
     @Test func aLockedStoreSendsNothingAndSaysLocked() async throws {
         let server = try Server.start()
         defer { server.stop() }
