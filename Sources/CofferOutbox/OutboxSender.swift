@@ -242,7 +242,8 @@ public struct OutboxSender: Sendable {
         copyTo folder: inout OutboxConnections.SentFolder?
     ) async throws(StoreError) -> Result<Bool, SMTPError> {
         let body = SealedChunks(reader)
-        guard let sentFolder = folder else {
+        /// The SMTP transaction: the server's refusal or the connection's failure, nil when it accepted the message.
+        func transmit() async -> SMTPError? {
             do throws(SMTPError) {
                 _ = try await client.send(
                     from: item.envelope.sender,
@@ -250,26 +251,20 @@ public struct OutboxSender: Sendable {
                     declaredSize: Int(item.size),
                     body: body
                 )
+                return nil
             } catch {
-                return .failure(error)
+                return error
             }
+        }
+        guard let sentFolder = folder else {
+            if let refused = await transmit() { return .failure(refused) }
             try await store.markSent(item.id)
             return .success(false)
         }
         let (verdicts, verdict) = AsyncStream.makeStream(of: Bool.self)
         async let appended = Self.append(item, to: sentFolder, from: store, keep: verdicts)
         async let prepared = try? store.prepareOutboxImport(item.id, flags: [.seen], labels: [sentFolder.name])
-        var accepted: SMTPError?
-        do throws(SMTPError) {
-            _ = try await client.send(
-                from: item.envelope.sender,
-                to: item.envelope.recipients,
-                declaredSize: Int(item.size),
-                body: body
-            )
-        } catch {
-            accepted = error
-        }
+        let accepted = await transmit()
         var unmarked: StoreError?
         if accepted == nil {
             do { try await store.markSent(item.id) } catch { unmarked = error }

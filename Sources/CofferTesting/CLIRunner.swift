@@ -94,4 +94,33 @@ public struct CLIRunner: Sendable {
             stderr: String(decoding: err, as: UTF8.self)
         )
     }
+
+    /// A `coffer agent` that did not answer `status` within 20 s.
+    public struct AgentDidNotStart: Error, CustomStringConvertible {
+        public var description: String { "the agent did not come up within 20 s" }
+    }
+
+    /// Starts `coffer agent` for this home (its output discarded) and waits, at most 20 s, until `status` reaches
+    /// it. End it with ``stopAgent(_:)``.
+    public func startAgent() throws -> Process {
+        let agent = Process()
+        agent.executableURL = URL(fileURLWithPath: Self.binary)
+        agent.arguments = ["agent", "--home", home.path]
+        agent.environment = environment
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        for _ in 0..<200 {
+            if try run(["status"]).stdout.contains("mode: agent") { return agent }
+            usleep(100_000)
+        }
+        Self.stopAgent(agent)
+        throw AgentDidNotStart()
+    }
+
+    /// SIGTERM to an agent from ``startAgent()``, then waits for it to exit.
+    public static func stopAgent(_ agent: Process) {
+        kill(agent.processIdentifier, SIGTERM)
+        agent.waitUntilExit()
+    }
 }

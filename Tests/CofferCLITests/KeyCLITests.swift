@@ -184,23 +184,8 @@ import Glibc
     @Test func theAgentAsksForThePassphraseThroughItsFailureAndTakesItInASecretFrame() throws {
         let cli = CLIRunner(prefix: "coffer-key-agent", ownRuntime: true)
         try #require(try cli.run(["init", "--account", "alice"]).status == 0)
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-        agent.arguments = ["agent", "--home", cli.home.path]
-        agent.environment = cli.environment
-        agent.standardOutput = FileHandle.nullDevice
-        agent.standardError = FileHandle.nullDevice
-        try agent.run()
-        defer {
-            kill(agent.processIdentifier, SIGTERM)
-            agent.waitUntilExit()
-        }
-        var ready = false
-        for _ in 0..<100 where !ready {
-            ready = try cli.run(["status"]).stdout.contains("mode: agent")
-            if !ready { usleep(100_000) }
-        }
-        try #require(ready, "the agent did not come up")
+        let agent = try cli.startAgent()
+        defer { CLIRunner.stopAgent(agent) }
         try #require(try cli.run(["unlock"]).status == 0)
 
         let gpg = try GnuPG()

@@ -113,23 +113,8 @@ import Glibc
         defer { server.stop() }
         let alice = try Self.home(server, user: Server.sender, submission: true)
         let bob = try Self.home(server, user: Server.recipient, submission: false)
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-        agent.arguments = ["agent", "--home", alice.home.path]
-        agent.environment = alice.environment
-        agent.standardOutput = FileHandle.nullDevice
-        agent.standardError = FileHandle.nullDevice
-        try agent.run()
-        defer {
-            kill(agent.processIdentifier, SIGTERM)
-            agent.waitUntilExit()
-        }
-        var ready = false
-        for _ in 0..<100 where !ready {
-            ready = try alice.run(["status"]).stdout.contains("mode: agent")
-            if !ready { usleep(100_000) }
-        }
-        #expect(ready, "the agent did not come up")
+        let agent = try alice.startAgent()
+        defer { CLIRunner.stopAgent(agent) }
         let unlocked = try alice.run(["unlock"])
         #expect(unlocked.status == 0, "\(unlocked.stdout) \(unlocked.stderr)")
 

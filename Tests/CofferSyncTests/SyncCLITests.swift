@@ -290,23 +290,8 @@ extension CLIRunner {
         let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
         #expect(added.status == 0, "\(added.stderr)")
 
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-        agent.arguments = ["agent", "--home", cli.home.path]
-        agent.environment = cli.environment
-        agent.standardOutput = FileHandle.nullDevice
-        agent.standardError = FileHandle.nullDevice
-        try agent.run()
-        defer {
-            kill(agent.processIdentifier, SIGTERM)
-            agent.waitUntilExit()
-        }
-        var ready = false
-        for _ in 0..<200 where !ready {
-            ready = try cli.run(["status"]).stdout.contains("mode: agent")
-            if !ready { usleep(100_000) }
-        }
-        #expect(ready, "the agent did not come up")
+        let agent = try cli.startAgent()
+        defer { CLIRunner.stopAgent(agent) }
 
         let locked = try cli.run(["sync"])
         #expect(locked.status == 1)
@@ -327,23 +312,8 @@ extension CLIRunner {
         defer { server.stop() }
         try server.deliver(SyncMail.message("agentaccountone"))
         let cli = try makeHome()
-        let agent = Process()
-        agent.executableURL = URL(fileURLWithPath: CLIRunner.binary)
-        agent.arguments = ["agent", "--home", cli.home.path]
-        agent.environment = cli.environment
-        agent.standardOutput = FileHandle.nullDevice
-        agent.standardError = FileHandle.nullDevice
-        try agent.run()
-        defer {
-            kill(agent.processIdentifier, SIGTERM)
-            agent.waitUntilExit()
-        }
-        var ready = false
-        for _ in 0..<200 where !ready {
-            ready = try cli.run(["status"]).stdout.contains("mode: agent")
-            if !ready { usleep(100_000) }
-        }
-        #expect(ready, "the agent did not come up")
+        let agent = try cli.startAgent()
+        defer { CLIRunner.stopAgent(agent) }
 
         let locked = try cli.run(["account", "show"])
         #expect(locked.status == 1)
