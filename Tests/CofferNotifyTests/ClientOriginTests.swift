@@ -136,11 +136,9 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
         let dovecot = try NotifyDovecot.start()
         defer { dovecot.stop() }
-        let server = try await LiveNotify(arguments: [
-            "--imap", "imaps://\(NotifyDovecot.name):\(dovecot.server.imapsPort)", "--ca-file",
-            "\(dovecot.certs)/ca.pem", "--imap-connect-address", "127.0.0.1", "--pin-sha256", try dovecot.pin("a"),
-            "--pin-sha256", try dovecot.pin("backup"), "--trusted-proxy", "127.0.0.250/32",
-        ])
+        let server = try await LiveNotify(
+            arguments: try dovecot.serveArguments() + ["--trusted-proxy", "127.0.0.250/32"]
+        )
         defer { server.stop() }
         func register(password: String, from source: String, forwardedFor: String? = nil) async throws -> Int? {
             try await Self.register(
@@ -179,11 +177,7 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
         let dovecot = try NotifyDovecot.start()
         defer { dovecot.stop() }
-        let server = try await LiveNotify(arguments: [
-            "--imap", "imaps://\(NotifyDovecot.name):\(dovecot.server.imapsPort)", "--ca-file",
-            "\(dovecot.certs)/ca.pem", "--imap-connect-address", "127.0.0.1", "--pin-sha256", try dovecot.pin("a"),
-            "--pin-sha256", try dovecot.pin("backup"),
-        ])
+        let server = try await LiveNotify(arguments: try dovecot.serveArguments())
         defer { server.stop() }
         let user = NotifyDovecot.user
         #expect(try await Self.register(server, user: user, password: "wrong", from: "127.0.0.66") == 401)

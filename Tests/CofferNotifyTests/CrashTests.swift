@@ -27,12 +27,7 @@ import Glibc
             _ = FileManager.default.createFile(atPath: output.path, contents: nil)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: NotifyBinary.path)
-            process.arguments = [
-                "serve", "--port", "0", "--data-dir", data.path, "--imap",
-                "imaps://\(NotifyDovecot.name):\(dovecot.server.imapsPort)", "--ca-file", "\(dovecot.certs)/ca.pem",
-                "--imap-connect-address", "127.0.0.1", "--pin-sha256", try dovecot.pin("a"), "--pin-sha256",
-                try dovecot.pin("backup"),
-            ]
+            process.arguments = ["serve", "--port", "0", "--data-dir", data.path] + (try dovecot.serveArguments())
             process.standardOutput = try FileHandle(forWritingTo: output)
             process.standardError = FileHandle.nullDevice
             try process.run()

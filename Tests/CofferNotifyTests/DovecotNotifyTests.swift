@@ -15,6 +15,14 @@ import Testing
 typealias NotifyDovecot = TestServers.PinnedDovecot
 
 extension TestServers.PinnedDovecot {
+    /// `coffer-notify serve`'s options for logging in to this Dovecot: its IMAPS address, CA and both pins.
+    func serveArguments() throws -> [String] {
+        [
+            "--imap", "imaps://\(Self.name):\(server.imapsPort)", "--ca-file", "\(certs)/ca.pem",
+            "--imap-connect-address", "127.0.0.1", "--pin-sha256", try pin("a"), "--pin-sha256", try pin("backup"),
+        ]
+    }
+
     /// Delivers a message given as text.
     func deliver(_ message: String) throws { try deliver(Array(message.utf8)) }
 

@@ -48,11 +48,7 @@ import Testing
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
         let dovecot = try NotifyDovecot.start()
         defer { dovecot.stop() }
-        let server = try await LiveNotify(arguments: [
-            "--imap", "imaps://\(NotifyDovecot.name):\(dovecot.server.imapsPort)", "--ca-file",
-            "\(dovecot.certs)/ca.pem", "--imap-connect-address", "127.0.0.1", "--pin-sha256", try dovecot.pin("a"),
-            "--pin-sha256", try dovecot.pin("backup"),
-        ])
+        let server = try await LiveNotify(arguments: try dovecot.serveArguments())
         defer { server.stop() }
         let variant = NotifyDovecot.user.uppercased()
         #expect(variant != NotifyDovecot.user)
