@@ -281,7 +281,8 @@ public struct OutboxSender: Sendable {
         verdict.finish()
         let uploaded = await appended
         if !committed || !uploaded {
-            // A withdrawn or failed APPEND leaves its connection closed or in doubt: the next message opens another.
+            // A withdrawn or failed APPEND leaves its connection closed or in doubt: the copies of the messages after
+            // this one are stored after the sends (storeSentCopies), over a new connection.
             folder = nil
             await sentFolder.client.logout()
         }
