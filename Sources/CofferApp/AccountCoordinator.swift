@@ -22,10 +22,9 @@ public struct AccountCoordinator: Sendable {
     public enum Job: Sendable {
         /// Sync `folders` (all when empty) of the server account `server` (or the only one).
         case sync(server: Int64?, folders: [String], batch: Int?)
-        /// Send the due messages of server account `server` from the outbox, with their Sent copies
-        /// (``OutboxSender``), over `connections` when they were opened beforehand. Always background work: it never
-        /// restarts the autolock.
-        case send(server: Int64, connections: OutboxConnections?)
+        /// Send the due messages of server account `server` from the outbox, then store their Sent copies
+        /// (``OutboxSender``). Always background work: it never restarts the autolock.
+        case send(server: Int64)
     }
 
     /// What a job did.
@@ -84,20 +83,10 @@ public struct AccountCoordinator: Sendable {
         }
     }
 
-    /// Sends the due messages of server account `server` (``Job/send(server:connections:)``) after the jobs asked
-    /// before, over `connections` if they were opened beforehand (``OutboxSender/connections(to:)``) and are still
-    /// fresh when its turn comes.
-    public func send(server: Int64, connections: OutboxConnections? = nil) async throws -> OutboxReport {
-        do {
-            guard case .sent(let report) = try await run(.send(server: server, connections: connections)) else {
-                return OutboxReport()
-            }
-            return report
-        } catch {
-            // The drain closes what it is given; a job that never ran has not.
-            await connections?.close()
-            throw error
-        }
+    /// Sends the due messages of server account `server` (``Job/send(server:)``) after the jobs asked before.
+    public func send(server: Int64) async throws -> OutboxReport {
+        guard case .sent(let report) = try await run(.send(server: server)) else { return OutboxReport() }
+        return report
     }
 
     private func perform(_ job: Job, progress: @escaping @Sendable (SyncProgress) -> Void) async throws -> Outcome {
@@ -112,11 +101,9 @@ public struct AccountCoordinator: Sendable {
                     progress: progress
                 )
             )
-        case .send(let server, let connections):
+        case .send(let server):
             return .sent(
-                try await KeyUse.background.run {
-                    try await OutboxSender(store: store).drain(accountID: server, connections: connections)
-                }
+                try await KeyUse.background.run { try await OutboxSender(store: store).drain(accountID: server) }
             )
         }
     }

@@ -158,27 +158,18 @@ public struct WritingHandler: Sendable {
                     )
                 }
         )
-        guard delay <= 0 else {
-            let item = try await store.enqueue(
-                message,
-                accountID: chosen.id,
-                sendAfter: Date().addingTimeInterval(TimeInterval(delay)),
-                replacingDraft: id
-            )
+        let item = try await store.enqueue(
+            message,
+            accountID: chosen.id,
+            sendAfter: Date().addingTimeInterval(TimeInterval(max(0, delay))),
+            replacingDraft: id
+        )
+        if delay <= 0 {
+            _ = try await dependencies.coordinator.send(server: chosen.id)
+        } else {
             // The agent's outbox service waits for its time (a command without an agent sends it itself).
             try dependencies.outboxEvents.changed(dependencies.account)
-            return try await entry(after: item)
         }
-        // Sent at once: the connections open while the message is written into the outbox.
-        async let opening = OutboxSender(store: store).connections(to: chosen.server)
-        let item: OutboxItem
-        do {
-            item = try await store.enqueue(message, accountID: chosen.id, sendAfter: Date(), replacingDraft: id)
-        } catch {
-            await opening.close()
-            throw error
-        }
-        _ = try await dependencies.coordinator.send(server: chosen.id, connections: await opening)
         return try await entry(after: item)
     }
 
@@ -298,7 +289,8 @@ public struct WritingHandler: Sendable {
         }
     }
 
-    private static func fields(_ draft: ComposeDraft) -> ComposedFields {
+    /// The fields of a message being written, as the requests carry them.
+    public static func fields(_ draft: ComposeDraft) -> ComposedFields {
         ComposedFields(
             to: draft.to,
             cc: draft.cc,

@@ -77,48 +77,17 @@ public struct OutboxSender: Sendable {
         self.now = now
     }
 
-    /// Opens the connections a drain of `server` uses (``drain(accountID:connections:)``), both at once: SMTP
-    /// submission, and IMAP with the Sent folder for the copies. A person sending at once opens them while the
-    /// message is written into the outbox, so the send starts when it is queued. Nothing is sent on them yet.
-    public func connections(to server: ServerAccount) async -> OutboxConnections {
-        var opened = OutboxConnections()
-        guard let submission = server.submission else { return opened }
-        opened.smtpFailure = await connect(submission, server: server, &opened)
-        return opened
-    }
-
     /// Sends every message of account `accountID` that is due, with their Sent copies, then stores the Sent copies
     /// of the messages sent before whose copy is not stored yet.
     ///
     /// - Throws: ``StoreError`` when the store cannot be read (``StoreError/locked`` when the account is locked
     ///   before anything was claimed: what is queued waits for the next unlock). Failures of a message are not
     ///   thrown: they are recorded on the message and counted in the report.
-    /// - Parameter opened: Connections from ``connections(to:)`` for this account, used if they are fresh (opened
-    ///   within ``OutboxConnections/freshFor``; a server may close an idle one), else closed; closed at the end.
-    public func drain(
-        accountID: Int64,
-        connections opened: OutboxConnections? = nil
-    ) async throws(StoreError)
-        -> OutboxReport
-    {
+    public func drain(accountID: Int64) async throws(StoreError) -> OutboxReport {
+        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
+            throw .invalidArgument("there is no mail server account \(accountID)")
+        }
         var connections = OutboxConnections()
-        if let opened {
-            if ContinuousClock.now - opened.opened <= OutboxConnections.freshFor {
-                connections = opened
-            } else {
-                await opened.close()
-            }
-        }
-        let server: ServerAccount
-        do throws(StoreError) {
-            guard let found = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
-                throw .invalidArgument("there is no mail server account \(accountID)")
-            }
-            server = found
-        } catch {
-            await connections.close()
-            throw error
-        }
         var report = OutboxReport()
         do throws(StoreError) {
             try await sendDue(server: server, accountID: accountID, connections: &connections, &report)
@@ -204,11 +173,6 @@ public struct OutboxSender: Sendable {
         _ connections: inout OutboxConnections
     ) async -> SMTPError? {
         guard connections.smtp == nil else { return nil }
-        // Opened beforehand and failed: that failure is this attempt's (the server is not asked twice).
-        if let failure = connections.smtpFailure {
-            connections.smtpFailure = nil
-            return failure
-        }
         async let opening = connections.sent == nil ? openSentFolder(server) : nil
         let login = server.submissionLogin
         let failure: SMTPError?
@@ -405,30 +369,21 @@ public struct OutboxSender: Sendable {
     }
 }
 
-/// The connections of one drain (``OutboxSender/drain(accountID:connections:)``): SMTP submission, and IMAP with
-/// its Sent folder for the copies (nil when it could not be opened: the copies are then stored after the sends).
-public struct OutboxConnections: Sendable {
-    /// How long connections opened beforehand (``OutboxSender/connections(to:)``) are used: a drain that starts
-    /// later opens its own (a server may have closed an idle connection).
-    public static let freshFor: Duration = .seconds(10)
-
+/// The connections of one drain: SMTP submission, and IMAP with its Sent folder for the copies (nil when it could not
+/// be opened: the copies are then stored after the sends).
+struct OutboxConnections {
     /// An IMAP connection and the Sent folder's name (as stored) and wire name.
-    struct SentFolder: Sendable {
+    struct SentFolder {
         let client: IMAPClient
         let name: String
         let wire: String
     }
 
     var smtp: SMTPClient?
-    /// Why the SMTP connection opened beforehand failed: the first message's attempt.
-    var smtpFailure: SMTPError?
     var sent: SentFolder?
-    let opened = ContinuousClock.now
-
-    init() {}
 
     /// Ends both connections (QUIT, LOGOUT).
-    public func close() async {
+    func close() async {
         await smtp?.quit()
         await sent?.client.logout()
     }

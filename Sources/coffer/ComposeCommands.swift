@@ -357,15 +357,7 @@ enum Composer {
                 draft = edited
             }
             let attach = draft.attachmentPaths.map(CommandPath.absolute)
-            let fields = ComposedFields(
-                to: draft.to,
-                cc: draft.cc,
-                bcc: draft.bcc,
-                subject: draft.subject,
-                text: draft.body,
-                inReplyTo: draft.inReplyTo,
-                references: draft.references
-            )
+            let fields = WritingHandler.fields(draft)
             // Sent at once (--send), the files go straight into the outbox with the send: the draft, saved first so
             // nothing written is lost, holds only the text until then.
             guard

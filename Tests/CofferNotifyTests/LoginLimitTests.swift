@@ -15,13 +15,21 @@ import Testing
         return headers
     }
 
-    @Test func aStrangersWrongPasswordsThroughTheProxyDoNotLockTheUserOut() async throws {
-        let authenticator = CountingAuthenticator(passwords: ["alice": "alice-pw"])
-        let harness = try Harness(registrationsPerMinute: 5, authenticator: authenticator) { settings in
+    /// A service behind a trusted proxy on 127.0.0.0/8, three free failures per user, then a minute's back-off.
+    static func behindTheProxy(
+        _ authenticator: CountingAuthenticator,
+        registrationsPerMinute: Int = 100
+    ) throws -> Harness {
+        try Harness(registrationsPerMinute: registrationsPerMinute, authenticator: authenticator) { settings in
             settings.trustedProxies = [CIDR("127.0.0.0/8")!]
             settings.loginPolicy.freeFailuresPerUser = 3
             settings.loginPolicy.baseDelay = 60
         }
+    }
+
+    @Test func aStrangersWrongPasswordsThroughTheProxyDoNotLockTheUserOut() async throws {
+        let authenticator = CountingAuthenticator(passwords: ["alice": "alice-pw"])
+        let harness = try Self.behindTheProxy(authenticator, registrationsPerMinute: 5)
         defer { harness.remove() }
         try await harness.application.test(.live) { client in
             var statuses: [HTTPResponse.Status] = []
@@ -93,11 +101,7 @@ import Testing
     /// client in back-off, while alice signs in from another.
     @Test func aStrangersWrongPasswordsDoNotKeepTheUserOutOfTheAccountPage() async throws {
         let authenticator = CountingAuthenticator(passwords: ["alice": "alice-pw"])
-        let harness = try Harness(authenticator: authenticator) { settings in
-            settings.trustedProxies = [CIDR("127.0.0.0/8")!]
-            settings.loginPolicy.freeFailuresPerUser = 3
-            settings.loginPolicy.baseDelay = 60
-        }
+        let harness = try Self.behindTheProxy(authenticator)
         defer { harness.remove() }
         try await harness.application.test(.live) { client in
             var statuses: [HTTPResponse.Status] = []
