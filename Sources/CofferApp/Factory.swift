@@ -24,20 +24,32 @@ public final class FactoryStorage: Sendable {
     public let level: Level
     private let instances = NIOLockedValueBox<[String: any Sendable]>([:])
     private let overrides = NIOLockedValueBox<[String: @Sendable () throws -> any Sendable]>([:])
+    /// One lock per key, held while that key's instance is made.
+    private let making = NIOLockedValueBox<[String: NIOLock]>([:])
 
     /// Empty storage for a container of `level`.
     public init(level: Level) { self.level = level }
 
     func instance<T: Sendable>(_ key: String, make: () throws -> T) rethrows -> T {
-        if let boxed = instances.withLockedValue({ $0[key] }), let existing = boxed as? T { return existing }
-        // Made outside the lock: a factory may resolve other factories of the same container.
-        let made = try make()
-        return instances.withLockedValue { stored in
-            if let boxed = stored[key], let existing = boxed as? T { return existing }
-            stored[key] = made
+        if let existing: T = kept(key) { return existing }
+        // One maker per key: a second caller waits and gets the first one's instance (two stores on one file, each
+        // sweeping at open, would be one too many). The lock is the key's own, because a factory may resolve other
+        // factories of the same container while it makes its instance.
+        let lock = making.withLockedValue { locks in
+            if let lock = locks[key] { return lock }
+            let lock = NIOLock()
+            locks[key] = lock
+            return lock
+        }
+        return try lock.withLock {
+            if let existing: T = kept(key) { return existing }
+            let made = try make()
+            instances.withLockedValue { $0[key] = made }
             return made
         }
     }
+
+    private func kept<T>(_ key: String) -> T? { instances.withLockedValue { $0[key] } as? T }
 
     /// Whether a scoped factory named `key` has made its instance.
     public func contains(_ key: String) -> Bool { instances.withLockedValue { $0[key] != nil } }

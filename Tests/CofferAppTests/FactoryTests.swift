@@ -1,4 +1,7 @@
 import CofferApp
+import Dispatch
+import Foundation
+import Synchronization
 import Testing
 
 private final class Widget: Sendable {}
@@ -8,6 +11,15 @@ private final class Holder: Sendable {
     init(_ level: FactoryStorage.Level) { storage = FactoryStorage(level: level) }
     var uniqueFactory: Factory<Widget> { Factory(storage, scope: .unique) { Widget() } }
     var sharedFactory: Factory<Widget> { Factory(storage, scope: .shared) { Widget() } }
+    let slowMade = Mutex(0)
+    /// A shared factory whose instance takes a tenth of a second to make (as a store's open does).
+    var slowFactory: Factory<Widget> {
+        Factory(storage, scope: .shared) { [self] in
+            slowMade.withLock { $0 += 1 }
+            Thread.sleep(forTimeInterval: 0.1)
+            return Widget()
+        }
+    }
 }
 
 @Suite struct FactoryTests {
@@ -21,6 +33,16 @@ private final class Holder: Sendable {
         let other = Holder(.global)
         #expect(try one.sharedFactory() === one.sharedFactory())
         #expect(try one.sharedFactory() !== other.sharedFactory())
+    }
+
+    @Test func callersThatArriveWhileTheInstanceIsMadeWaitForIt() throws {
+        let holder = Holder(.global)
+        let got = Mutex<[ObjectIdentifier]>([])
+        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            if let widget = try? holder.slowFactory() { got.withLock { $0.append(ObjectIdentifier(widget)) } }
+        }
+        #expect(holder.slowMade.withLock { $0 } == 1, "a second instance was made while the first was being made")
+        #expect(got.withLock { Set($0).count } == 1 && got.withLock { $0.count } == 6)
     }
 
     @Test func perUserInstancesAreSharedWithinAnAccountAndDistinctAcrossAccounts() throws {

@@ -96,6 +96,9 @@ import Glibc
         let agent = try AgentProcess(cli, runtime: runtime)
         #expect(try cli.run(["unlock", "--account", "alice"]).status == 0)
         #expect(try cli.run(["unlock", "--account", "bob"]).status == 0)
+        // An unlock wakes the outbox, which opens the account's store in the background, and every open writes the
+        // store's empty write-ahead log (GRDB): a request that opens both stores first lets that settle.
+        try Self.assertBothAccountsIntact(cli)
         let before = Self.snapshot([cli.home.path, outside.path])
         let operations: [(String) -> AgentRequest] = [
             { .status(account: $0) }, { .account($0) }, { .create(account: $0) },
