@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "CofferStore",
             dependencies: [
-                "CofferCrypto", "CofferKeymaker", "CofferMIME", "CofferTransport",
+                "CofferCrypto", "CofferKeymaker", "CofferMIME", "CofferTransport", "CofferOpenPGP",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -298,7 +298,7 @@ let package = Package(
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML", "CofferSampleMail"]),
         .testTarget(
             name: "CofferStoreTests",
-            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail"],
+            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail", "CofferOpenPGP"],
             exclude: ["Fixtures"]
         ),
         .testTarget(

@@ -25,6 +25,8 @@ struct PreparedMessage: Sendable {
     var sightings: [MailAddress] = []
     /// The sealed file of each attachment (by position) whose body cell is a file reference.
     var files: [Int: String] = [:]
+    /// A PGP/MIME message waiting to be decrypted (``MailStore/openEncryptedMail(_:keys:now:)``) before it is written.
+    var encrypted: EncryptedMail?
 }
 
 extension MailStore {
@@ -52,7 +54,11 @@ extension MailStore {
     func importMessages(_ messages: [RawMessage], statusHeaders: Bool) async throws(StoreError) -> [ImportOutcome] {
         let keys = try await keys()
         let now = Schema.seconds(Date())
-        let prepared = messages.map { Self.prepare($0, keys: keys, now: now, statusHeaders: statusHeaders) }
+        let prepared = await openEncryptedMail(
+            messages.map { Self.prepare($0, keys: keys, now: now, statusHeaders: statusHeaders) },
+            keys: keys,
+            now: now
+        )
         return try await write { db in try Self.insert(prepared, keys: keys, db: db) }
     }
 
@@ -155,18 +161,18 @@ extension MailStore {
     ) -> Result<PreparedMessage, MIMEError> {
         let message: MIMEMessage
         do { message = try MIMEParser.parse(raw.bytes) } catch { return .failure(error) }
-        return .success(
-            prepare(
-                message,
-                contentHash: Data(keys.lookup.hash(tag: HashTag.content, raw.bytes).prefix(16)),
-                size: Int64(raw.bytes.count),
-                flags: raw.flags,
-                labels: raw.labels,
-                keys: keys,
-                now: now,
-                statusHeaders: statusHeaders
-            )
+        var prepared = prepare(
+            message,
+            contentHash: Data(keys.lookup.hash(tag: HashTag.content, raw.bytes).prefix(16)),
+            size: Int64(raw.bytes.count),
+            flags: raw.flags,
+            labels: raw.labels,
+            keys: keys,
+            now: now,
+            statusHeaders: statusHeaders
         )
+        noteOpenPGP(&prepared, message: message, raw: raw, statusHeaders: statusHeaders)
+        return .success(prepared)
     }
 
     /// Prepares a parsed message whose raw bytes had `contentHash` and `size`. An attachment whose body is a key of

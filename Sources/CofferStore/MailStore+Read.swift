@@ -237,7 +237,8 @@ extension MailStore {
                 textBody: try cell(record.textBody, .messageText, CellReader.text),
                 htmlBody: try cell(record.htmlBody, .messageHTML, CellReader.text),
                 snippet: try cell(record.snippet, .messageSnippet, CellReader.text),
-                attachments: attachments
+                attachments: attachments,
+                openPGP: try record.openPGP.map { sealed in try cell(sealed, .messageOpenPGP, MessageOpenPGP.read) }
             )
         } catch {
             await markCorrupt([id])

@@ -453,7 +453,7 @@ extension MailStore {
         let keys = try await keys()
         let now = Schema.seconds(Date())
         var reasons: [Int: MIMEError] = [:]
-        let prepared: [Result<PreparedMessage, MIMEError>] = mails.enumerated().map { index, mail in
+        let parsed: [Result<PreparedMessage, MIMEError>] = mails.enumerated().map { index, mail in
             let raw = RawMessage(bytes: mail.bytes, flags: mail.flags, labels: [mail.label])
             switch Self.prepare(raw, keys: keys, now: now) {
             case .success(let message): return .success(message)
@@ -462,6 +462,7 @@ extension MailStore {
                 return .success(Self.prepareDamaged(raw, reason: reason, keys: keys, now: now))
             }
         }
+        let prepared = await openEncryptedMail(parsed, keys: keys, now: now)
         let locations = mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) }
         let highest = Int64(mails.map(\.uid).max() ?? 0)
         let labels = mails.map(\.label)

@@ -89,6 +89,8 @@ public struct MessageDetail: Sendable, Hashable, Codable {
     public var snippet: String?
     /// The attachments' metadata.
     public var attachments: [AttachmentInfo]
+    /// What the store found of OpenPGP on the message; `nil` when it came without OpenPGP encryption.
+    public var openPGP: MessageOpenPGP?
 
     /// Creates it from its fields (the store, and the plaintext baseline in coffer-bench).
     package init(
@@ -101,8 +103,10 @@ public struct MessageDetail: Sendable, Hashable, Codable {
         textBody: String?,
         htmlBody: String?,
         snippet: String?,
-        attachments: [AttachmentInfo]
+        attachments: [AttachmentInfo],
+        openPGP: MessageOpenPGP? = nil
     ) {
+        self.openPGP = openPGP
         self.summary = summary
         self.labelIDs = labelIDs
         self.to = to

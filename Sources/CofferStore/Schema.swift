@@ -95,6 +95,7 @@ enum Schema {
         registerOutboxMigration(&migrator)
         registerAttachmentFilesMigration(&migrator)
         registerOpenPGPKeysMigration(&migrator)
+        registerOpenPGPMailMigration(&migrator)
         return migrator
     }
 
@@ -215,6 +216,7 @@ package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Senda
         htmlBody = try row.blob("htmlBody")
         snippet = try row.blob("snippet")
         summary = try row.optionalBlob("summary")
+        openPGP = try row.optionalBlob("openPGP")
     }
     package var id: Int64
     package var conversationID: Int64
@@ -234,6 +236,9 @@ package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Senda
     package var snippet: Data
     /// The summary cell (subject and senders); `nil` in rows written before migration `v3-summary`.
     package var summary: Data?
+    /// The OpenPGP status cell (``MessageOpenPGP``); `nil` for a message that came without OpenPGP encryption, and in
+    /// rows written before migration `v8-openpgp-mail`.
+    package var openPGP: Data?
 
     /// A row from its clear columns and the sealed cells of the ten sealed columns.
     init(
@@ -263,6 +268,7 @@ package struct MessageRecord: Codable, FetchableRecord, PersistableRecord, Senda
         htmlBody = cells[.messageHTML] ?? Data()
         snippet = cells[.messageSnippet] ?? Data()
         summary = cells[.messageSummary]
+        openPGP = cells[.messageOpenPGP]
     }
 }
 

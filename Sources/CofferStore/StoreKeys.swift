@@ -65,6 +65,8 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case messageSnippet = "messages.snippet"
     /// What a list row shows (subject and senders) in one cell (migration `v3-summary`).
     case messageSummary = "messages.summary"
+    /// What the store found of OpenPGP on the message (migration `v8-openpgp-mail`).
+    case messageOpenPGP = "messages.openPGP"
     case attachmentInfo = "attachments.info"
     case attachmentBody = "attachments.body"
     case accountDetails = "accounts.details"

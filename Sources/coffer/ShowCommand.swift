@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferAgentProtocol
 import CofferMIME
+import CofferPush
 import CofferStore
 
 struct ShowCommand: AsyncParsableCommand {
@@ -55,6 +56,7 @@ struct ShowCommand: AsyncParsableCommand {
             lines.append("Date: \(MessageLine.date(message.summary)) UTC")
             lines.append("Subject: \(message.summary.subject ?? "")")
         }
+        if let openPGP = message.openPGP { lines.append(openPGPLine(openPGP)) }
         lines.append("")
         lines.append(message.textBody ?? (message.htmlBody == nil ? "(no text)" : "(HTML only; no plain text part)"))
         if !message.attachments.isEmpty {
@@ -67,5 +69,35 @@ struct ShowCommand: AsyncParsableCommand {
             }
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// What the store found of OpenPGP on the message, in one line: whether it was decrypted, and each signature's
+    /// signer and check; or why it was not decrypted. User ids and fingerprints are the sender's words: they are
+    /// cleaned of terminal controls.
+    static func openPGPLine(_ status: MessageOpenPGP) -> String {
+        switch status.outcome {
+        case .decrypted:
+            guard !status.signatures.isEmpty else { return "OpenPGP: encrypted, not signed" }
+            let signatures = status.signatures.map { signature -> String in
+                let fingerprint = PushMessage.clean(signature.fingerprint ?? "no fingerprint")
+                let signer = signature.userID.map { "\(PushMessage.clean($0)) (\(fingerprint))" } ?? fingerprint
+                switch signature.status {
+                case "valid": return "signed by \(signer), verified"
+                case "unknown key": return "signature could not be checked (unknown key \(fingerprint))"
+                case "invalid": return "signature by \(signer) is BAD (the message or signature was changed)"
+                default: return "signature by \(signer) could not be verified (\(PushMessage.clean(signature.status)))"
+                }
+            }
+            let first = status.signatures[0].isValid ? "OpenPGP: encrypted, " : "OpenPGP: encrypted; "
+            return first + signatures.joined(separator: "; ")
+        case .noSecretKey: return "OpenPGP: could not be decrypted (no secret key for it)"
+        case .integrityFailure:
+            return
+                "OpenPGP: could not be decrypted (its integrity check failed: it was changed; nothing of it is shown)"
+        case .malformed: return "OpenPGP: could not be decrypted (the encrypted part is damaged or not OpenPGP data)"
+        case .nestedNotDecrypted:
+            return "OpenPGP: an encrypted part beside other parts was not decrypted "
+                + "(only a message encrypted as a whole is; it stays an attachment)"
+        }
     }
 }

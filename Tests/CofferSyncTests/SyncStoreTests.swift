@@ -40,9 +40,12 @@ struct SyncStoreTests {
             try await queue.write { db in
                 // Today's insert also writes v3-summary's cell; a v1 file has no such column, so it is there only
                 // for the insert. The rows are then v1 rows: subject and senders in their own cells, no summary.
+                // So is v8-openpgp-mail's (NULL for these plain messages).
                 try db.execute(sql: "ALTER TABLE messages ADD COLUMN summary BLOB")
+                try db.execute(sql: "ALTER TABLE messages ADD COLUMN openPGP BLOB")
                 _ = try MailStore.insert(prepared, keys: keys, db: db)
                 try db.execute(sql: "ALTER TABLE messages DROP COLUMN summary")
+                try db.execute(sql: "ALTER TABLE messages DROP COLUMN openPGP")
                 var writer = CellWriter()
                 writer.string("old-user")
                 writer.string(nil)

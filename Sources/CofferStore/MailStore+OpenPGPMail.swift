@@ -1,0 +1,221 @@
+import CofferCrypto
+import CofferMIME
+import CofferOpenPGP
+
+/// A PGP/MIME message (RFC 3156) met while preparing an import, to be decrypted before it is written.
+struct EncryptedMail: Sendable {
+    /// The message as it came (its headers are kept over the decrypted content).
+    var outer: MIMEMessage
+    /// The encrypted part's body: the OpenPGP message, armored or binary.
+    var ciphertext: [UInt8]
+    /// The flags and labels the message is stored with.
+    var flags: MessageFlags
+    var labels: [String]
+    var statusHeaders: Bool
+    /// Inline PGP: the whole text body is the armored message, and its plaintext is text, not a MIME entity.
+    var inline: Bool
+}
+
+extension MailStore {
+    /// The OpenPGP message of a message that is, as a whole, a PGP/MIME encrypted message (RFC 3156, section 4):
+    /// a top-level `multipart/encrypted; protocol="application/pgp-encrypted"` of exactly two parts, the second a
+    /// single part holding the OpenPGP data. Any other shape is not decrypted: an encrypted part beside cleartext
+    /// parts is never decrypted and shown with them (EFAIL).
+    static func pgpMIMECiphertext(_ message: MIMEMessage) -> [UInt8]? {
+        let root = message.root
+        guard root.contentType.type == "multipart", root.contentType.subtype == "encrypted",
+            root.contentType.parameters["protocol"]?.lowercased() == "application/pgp-encrypted",
+            root.children.count == 2, root.children[0].contentType.mimeType == "application/pgp-encrypted",
+            !root.children[1].isMultipart, !root.children[1].body.isEmpty
+        else { return nil }
+        return root.children[1].body
+    }
+
+    /// The armored OpenPGP message of an inline PGP message: a single `text/plain` part (no multipart, no
+    /// attachment) whose whole body, but for surrounding white space, is one `-----BEGIN PGP MESSAGE-----` block. Text
+    /// before or after the block means it is not decrypted (EFAIL).
+    static func inlineCiphertext(_ message: MIMEMessage) -> [UInt8]? {
+        let root = message.root
+        guard !root.isMultipart, root.contentType.mimeType == "text/plain", root.disposition?.isAttachment != true
+        else { return nil }
+        let body = root.body
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+        guard let first = body.firstIndex(where: { !isSpace($0) }), let last = body.lastIndex(where: { !isSpace($0) })
+        else { return nil }
+        let block = Array(body[first...last])
+        let begin = Array("-----BEGIN PGP MESSAGE-----".utf8)
+        let end = Array("-----END PGP MESSAGE-----".utf8)
+        guard block.starts(with: begin), block.count > begin.count + end.count, Array(block.suffix(end.count)) == end
+        else { return nil }
+        return block
+    }
+
+    /// Whether the message holds an OpenPGP encrypted part anywhere but as the whole message: such a part stays
+    /// opaque (EFAIL).
+    static func hasEnclosedEncryptedPart(_ message: MIMEMessage) -> Bool {
+        if message.root.contentType.mimeType == "multipart/encrypted" { return true }
+        return message.root.allParts.dropFirst().contains { part in
+            let type = part.contentType.mimeType
+            return type == "multipart/encrypted" || type == "application/pgp-encrypted"
+        }
+    }
+
+    /// Adds what the store found of OpenPGP to a prepared message: an encrypted message is marked for
+    /// ``openEncryptedMail(_:keys:now:)`` (and stored as it came, with ``MessageOpenPGP/Outcome/noSecretKey``, if
+    /// nothing opens it); one with an enclosed encrypted part is marked as not decrypted.
+    static func noteOpenPGP(
+        _ prepared: inout PreparedMessage,
+        message: MIMEMessage,
+        raw: RawMessage,
+        statusHeaders: Bool
+    ) {
+        let pgpMIME = pgpMIMECiphertext(message)
+        if let ciphertext = pgpMIME ?? inlineCiphertext(message) {
+            prepared.encrypted = EncryptedMail(
+                outer: message,
+                ciphertext: ciphertext,
+                flags: raw.flags,
+                labels: raw.labels,
+                statusHeaders: statusHeaders,
+                inline: pgpMIME == nil
+            )
+            prepared.cells.append((.messageOpenPGP, MessageOpenPGP(outcome: .noSecretKey).cell))
+        } else if hasEnclosedEncryptedPart(message) {
+            prepared.cells.append((.messageOpenPGP, MessageOpenPGP(outcome: .nestedNotDecrypted).cell))
+        }
+    }
+
+    /// Decrypts the PGP/MIME messages among `prepared` with the user's secret keys (loaded from the store, used on
+    /// the ``BlockingPool`` and released, their memory zeroed, when this returns). A decrypted message is prepared
+    /// again from its decrypted content under its own headers, with the same content hash (so the same message
+    /// fetched again is a duplicate); one that cannot be decrypted is kept as it came with the reason. Nothing here
+    /// fails an import.
+    func openEncryptedMail(
+        _ prepared: [Result<PreparedMessage, MIMEError>],
+        keys: StoreKeys,
+        now: Int64
+    ) async -> [Result<PreparedMessage, MIMEError>] {
+        let waiting = prepared.indices.filter { index in
+            if case .success(let message) = prepared[index], message.encrypted != nil { return true }
+            return false
+        }
+        guard !waiting.isEmpty else { return prepared }
+        let (secretKeys, userIDs) = await openPGPSecretKeysForReading()
+        let certificates = secretKeys.map(\.publicKey)
+        var result = prepared
+        for index in waiting {
+            guard case .success(let message) = prepared[index], let encrypted = message.encrypted else { continue }
+            let status: MessageOpenPGP
+            var replacement: PreparedMessage?
+            if secretKeys.isEmpty {
+                status = MessageOpenPGP(outcome: .noSecretKey)
+            } else {
+                let ciphertext = encrypted.ciphertext
+                let decrypted = await BlockingPool.run { () -> Result<OpenPGPDecryption, OpenPGPError> in
+                    do throws(OpenPGPError) {
+                        return .success(try OpenPGP.decrypt(ciphertext, with: secretKeys, verifyingWith: certificates))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                switch decrypted {
+                case .success(let decryption):
+                    let signatures = decryption.signatures.map { signature in
+                        MessageOpenPGP.Signature(
+                            status: signature.status.description,
+                            fingerprint: signature.signerFingerprint,
+                            userID: signature.signerFingerprint.flatMap { userIDs[$0] }
+                        )
+                    }
+                    let inner =
+                        encrypted.inline
+                        ? Self.decryptedText(outer: encrypted.outer, plaintext: decryption.plaintext)
+                        : try? Self.decryptedMessage(outer: encrypted.outer, plaintext: decryption.plaintext)
+                    if let inner {
+                        status = MessageOpenPGP(
+                            outcome: .decrypted,
+                            protection: decryption.protection.description,
+                            signatures: signatures
+                        )
+                        replacement = Self.prepare(
+                            inner,
+                            contentHash: message.contentHash,
+                            size: message.size,
+                            flags: encrypted.flags,
+                            labels: encrypted.labels,
+                            keys: keys,
+                            now: now,
+                            statusHeaders: encrypted.statusHeaders
+                        )
+                    } else {
+                        status = MessageOpenPGP(outcome: .malformed)
+                    }
+                case .failure(let error):
+                    switch error {
+                    case .noMatchingSecretKey: status = MessageOpenPGP(outcome: .noSecretKey)
+                    case .integrityFailure: status = MessageOpenPGP(outcome: .integrityFailure)
+                    default: status = MessageOpenPGP(outcome: .malformed)
+                    }
+                }
+            }
+            var stored = replacement ?? message
+            stored.encrypted = nil
+            stored.cells.removeAll { $0.0 == .messageOpenPGP }
+            stored.cells.append((.messageOpenPGP, status.cell))
+            result[index] = .success(stored)
+        }
+        return result
+    }
+
+    /// The user's secret keys, ready for RNP, and the first user id of each key by fingerprint; none when there are
+    /// none or they cannot be read (the messages are then stored as they came).
+    private func openPGPSecretKeysForReading() async -> ([OpenPGPSecretKey], [String: String]) {
+        guard let entries = try? await openPGPKeys(), !entries.isEmpty else { return ([], [:]) }
+        var secretKeys: [OpenPGPSecretKey] = []
+        var userIDs: [String: String] = [:]
+        for entry in entries {
+            if let first = entry.userIDs.first { userIDs[entry.fingerprint] = first }
+            guard let bytes = try? await openPGPSecretKey(fingerprint: entry.fingerprint) else { continue }
+            let key = await BlockingPool.run { () -> OpenPGPSecretKey? in try? OpenPGPSecretKey(bytes: bytes) }
+            if let key { secretKeys.append(key) }
+        }
+        return (secretKeys, userIDs)
+    }
+
+    /// The message whose content is the decrypted MIME entity: the outer message's header fields except its
+    /// `Content-*` fields, then the entity's `Content-*` fields, and the entity's body and parts. Other header fields
+    /// inside the entity are not taken over the outer ones.
+    static func decryptedMessage(outer: MIMEMessage, plaintext: [UInt8]) throws(MIMEError) -> MIMEMessage {
+        let inner = try MIMEParser.parse(plaintext).root
+        func isContent(_ field: HeaderField) -> Bool { field.name.lowercased().hasPrefix("content-") }
+        let root = MIMEPart(
+            headers: outer.headers.filter { !isContent($0) } + inner.headers.filter(isContent),
+            contentType: inner.contentType,
+            disposition: inner.disposition,
+            transferEncoding: inner.transferEncoding,
+            contentID: inner.contentID,
+            body: inner.body,
+            children: inner.children
+        )
+        return MIMEMessage(root: root)
+    }
+
+    /// The message whose text is the decrypted text of an inline PGP message (read as UTF-8: inline PGP names no
+    /// charset), under the outer message's header fields.
+    static func decryptedText(outer: MIMEMessage, plaintext: [UInt8]) -> MIMEMessage {
+        let type = ContentType(type: "text", subtype: "plain", parameters: ["charset": "utf-8"])
+        let root = MIMEPart(
+            headers: outer.headers.filter { !$0.name.lowercased().hasPrefix("content-") } + [
+                HeaderField(
+                    name: "Content-Type",
+                    rawValue: " text/plain; charset=utf-8",
+                    value: "text/plain; charset=utf-8"
+                )
+            ],
+            contentType: type,
+            transferEncoding: "8bit",
+            body: plaintext
+        )
+        return MIMEMessage(root: root)
+    }
+}
