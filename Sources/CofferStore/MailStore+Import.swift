@@ -162,7 +162,7 @@ extension MailStore {
         let message: MIMEMessage
         do { message = try MIMEParser.parse(raw.bytes) } catch { return .failure(error) }
         var prepared = prepare(
-            message,
+            keepingEncryptedParts(message),
             contentHash: Data(keys.lookup.hash(tag: HashTag.content, raw.bytes).prefix(16)),
             size: Int64(raw.bytes.count),
             flags: raw.flags,

@@ -60,6 +60,37 @@ extension MailStore {
         }
     }
 
+    /// `message` with the encrypted data of each `multipart/encrypted` part (its parts after the first) listed as an
+    /// attachment (named `encrypted.asc` when it has no name), so a message stored as it came keeps its ciphertext as
+    /// an opaque attachment, to be saved or decrypted later, instead of losing it as an unnamed part. Other messages
+    /// are returned unchanged.
+    static func keepingEncryptedParts(_ message: MIMEMessage) -> MIMEMessage {
+        func kept(_ part: MIMEPart) -> MIMEPart? {
+            guard part.isMultipart else { return nil }
+            var changed = false
+            var copy = part
+            let encrypted = part.contentType.mimeType == "multipart/encrypted"
+            for index in copy.children.indices {
+                if encrypted, index > 0, !copy.children[index].isMultipart,
+                    copy.children[index].disposition?.isAttachment != true
+                {
+                    let name = copy.children[index].filename ?? "encrypted.asc"
+                    copy.children[index].disposition = ContentDisposition(
+                        type: "attachment",
+                        parameters: ["filename": name]
+                    )
+                    changed = true
+                } else if let child = kept(copy.children[index]) {
+                    copy.children[index] = child
+                    changed = true
+                }
+            }
+            return changed ? copy : nil
+        }
+        guard let root = kept(message.root) else { return message }
+        return MIMEMessage(root: root, defects: message.defects)
+    }
+
     /// Adds what the store found of OpenPGP to a prepared message: an encrypted message is marked for
     /// ``openEncryptedMail(_:keys:now:)`` (and stored as it came, with ``MessageOpenPGP/Outcome/noSecretKey``, if
     /// nothing opens it); one with an enclosed encrypted part is marked as not decrypted.

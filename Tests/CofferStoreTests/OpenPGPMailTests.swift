@@ -36,18 +36,21 @@ struct OpenPGPMailTests {
     }
 
     /// `ciphertext` as the encrypted part of a PGP/MIME message (base64, so binary ciphertext fits too).
-    static func pgpMIME(_ ciphertext: [UInt8], id: String = "enc-1@example.org") -> String {
+    static func pgpMIME(_ ciphertext: [UInt8], id: String = "enc-1@example.org", named: Bool = true) -> String {
         "From: Bob <bob@example.org>\r\nTo: Alice <alice@example.org>\r\nSubject: Sealed note\r\n"
             + "Date: Mon, 1 Jan 2024 10:00:00 +0000\r\nMessage-ID: <\(id)>\r\nMIME-Version: 1.0\r\n"
             + "Content-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=\"enc\"\r\n\r\n"
-            + encryptedParts(ciphertext, boundary: "enc")
+            + encryptedParts(ciphertext, boundary: "enc", named: named)
     }
 
     /// The two parts of RFC 3156, section 4, and the closing delimiter.
-    static func encryptedParts(_ ciphertext: [UInt8], boundary: String) -> String {
+    static func encryptedParts(_ ciphertext: [UInt8], boundary: String, named: Bool = true) -> String {
         "--\(boundary)\r\nContent-Type: application/pgp-encrypted\r\n\r\nVersion: 1\r\n\r\n--\(boundary)\r\n"
-            + "Content-Type: application/octet-stream; name=\"encrypted.asc\"\r\n"
-            + "Content-Disposition: inline; filename=\"encrypted.asc\"\r\nContent-Transfer-Encoding: base64\r\n\r\n"
+            + (named
+                ? "Content-Type: application/octet-stream; name=\"encrypted.asc\"\r\n"
+                    + "Content-Disposition: inline; filename=\"encrypted.asc\"\r\n"
+                : "Content-Type: application/octet-stream\r\n")
+            + "Content-Transfer-Encoding: base64\r\n\r\n"
             + Data(ciphertext).base64EncodedString(options: .lineLength76Characters).replacingOccurrences(
                 of: "\n",
                 with: "\r\n"
@@ -163,6 +166,35 @@ struct OpenPGPMailTests {
             into: empty.store
         )
         #expect(try await empty.store.message(other).openPGP?.outcome == .noSecretKey)
+    }
+
+    @Test("an encrypted part that is not decrypted stays as an opaque attachment, even unnamed, with its ciphertext")
+    func undecryptedCiphertextIsKept() async throws {
+        let world = try await StoreWorld()
+        let carol = try await BlockingPool.run { () throws(OpenPGPError) in
+            try OpenPGP.generateKey(userID: "Carol <carol@example.org>")
+        }
+        let ciphertext = try await Self.encrypt(to: carol.publicKey)
+        let id = try await Self.importOne(Self.pgpMIME(ciphertext, named: false), into: world.store)
+        let detail = try await world.store.message(id)
+        #expect(detail.openPGP?.outcome == .noSecretKey)
+        #expect(detail.attachments.map(\.filename) == ["encrypted.asc"])
+        #expect(detail.summary.flags.contains(.hasAttachments))
+        let attachment = try #require(detail.attachments.first)
+        #expect(try await world.store.attachmentContent(attachment.id).content == ciphertext)
+
+        // Beside cleartext parts (EFAIL's shape), unnamed too.
+        let nested =
+            "From: Eve <eve@example.net>\r\nTo: Alice <alice@example.org>\r\nSubject: Look\r\n"
+            + "Message-ID: <nested-unnamed@example.net>\r\nMIME-Version: 1.0\r\n"
+            + "Content-Type: multipart/mixed; boundary=\"M\"\r\n\r\n--M\r\nContent-Type: text/plain\r\n\r\nhi\r\n"
+            + "--M\r\nContent-Type: multipart/encrypted; protocol=\"application/pgp-encrypted\"; boundary=\"enc\"\r\n\r\n"
+            + Self.encryptedParts(ciphertext, boundary: "enc", named: false) + "--M--\r\n"
+        let second = try await Self.importOne(nested, into: world.store)
+        let kept = try await world.store.message(second)
+        #expect(kept.openPGP?.outcome == .nestedNotDecrypted)
+        #expect(kept.attachments.map(\.filename) == ["encrypted.asc"])
+        #expect(try await world.store.attachmentContent(try #require(kept.attachments.first).id).content == ciphertext)
     }
 
     @Test("a changed byte of the ciphertext fails its integrity check: no plaintext in the store, search or files")
