@@ -139,6 +139,35 @@ import Testing
         #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [cli.home.path]).isEmpty)
     }
 
+    @Test func throughTheAgentNoFileHoldsTheDecryptedTextAfterImportShowAndLock() throws {
+        let cli = CLIRunner(prefix: "coffer-pgp-agent", ownRuntime: true)
+        try #require(try cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try cli.startAgent()
+        defer { CLIRunner.stopAgent(agent) }
+        try #require(try cli.run(["unlock"]).status == 0)
+        let generated = try cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let alice = String(try #require(generated.stdout.split(separator: "\t").first))
+        let gpg = try KeyCLITests.GnuPG()
+        try gpg.gpg(["--import"], input: Array(try cli.run(["key", "export", "--public"]).stdout.utf8))
+        let ciphertext = try gpg.gpg(
+            ["--trust-model", "always", "--armor", "--encrypt", "--recipient", alice],
+            input: Array(Self.entity.utf8)
+        ).stdout
+        let id = try Self.importAndFind(
+            cli,
+            try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Agentnote", folder: gpg.folder.path),
+            subject: "Agentnote"
+        )
+        let shown = try cli.run(["show", id]).stdout
+        #expect(shown.contains(Self.canary) && shown.contains("OpenPGP: encrypted, not signed"), "\(shown)")
+        #expect(try cli.run(["lock"]).status == 0)
+        let locked = try cli.run(["show", id])
+        #expect(locked.status != 0 && !locked.stdout.contains(Self.canary))
+        let roots = [cli.home.path] + (cli.runtime.map { [$0.path] } ?? [])
+        #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: roots).isEmpty)
+    }
+
     @Test func sequoiaMailSignedByAKeyImportedIntoCofferIsVerified() throws {
         let sq = try Self.tool("sq")
         let cli = try KeyCLITests.home()
