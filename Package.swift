@@ -259,7 +259,7 @@ let package = Package(
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferTesting",
                 "CofferAgentProtocol",
                 "CofferApp", "CofferAgent", "CofferContent", "CofferHTML", "CofferMIME", "CofferSampleMail",
-                "CofferNotify", "CofferPush",
+                "CofferNotify", "CofferPush", "CofferOpenPGP",
                 "CofferKeymakerTPM", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

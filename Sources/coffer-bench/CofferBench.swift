@@ -8,13 +8,14 @@ import Glibc
 ///
 /// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
 /// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync`,
-/// `push`, `notify`, `send` (not in the default set either; default: all the others; `import-rss` writes a 1 GiB
+/// `push`, `notify`, `openpgp`, `send` (not in the default set either; default: all the others; `import-rss` writes a 1 GiB
 /// mbox, `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
 /// changes that, and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
 /// too; `push` times 200 deliveries unlocked and 200 locked, `--deliveries N` changes that; `notify` is
 /// coffer-notify's pushes per second beside `openssl speed ecdhp256`, then `wrk` on its event endpoint with SQLite and
 /// PostgreSQL, ``NotifyBench``; `send` is a 25 MB message and 100 small ones through a loopback Dovecot submission
-/// service beside Python's smtplib, several minutes, ``SendBench``). `--check [--baselines FILE]` is the CI
+/// service beside Python's smtplib, several minutes, ``SendBench``; `openpgp` reads 1,000 PGP/MIME messages beside
+/// `gpg`, ``OpenPGPBench``). `--check [--baselines FILE]` is the CI
 /// regression guard (``CheckBench``; `send` is not in it: it needs root for Postfix and takes minutes). Every figure
 /// is a median of several runs on this machine at this moment; machines are noisy, which is why no test asserts a
 /// timing.
@@ -44,7 +45,10 @@ struct CofferBench {
         }
         let sections =
             arguments.isEmpty
-            ? ["crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync", "push", "notify"]
+            ? [
+                "crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync", "push", "notify",
+                "openpgp",
+            ]
             : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
@@ -86,10 +90,11 @@ struct CofferBench {
         case "push": try await PushBench.run(deliveries: deliveries)
         case "notify": try await NotifyBench.run()
         case "send": try SendBench.run()
+        case "openpgp": try OpenPGPBench.run()
         default:
             print(
                 "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, "
-                    + "sync, push, notify, send"
+                    + "sync, push, notify, send, openpgp"
             )
             exit(2)
         }
