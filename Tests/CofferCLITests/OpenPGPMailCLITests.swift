@@ -168,6 +168,35 @@ import Testing
         #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: roots).isEmpty)
     }
 
+    @Test func decryptedHTMLGoesThroughTheSanitizerWithRemoteContentBlocked() throws {
+        let cli = try KeyCLITests.home()
+        let generated = try cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let alice = String(try #require(generated.stdout.split(separator: "\t").first))
+        let gpg = try KeyCLITests.GnuPG()
+        try gpg.gpg(["--import"], input: Array(try cli.run(["key", "export", "--public"]).stdout.utf8))
+        let html =
+            "Content-Type: text/html; charset=utf-8\r\n\r\n<p>Hello \(Self.canary)</p>"
+            + "<img src=\"http://efail.de/leak\"><script>alert(1)</script>\r\n"
+        let ciphertext = try gpg.gpg(
+            ["--trust-model", "always", "--armor", "--encrypt", "--recipient", alice],
+            input: Array(html.utf8)
+        ).stdout
+        let id = try Self.importAndFind(
+            cli,
+            try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Htmlnote", folder: gpg.folder.path),
+            subject: "Htmlnote"
+        )
+        let page = gpg.folder.path + "/page.html"
+        let shown = try cli.run(["show", id, "--html", "--viewer", "cp \"$1\" \(page); true"])
+        #expect(shown.status == 0, "\(shown.stderr)")
+        #expect(shown.stderr.contains("remote resource"), "\(shown.stderr)")
+        let text = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(text.contains("Hello \(Self.canary)"))
+        #expect(!text.contains("efail.de") && !text.contains("<script"), "\(text)")
+        try FileManager.default.removeItem(atPath: page)
+    }
+
     @Test func sequoiaMailSignedByAKeyImportedIntoCofferIsVerified() throws {
         let sq = try Self.tool("sq")
         let cli = try KeyCLITests.home()
