@@ -193,7 +193,7 @@ let package = Package(
         .systemLibrary(name: "CRNP", pkgConfig: "librnp", providers: [.apt(["librnp-dev"])]),
         // OpenPGP through RNP: keys generated and imported in memory only, encryption, decryption with verification,
         // detached signatures. No RNP keyring file is ever read or written.
-        .target(name: "CofferOpenPGP", dependencies: ["CRNP", "CofferCrypto"]),
+        .target(name: "CofferOpenPGP", dependencies: [locks, "CRNP", "CofferCrypto"]),
         // The Keymaker's TPM: TPMPINBinder and TPMKeySealer, injected by the composition root (CofferApp, the CLI),
         // so that the Keymaker and everything above it but the app build without libtss2.
         .target(name: "CofferKeymakerTPM", dependencies: ["CofferCrypto", "CofferKeymaker", "CofferTPM"]),

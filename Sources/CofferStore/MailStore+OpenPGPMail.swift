@@ -117,7 +117,7 @@ extension MailStore {
     }
 
     /// Decrypts the PGP/MIME messages among `prepared` with the user's secret keys (loaded from the store, used on
-    /// the ``BlockingPool`` and released, their memory zeroed, when this returns). A decrypted message is prepared
+    /// the ``BlockingPool`` (standard error silenced, ``RNPDiagnostics``) and released, their memory zeroed, when this returns). A decrypted message is prepared
     /// again from its decrypted content under its own headers, with the same content hash (so the same message
     /// fetched again is a duplicate); one that cannot be decrypted is kept as it came with the reason. Nothing here
     /// fails an import.
@@ -142,7 +142,7 @@ extension MailStore {
                 status = MessageOpenPGP(outcome: .noSecretKey)
             } else {
                 let ciphertext = encrypted.ciphertext
-                let decrypted = await BlockingPool.run { () -> Result<OpenPGPDecryption, OpenPGPError> in
+                let decrypted = await RNPDiagnostics.run { () -> Result<OpenPGPDecryption, OpenPGPError> in
                     do throws(OpenPGPError) {
                         return .success(try OpenPGP.decrypt(ciphertext, with: secretKeys, verifyingWith: certificates))
                     } catch {
@@ -207,7 +207,7 @@ extension MailStore {
         for entry in entries {
             if let first = entry.userIDs.first { userIDs[entry.fingerprint] = first }
             guard let bytes = try? await openPGPSecretKey(fingerprint: entry.fingerprint) else { continue }
-            let key = await BlockingPool.run { () -> OpenPGPSecretKey? in try? OpenPGPSecretKey(bytes: bytes) }
+            let key = await RNPDiagnostics.run { () -> OpenPGPSecretKey? in try? OpenPGPSecretKey(bytes: bytes) }
             if let key { secretKeys.append(key) }
         }
         return (secretKeys, userIDs)

@@ -31,6 +31,8 @@ import Testing
     static func importAndFind(_ cli: CLIRunner, _ path: String, subject: String) throws -> String {
         let imported = try cli.run(["import", path])
         try #require(imported.status == 0, "\(imported.stderr)")
+        // RNP's own diagnostics (such as "mdc hash check failed") are kept from standard error.
+        #expect(!imported.stderr.contains("[") && !imported.stderr.contains("stream-parse"), "\(imported.stderr)")
         let found = try cli.run(["search", subject])
         let line = try #require(found.stdout.split(separator: "\n").first { $0.contains(subject) }, "\(found.stdout)")
         return String(try #require(line.split(separator: "\t").first))
