@@ -128,6 +128,35 @@ struct OpenPGPMailTests {
         #expect(try await world.store.message(plain).openPGP == nil)
     }
 
+    @Test("a PGP/MIME message fetched by sync is stored decrypted too, and fetched again is only located")
+    func syncedMessageIsDecrypted() async throws {
+        let (world, alice) = try await Self.aliceStore()
+        let account = try await world.store.addServerAccount(
+            ServerAccount(host: "h.test", port: 993, username: "u", password: "p")
+        )
+        let inbox = try await world.store.addSyncFolder(accountID: account, name: "INBOX", uidValidity: 1)
+        let bytes = Array(Self.pgpMIME(try await Self.encrypt(to: alice.publicKey, signedBy: alice)).utf8)
+        let outcomes = try await world.store.storeFetchedMail(
+            [FetchedMail(uid: 7, bytes: bytes, flags: [], label: "INBOX")],
+            folderID: inbox.id
+        )
+        guard case .stored(let id) = try #require(outcomes.first) else {
+            Issue.record("not stored: \(outcomes)")
+            return
+        }
+        let detail = try await world.store.message(id)
+        #expect(detail.openPGP?.outcome == .decrypted && detail.openPGP?.signatures.first?.isValid == true)
+        #expect(detail.textBody?.contains(Self.canary) == true)
+        #expect(try await world.store.search(Self.canary).map(\.id) == [id])
+        let archive = try await world.store.addSyncFolder(accountID: account, name: "Archive", uidValidity: 1)
+        let again = try await world.store.storeFetchedMail(
+            [FetchedMail(uid: 9, bytes: bytes, flags: [], label: "Archive")],
+            folderID: archive.id
+        )
+        #expect(again == [.located(id)])
+        #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [world.root.path]).isEmpty)
+    }
+
     @Test("a signature by a key the store does not know is reported as such, the message still decrypted")
     func unknownSigner() async throws {
         let (world, alice) = try await Self.aliceStore()
