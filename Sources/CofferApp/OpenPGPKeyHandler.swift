@@ -55,7 +55,8 @@ public struct OpenPGPKeyHandler: Sendable {
     }
 
     /// Imports the secret keys of the file at `path` (armored or binary) and stores each sealed, without its
-    /// passphrase. The passphrase is wiped when the import ends.
+    /// passphrase, then decrypts the messages stored encrypted that the new keys open
+    /// (`MailStore.openStoredEncryptedMail()`). The passphrase is wiped when the import ends.
     ///
     /// - Parameters:
     ///   - path: An absolute path.
@@ -99,6 +100,9 @@ public struct OpenPGPKeyHandler: Sendable {
             )
             added.append(Self.info(entry))
         }
+        // Mail that came before the key, stored encrypted, is decrypted now (docs/STORE.md, v8-openpgp-mail); the
+        // import has succeeded whatever this finds.
+        _ = try? await store.openStoredEncryptedMail()
         return added
     }
 

@@ -1,6 +1,13 @@
 import CofferCrypto
 import CofferMIME
 import CofferOpenPGP
+import GRDB
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// A PGP/MIME message (RFC 3156) met while preparing an import, to be decrypted before it is written.
 struct EncryptedMail: Sendable {
@@ -196,6 +203,124 @@ extension MailStore {
             result[index] = .success(stored)
         }
         return result
+    }
+
+    /// Decrypts the messages stored encrypted because no key of the user's could open them (``MessageOpenPGP/Outcome/noSecretKey``)
+    /// with the keys the store holds now (call it after a key is added). Each one decrypted is rewritten in place,
+    /// in one transaction per message: same id, labels, conversation and flags the user set; its cells, search
+    /// tokens and attachments those of the decrypted content, its status `decrypted`. Messages still no key opens
+    /// are left as they are.
+    ///
+    /// - Returns: How many messages were decrypted.
+    /// - Throws: ``StoreError/locked``; a store error while rewriting.
+    public func openStoredEncryptedMail() async throws(StoreError) -> Int {
+        let keys = try await keys()
+        let candidates = try await read { db in
+            try Row.fetchAll(db, sql: "SELECT id, openPGP FROM messages WHERE openPGP IS NOT NULL").compactMap {
+                row -> Int64? in
+                let strict = try StrictRow(row, table: "messages")
+                let id = strict.id
+                let status = keys.decode(try strict.blob("openPGP"), .messageOpenPGP, row: id, MessageOpenPGP.read)
+                return status?.outcome == .noSecretKey ? id : nil
+            }
+        }
+        guard !candidates.isEmpty else { return 0 }
+        var opened = 0
+        for id in candidates {
+            let detail = try await message(id)
+            let contentType = ContentType.parse(
+                detail.headers.last { $0.name.lowercased() == "content-type" }?.unfoldedValue ?? "text/plain"
+            )
+            let outer = MIMEMessage(root: MIMEPart(headers: detail.headers, contentType: contentType))
+            let ciphertext: [UInt8]
+            let inline = contentType.mimeType == "text/plain"
+            if inline {
+                guard let text = detail.textBody else { continue }
+                ciphertext = Array(text.utf8)
+            } else {
+                guard let last = detail.attachments.last else { continue }
+                ciphertext = try await attachmentContent(last.id).content
+            }
+            let raw = RawMessage(bytes: [], flags: detail.summary.flags.subtracting(.hasAttachments), labels: [])
+            var pending = PreparedMessage(
+                time: Schema.seconds(detail.summary.date),
+                flags: 0,
+                size: Int64(detail.summary.size),
+                messageIDHash: nil,
+                contentHash: Data(),
+                parentHashes: [],
+                cells: [],
+                tokens: [],
+                attachments: [],
+                labels: []
+            )
+            pending.encrypted = EncryptedMail(
+                outer: outer,
+                ciphertext: ciphertext,
+                flags: raw.flags,
+                labels: [],
+                statusHeaders: false,
+                inline: inline
+            )
+            let result = await openEncryptedMail([.success(pending)], keys: keys, now: pending.time)
+            guard case .success(let prepared) = result[0], decryptedStatus(prepared) else { continue }
+            try await rewrite(id, with: prepared, keys: keys)
+            opened += 1
+        }
+        return opened
+    }
+
+    /// Whether `prepared` carries the status `decrypted`.
+    private func decryptedStatus(_ prepared: PreparedMessage) -> Bool {
+        guard let cell = prepared.cells.first(where: { $0.0 == .messageOpenPGP })?.1 else { return false }
+        return (try? MessageOpenPGP.read(cell))?.outcome == .decrypted
+    }
+
+    /// Replaces message `id`'s cells, flags, search tokens and attachments with `prepared`'s, keeping its id,
+    /// conversation, Message-ID and content hashes, and labels.
+    private func rewrite(_ id: Int64, with prepared: PreparedMessage, keys: StoreKeys) async throws(StoreError) {
+        let removed = try await write { db -> [String] in
+            guard let old = try MessageRecord.fetchOne(db, key: id) else { return [] }
+            var cells: [SealedColumn: Data] = [:]
+            for (column, plaintext) in prepared.cells { cells[column] = try keys.seal(plaintext, column, row: id) }
+            try MessageRecord(
+                id: id,
+                conversationID: old.conversationID,
+                time: old.time,
+                flags: prepared.flags,
+                size: old.size,
+                messageIDHash: old.messageIDHash,
+                contentHash: old.contentHash,
+                cells: cells
+            ).update(db)
+            let files = try String.fetchAll(
+                db,
+                sql: "SELECT file FROM attachments WHERE messageID = ? AND file IS NOT NULL",
+                arguments: [id]
+            )
+            try db.execute(sql: "DELETE FROM attachments WHERE messageID = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM searchTokens WHERE messageID = ?", arguments: [id])
+            for token in prepared.tokens {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO searchTokens (token, messageID) VALUES (?, ?)",
+                    arguments: [token, id]
+                )
+            }
+            var nextAttachmentID = try Schema.nextID(db, table: "attachments")
+            for (position, attachment) in prepared.attachments.enumerated() {
+                let attachmentID = nextAttachmentID
+                nextAttachmentID += 1
+                try AttachmentRecord(
+                    id: attachmentID,
+                    messageID: id,
+                    position: Int64(position),
+                    info: try keys.seal(attachment.info, .attachmentInfo, row: attachmentID, extra: String(id)),
+                    body: try keys.seal(attachment.body, .attachmentBody, row: attachmentID, extra: String(id))
+                ).insert(db)
+            }
+            return files
+        }
+        await removeSealedFiles(removed)
     }
 
     /// The user's secret keys, ready for RNP, and the first user id of each key by fingerprint; none when there are

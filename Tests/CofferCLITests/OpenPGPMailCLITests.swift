@@ -199,6 +199,35 @@ import Testing
         try FileManager.default.removeItem(atPath: page)
     }
 
+    @Test func mailThatCameBeforeItsKeyIsDecryptedWhenTheKeyIsImported() throws {
+        let cli = try KeyCLITests.home()
+        let gpg = try KeyCLITests.GnuPG()
+        let alice = try gpg.generateKey(userID: "Alice <alice@example.org>", passphrase: "")
+        let ciphertext = try gpg.gpg(
+            ["--trust-model", "always", "--armor", "--encrypt", "--sign", "--local-user", alice, "--recipient", alice],
+            input: Array(Self.entity.utf8)
+        ).stdout
+        let id = try Self.importAndFind(
+            cli,
+            try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Earlynote", folder: gpg.folder.path),
+            subject: "Earlynote"
+        )
+        let before = try cli.run(["show", id]).stdout
+        #expect(before.contains("OpenPGP: could not be decrypted (no secret key for it)"), "\(before)")
+        #expect(before.contains("encrypted.asc") && !before.contains(Self.canary), "\(before)")
+        let secret = try gpg.gpg(["--armor", "--export-secret-keys", alice]).stdout
+        let imported = try cli.run(["key", "import", try gpg.file(secret, name: "alice.asc")])
+        try #require(imported.status == 0, "\(imported.stderr)")
+        let after = try cli.run(["show", id]).stdout
+        #expect(
+            after.contains("OpenPGP: encrypted, signed by Alice <alice@example.org> (\(alice)), verified"),
+            "\(after)"
+        )
+        #expect(after.contains("The meeting word is \(Self.canary), keep it.") && !after.contains("encrypted.asc"))
+        #expect(try cli.run(["search", Self.canary]).stdout.contains("Earlynote"))
+        #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [cli.home.path]).isEmpty)
+    }
+
     @Test func sequoiaMailSignedByAKeyImportedIntoCofferIsVerified() throws {
         let sq = try Self.tool("sq")
         let cli = try KeyCLITests.home()

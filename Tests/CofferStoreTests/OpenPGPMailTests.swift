@@ -226,6 +226,47 @@ struct OpenPGPMailTests {
         #expect(try await world.store.attachmentContent(try #require(kept.attachments.first).id).content == ciphertext)
     }
 
+    @Test("a message stored encrypted before its key was added is decrypted in place once the key is there")
+    func storedEncryptedMailIsOpenedLater() async throws {
+        let world = try await StoreWorld()
+        let carol = try await BlockingPool.run { () throws(OpenPGPError) in
+            try OpenPGP.generateKey(userID: "Carol <carol@example.org>")
+        }
+        let id = try await Self.importOne(
+            Self.pgpMIME(try await Self.encrypt(to: carol.publicKey, signedBy: carol), named: false),
+            into: world.store
+        )
+        try await world.store.setFlags(id, adding: .flagged)
+        let inlineArmored = try await BlockingPool.run { () throws(OpenPGPError) in
+            try OpenPGP.encrypt(Array("Inline later \(Self.canary)".utf8), to: [carol.publicKey], armored: true)
+        }
+        let inline = try await Self.importOne(
+            "From: Bob <bob@example.org>\r\nSubject: Later\r\nMessage-ID: <later@example.org>\r\n"
+                + "Content-Type: text/plain\r\n\r\n" + String(decoding: inlineArmored, as: UTF8.self),
+            into: world.store
+        )
+        #expect(try await world.store.openStoredEncryptedMail() == 0)
+        #expect(try await world.store.search(Self.canary).isEmpty)
+
+        _ = try await world.store.addOpenPGPKey(
+            fingerprint: carol.fingerprint,
+            userIDs: carol.publicKey.userIDs,
+            certificate: carol.publicKey.bytes,
+            secretKey: carol.bytes
+        )
+        #expect(try await world.store.openStoredEncryptedMail() == 2)
+        let detail = try await world.store.message(id)
+        #expect(detail.openPGP?.outcome == .decrypted && detail.openPGP?.signatures.first?.isValid == true)
+        #expect(detail.textBody?.contains("The secret word is \(Self.canary).") == true)
+        #expect(detail.attachments.map(\.filename) == ["plan.pdf"])
+        #expect(detail.summary.flags.contains(.flagged) && detail.summary.flags.contains(.hasAttachments))
+        #expect(detail.summary.subject == "Sealed note")
+        #expect(try await world.store.message(inline).textBody == "Inline later \(Self.canary)")
+        #expect(Set(try await world.store.search(Self.canary).map(\.id)) == [id, inline])
+        #expect(try await world.store.openStoredEncryptedMail() == 0)
+        #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [world.root.path]).isEmpty)
+    }
+
     @Test("a changed byte of the ciphertext fails its integrity check: no plaintext in the store, search or files")
     func tamperedCiphertext() async throws {
         let (world, alice) = try await Self.aliceStore()
