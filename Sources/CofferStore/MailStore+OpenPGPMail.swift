@@ -226,48 +226,70 @@ extension MailStore {
         }
         guard !candidates.isEmpty else { return 0 }
         var opened = 0
-        for id in candidates {
-            let detail = try await message(id)
-            let contentType = ContentType.parse(
-                detail.headers.last { $0.name.lowercased() == "content-type" }?.unfoldedValue ?? "text/plain"
-            )
-            let outer = MIMEMessage(root: MIMEPart(headers: detail.headers, contentType: contentType))
-            let ciphertext: [UInt8]
-            let inline = contentType.mimeType == "text/plain"
-            if inline {
-                guard let text = detail.textBody else { continue }
-                ciphertext = Array(text.utf8)
-            } else {
-                guard let last = detail.attachments.last else { continue }
-                ciphertext = try await attachmentContent(last.id).content
+        // In batches, so the keys are loaded once per batch and a backlog's ciphertexts are not all in memory.
+        var start = candidates.startIndex
+        while start < candidates.endIndex {
+            let batch = candidates[start..<min(start + 32, candidates.endIndex)]
+            start = batch.endIndex
+            var waiting: [(id: Int64, message: Result<PreparedMessage, MIMEError>)] = []
+            for id in batch {
+                // A message that cannot be read (damaged) is left for the others' sake; a lock ends the run.
+                do {
+                    if let pending = try await pendingDecryption(id) { waiting.append((id, .success(pending))) }
+                } catch .locked {
+                    throw .locked
+                } catch {
+                    continue
+                }
             }
-            let raw = RawMessage(bytes: [], flags: detail.summary.flags.subtracting(.hasAttachments), labels: [])
-            var pending = PreparedMessage(
-                time: Schema.seconds(detail.summary.date),
-                flags: 0,
-                size: Int64(detail.summary.size),
-                messageIDHash: nil,
-                contentHash: Data(),
-                parentHashes: [],
-                cells: [],
-                tokens: [],
-                attachments: [],
-                labels: []
-            )
-            pending.encrypted = EncryptedMail(
-                outer: outer,
-                ciphertext: ciphertext,
-                flags: raw.flags,
-                labels: [],
-                statusHeaders: false,
-                inline: inline
-            )
-            let result = await openEncryptedMail([.success(pending)], keys: keys, now: pending.time)
-            guard case .success(let prepared) = result[0], decryptedStatus(prepared) else { continue }
-            try await rewrite(id, with: prepared, keys: keys)
-            opened += 1
+            let results = await openEncryptedMail(waiting.map(\.message), keys: keys, now: Schema.seconds(Date()))
+            for (index, result) in results.enumerated() {
+                guard case .success(let prepared) = result, decryptedStatus(prepared) else { continue }
+                try await rewrite(waiting[index].id, with: prepared, keys: keys)
+                opened += 1
+            }
         }
         return opened
+    }
+
+    /// Message `id` as it was stored, ready for ``openEncryptedMail(_:keys:now:)``: its header fields over its
+    /// ciphertext (its last attachment, or its text for inline PGP); `nil` when it has none.
+    private func pendingDecryption(_ id: Int64) async throws(StoreError) -> PreparedMessage? {
+        let detail = try await message(id)
+        let contentType = ContentType.parse(
+            detail.headers.last { $0.name.lowercased() == "content-type" }?.unfoldedValue ?? "text/plain"
+        )
+        let ciphertext: [UInt8]
+        let inline = contentType.mimeType == "text/plain"
+        if inline {
+            guard let text = detail.textBody else { return nil }
+            ciphertext = Array(text.utf8)
+        } else {
+            guard let last = detail.attachments.last else { return nil }
+            ciphertext = try await attachmentContent(last.id).content
+        }
+        let time = Schema.seconds(detail.summary.date)
+        var pending = PreparedMessage(
+            time: time,
+            flags: 0,
+            size: Int64(detail.summary.size),
+            messageIDHash: nil,
+            contentHash: Data(),
+            parentHashes: [],
+            cells: [],
+            tokens: [],
+            attachments: [],
+            labels: []
+        )
+        pending.encrypted = EncryptedMail(
+            outer: MIMEMessage(root: MIMEPart(headers: detail.headers, contentType: contentType)),
+            ciphertext: ciphertext,
+            flags: detail.summary.flags.subtracting(.hasAttachments),
+            labels: [],
+            statusHeaders: false,
+            inline: inline
+        )
+        return pending
     }
 
     /// Whether `prepared` carries the status `decrypted`.

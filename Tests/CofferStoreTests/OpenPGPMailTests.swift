@@ -247,6 +247,17 @@ struct OpenPGPMailTests {
         )
         #expect(try await world.store.openStoredEncryptedMail() == 0)
         #expect(try await world.store.search(Self.canary).isEmpty)
+        // A third one is damaged (its headers cell moved from another row): it is skipped, the others are opened.
+        let damaged = try await Self.importOne(
+            Self.pgpMIME(try await Self.encrypt(to: carol.publicKey), id: "damaged@example.org"),
+            into: world.store
+        )
+        try await world.rawQueue().write { db in
+            try db.execute(
+                sql: "UPDATE messages SET headers = (SELECT headers FROM messages WHERE id = ?) WHERE id = ?",
+                arguments: [id, damaged]
+            )
+        }
 
         _ = try await world.store.addOpenPGPKey(
             fingerprint: carol.fingerprint,
