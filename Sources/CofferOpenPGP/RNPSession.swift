@@ -89,7 +89,14 @@ struct RNPSession: ~Copyable {
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         if null >= 0, rnp_ffi_set_log_fd(ffi, null) != RNPCode.success { close(null) }
         let session = RNPSession(ffi: ffi)
-        defer { rnp_ffi_destroy(ffi) }
+        defer {
+            rnp_ffi_destroy(ffi)
+            // RNP and Botan read and decrypt through buffers on the stack (32 KiB input caches, cipher blocks): the
+            // plaintext of a decrypted message and key material would stay there, below this frame, until the
+            // thread happens to reuse that depth. They are zeroed now (OpenPGPMailCLITests found a decrypted
+            // message's text left on a BlockingPool thread's stack after lock without this).
+            ThreadStack.zeroUnused(bytes: 512 << 10)
+        }
         return try body(session)
     }
 

@@ -228,6 +228,43 @@ import Testing
         #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [cli.home.path]).isEmpty)
     }
 
+    @Test func noDecryptedTextStaysInTheAgentAfterLock() throws {
+        var (cli, runtime) = AgentProcess.runner()
+        let control = "CtrlPgp\(UInt32.random(in: 100_000...999_999))Kw"
+        cli.extraEnvironment["COFFER_TEST_MEMORY_CONTROL"] = control
+        try #require(try cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime)
+        let pid = agent.process.processIdentifier
+        try #require(ProcessMemory.readable(pid: pid), "this run cannot read the agent's memory (needs CAP_SYS_PTRACE)")
+        try #require(try cli.run(["unlock"]).status == 0)
+        let generated = try cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let alice = String(try #require(generated.stdout.split(separator: "\t").first))
+        let gpg = try KeyCLITests.GnuPG()
+        try gpg.gpg(["--import"], input: Array(try cli.run(["key", "export", "--public"]).stdout.utf8))
+        // Unique per run, so nothing else in the agent's memory can hold it.
+        let secret = "PgpMem\(UInt32.random(in: 100_000...999_999))Vx"
+        let ciphertext = try gpg.gpg(
+            ["--trust-model", "always", "--armor", "--encrypt", "--recipient", alice],
+            input: Array("Content-Type: text/plain; charset=utf-8\r\n\r\nRead this: \(secret) only.\r\n".utf8)
+        ).stdout
+        let path = try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Memorynote", folder: gpg.folder.path)
+        let id = try Self.importAndFind(cli, path, subject: "Memorynote")
+        for _ in 0..<3 { #expect(try cli.run(["show", id]).stdout.contains(secret)) }
+        let needles = [Array(secret.utf8)]
+        let unlocked = ProcessMemory.count(pid: pid, needles: needles)
+        #expect(ProcessMemory.count(pid: pid, needles: [Array(control.utf8)]) != [0], "the scan cannot see the agent")
+        #expect(try cli.run(["lock"]).status == 0)
+        var locked = ProcessMemory.count(pid: pid, needles: needles)
+        _ = eventually(seconds: 5) {
+            locked = ProcessMemory.count(pid: pid, needles: needles)
+            return locked == [0]
+        }
+        print("agent memory, decrypted canary: unlocked \(unlocked), after lock \(locked)")
+        #expect(locked == [0], "copies of the decrypted text after lock: \(locked)")
+        agent.stop()
+    }
+
     @Test func sequoiaMailSignedByAKeyImportedIntoCofferIsVerified() throws {
         let sq = try Self.tool("sq")
         let cli = try KeyCLITests.home()
