@@ -265,6 +265,33 @@ import Testing
         agent.stop()
     }
 
+    @Test func aSignerUserIDWithTerminalEscapesIsShownCleaned() throws {
+        let cli = try KeyCLITests.home()
+        let gpg = try KeyCLITests.GnuPG()
+        let hostile = "Mallory \u{1b}]0;owned\u{07}\u{1b}[2J <mallory@example.org>"
+        let mallory = try gpg.generateKey(userID: hostile, passphrase: "")
+        let secret = try gpg.gpg(["--armor", "--export-secret-keys", mallory]).stdout
+        try #require(try cli.run(["key", "import", try gpg.file(secret, name: "mallory.asc")]).status == 0)
+        let ciphertext = try gpg.gpg(
+            [
+                "--trust-model", "always", "--armor", "--encrypt", "--sign", "--local-user", mallory, "--recipient",
+                mallory,
+            ],
+            input: Array(Self.entity.utf8)
+        ).stdout
+        let id = try Self.importAndFind(
+            cli,
+            try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Escapenote", folder: gpg.folder.path),
+            subject: "Escapenote"
+        )
+        let shown = try cli.run(["show", id]).stdout
+        #expect(
+            shown.contains("OpenPGP: encrypted, signed by Mallory ]0;owned[2J <mallory@example.org> (\(mallory))"),
+            "\(shown)"
+        )
+        #expect(!shown.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
+    }
+
     @Test func sequoiaMailSignedByAKeyImportedIntoCofferIsVerified() throws {
         let sq = try Self.tool("sq")
         let cli = try KeyCLITests.home()
