@@ -49,22 +49,27 @@ extension MailStore {
         let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
         guard let first = body.firstIndex(where: { !isSpace($0) }), let last = body.lastIndex(where: { !isSpace($0) })
         else { return nil }
-        let block = Array(body[first...last])
-        let begin = Array("-----BEGIN PGP MESSAGE-----".utf8)
-        let end = Array("-----END PGP MESSAGE-----".utf8)
-        guard block.starts(with: begin), block.count > begin.count + end.count, Array(block.suffix(end.count)) == end
+        let block = body[first...last]
+        let begin = "-----BEGIN PGP MESSAGE-----".utf8
+        let end = "-----END PGP MESSAGE-----".utf8
+        // Checked on the slice, so a plain text body is not copied.
+        guard block.count > begin.count + end.count, block.starts(with: begin),
+            block.suffix(end.count).elementsEqual(end)
         else { return nil }
-        return block
+        return Array(block)
     }
 
     /// Whether the message holds an OpenPGP encrypted part anywhere but as the whole message: such a part stays
     /// opaque (EFAIL).
     static func hasEnclosedEncryptedPart(_ message: MIMEMessage) -> Bool {
-        if message.root.contentType.mimeType == "multipart/encrypted" { return true }
-        return message.root.allParts.dropFirst().contains { part in
+        func encrypted(_ part: MIMEPart) -> Bool {
             let type = part.contentType.mimeType
             return type == "multipart/encrypted" || type == "application/pgp-encrypted"
         }
+        func containsEncrypted(_ part: MIMEPart) -> Bool {
+            part.children.contains { encrypted($0) || containsEncrypted($0) }
+        }
+        return message.root.contentType.mimeType == "multipart/encrypted" || containsEncrypted(message.root)
     }
 
     /// `message` with the encrypted data of each `multipart/encrypted` part (its parts after the first) listed as an
