@@ -226,9 +226,12 @@ public struct OutboxSender: Sendable {
             return .success(false)
         }
         let (verdicts, verdict) = AsyncStream.makeStream(of: Bool.self)
-        async let appended = Self.append(item, to: sentFolder, from: store, keep: verdicts)
+        let refused = NIOLockedValueBox(false)
+        async let appended = Self.append(item, to: sentFolder, from: store, keep: verdicts, unless: refused)
         async let prepared = try? store.prepareOutboxImport(item.id, flags: [.seen], labels: [sentFolder.name])
         let accepted = await transmit()
+        // A refused message's copy stops going up at once (the APPEND is then withdrawn mid-literal).
+        if accepted != nil { refused.withLockedValue { $0 = true } }
         var unmarked: StoreError?
         if accepted == nil {
             do { try await store.markSent(item.id) } catch { unmarked = error }
@@ -259,12 +262,15 @@ public struct OutboxSender: Sendable {
     }
 
     /// The Sent copy's `APPEND` of outbox item `item` to `folder`, streamed from its sealed file and held after its
-    /// literal until `keep` gives a verdict. Whether the server now has the copy.
+    /// literal until `keep` gives a verdict; once `refused` is set, the next chunk is not read and the `APPEND` is
+    /// withdrawn there (its connection closed mid-literal, so the server stores nothing). Whether the server now has
+    /// the copy.
     private static func append(
         _ item: OutboxItem,
         to folder: OutboxConnections.SentFolder,
         from store: MailStore,
-        keep verdicts: AsyncStream<Bool>
+        keep verdicts: AsyncStream<Bool>,
+        unless refused: NIOLockedValueBox<Bool>
     ) async -> Bool {
         do {
             let chunks = SealedChunks(try await store.openOutboxMessage(item.id))
@@ -276,7 +282,10 @@ public struct OutboxSender: Sendable {
                     var verdict = verdicts.makeAsyncIterator()
                     return await verdict.next() ?? false
                 },
-                nextChunk: { try await chunks.next() }
+                nextChunk: {
+                    if refused.withLockedValue({ $0 }) { throw CancellationError() }
+                    return try await chunks.next()
+                }
             )
             return true
         } catch {

@@ -62,10 +62,14 @@ import Testing
         }
 
         /// Queues a message from alice to bob; returns the item and the exact bytes queued.
-        func enqueue(subject: String, attachment: [UInt8]? = nil) async throws -> (OutboxItem, [UInt8]) {
+        func enqueue(
+            subject: String,
+            attachment: [UInt8]? = nil,
+            to recipient: String = Server.recipient.address
+        ) async throws -> (OutboxItem, [UInt8]) {
             let message = OutgoingMessage(
                 from: MailAddress(name: "Alice", address: Server.sender.address),
-                to: [MailAddress(name: "Bob", address: Server.recipient.address)],
+                to: [MailAddress(name: "Bob", address: recipient)],
                 subject: subject,
                 text: "Hello Bob,\n.\n.a line that starts with a dot\nAlice\n",
                 attachments: attachment.map { [OutgoingAttachment(filename: "data.bin", bytes: $0)] } ?? []
@@ -195,6 +199,44 @@ import Testing
         #expect(synced.folders == 1)
         #expect(try await world.store.count() == 2)
         #expect(Set(try await world.store.list(label: "Sent").map(\.id)) == Set(local.map(\.id)))
+    }
+
+    @Test func aMessageRefusedBeforeItsDataStopsItsSentCopyGoingUp() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let world = try await World(server)
+        // Postfix refuses a recipient it does not list at RCPT, long before the 16 MiB copy beside it could be up.
+        let attachment = (0..<(16 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }
+        let (refused, bytes) = try await world.enqueue(
+            subject: "to nobody",
+            attachment: attachment,
+            to: "nobody@\(Server.recipient.address.split(separator: "@")[1])"
+        )
+        let report = try await OutboxSender(store: world.store, timeouts: SMTPTimeouts(idle: .seconds(600)))
+            .drain(accountID: world.accountID)
+        #expect(report.failed.map(\.id) == [refused.id])
+        #expect(report.failed.first?.reason.contains("550") == true, "\(report.failed)")
+        let sent = try await Self.folder(server, user: (Server.sender.user, Server.sender.password), mailbox: "Sent")
+        #expect(sent.isEmpty)
+        // Dovecot logs what the connection read when the client went ("Disconnected: Connection closed (While
+        // APPENDing: 1 msgs, 0 secs, 0/22958941 bytes) in=65637 …"): less than the message. (The code before this
+        // test sent the whole literal and then withdrew it: in=22959042.)
+        let log = try Self.dovecotLog(server)
+        let line = try #require(
+            log.split(separator: "\n").last { $0.contains("While APPENDing") },
+            "Dovecot logged no APPEND cut short: \(log.split(separator: "\n").filter { $0.contains("imap(") }.suffix(4))"
+        )
+        let read = try #require(line.firstMatch(of: /\bin=(\d+)/).flatMap { Int($0.1) }, "\(line)")
+        print("OutboxSenderTests: the refused message's connection read \(read) bytes of its \(bytes.count)")
+        #expect(read < bytes.count, "the whole copy went up before it was withdrawn")
+    }
+
+    /// The submission server's Dovecot log.
+    static func dovecotLog(_ server: Server) throws -> String {
+        let found = FileManager.default.enumerator(atPath: server.dir)?.compactMap { $0 as? String }
+            .first { $0.hasSuffix("dovecot.log") }
+        let path = try #require(found, "no dovecot.log under \(server.dir)")
+        return try String(contentsOfFile: "\(server.dir)/\(path)", encoding: .utf8)
     }
 
     @Test func aSubmissionCertificateThatIsNotPinnedFailsForGoodBeforeAuth() async throws {
