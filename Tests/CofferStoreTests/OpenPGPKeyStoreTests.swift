@@ -7,8 +7,8 @@ import Testing
 @testable import CofferStore
 
 /// The user's OpenPGP keys in the store (migration `v7-openpgp-keys`): sealed secret keys found by a keyed hash of
-/// their fingerprint. The store does not parse OpenPGP, so these tests use marked bytes; the CLI tests store real
-/// keys.
+/// their fingerprint. The key table does not parse what it seals, so these tests use marked bytes; the CLI tests and
+/// OpenPGPMailTests store real keys.
 @Suite("OpenPGP keys in the store")
 struct OpenPGPKeyStoreTests {
     static let aliceFingerprint = "178CA1FF1F048BEC0159D47A07CCBF3022A59470"
