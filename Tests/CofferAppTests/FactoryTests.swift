@@ -1,7 +1,7 @@
 import CofferApp
 import Dispatch
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 
 private final class Widget: Sendable {}
@@ -11,11 +11,11 @@ private final class Holder: Sendable {
     init(_ level: FactoryStorage.Level) { storage = FactoryStorage(level: level) }
     var uniqueFactory: Factory<Widget> { Factory(storage, scope: .unique) { Widget() } }
     var sharedFactory: Factory<Widget> { Factory(storage, scope: .shared) { Widget() } }
-    let slowMade = Mutex(0)
+    let slowMade = NIOLockedValueBox(0)
     /// A shared factory whose instance takes a tenth of a second to make (as a store's open does).
     var slowFactory: Factory<Widget> {
         Factory(storage, scope: .shared) { [self] in
-            slowMade.withLock { $0 += 1 }
+            slowMade.withLockedValue { $0 += 1 }
             Thread.sleep(forTimeInterval: 0.1)
             return Widget()
         }
@@ -37,12 +37,13 @@ private final class Holder: Sendable {
 
     @Test func callersThatArriveWhileTheInstanceIsMadeWaitForIt() throws {
         let holder = Holder(.global)
-        let got = Mutex<[ObjectIdentifier]>([])
+        let got = NIOLockedValueBox<[ObjectIdentifier]>([])
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
-            if let widget = try? holder.slowFactory() { got.withLock { $0.append(ObjectIdentifier(widget)) } }
+            if let widget = try? holder.slowFactory() { got.withLockedValue { $0.append(ObjectIdentifier(widget)) } }
         }
-        #expect(holder.slowMade.withLock { $0 } == 1, "a second instance was made while the first was being made")
-        #expect(got.withLock { Set($0).count } == 1 && got.withLock { $0.count } == 6)
+        #expect(holder.slowMade.withLockedValue { $0 } == 1, "a second instance was made while the first was being made")
+        let instances = got.withLockedValue { $0 }
+        #expect(Set(instances).count == 1 && instances.count == 6)
     }
 
     @Test func perUserInstancesAreSharedWithinAnAccountAndDistinctAcrossAccounts() throws {
