@@ -41,7 +41,8 @@ private final class Holder: Sendable {
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
             if let widget = try? holder.slowFactory() { got.withLockedValue { $0.append(ObjectIdentifier(widget)) } }
         }
-        #expect(holder.slowMade.withLockedValue { $0 } == 1, "a second instance was made while the first was being made")
+        let made = holder.slowMade.withLockedValue { $0 }
+        #expect(made == 1, "a second instance was made while the first was being made")
         let instances = got.withLockedValue { $0 }
         #expect(Set(instances).count == 1 && instances.count == 6)
     }
