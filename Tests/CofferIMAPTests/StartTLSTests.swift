@@ -69,7 +69,7 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
                 serverName: LiveDovecot.name,
                 port: server.localAddress?.port ?? 0,
                 connectAddress: "127.0.0.1",
-                timeout: .seconds(10)
+                timeout: .seconds(60)
             ),
             security: .startTLS
         )

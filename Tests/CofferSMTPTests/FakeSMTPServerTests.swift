@@ -240,7 +240,7 @@ private final class ScriptedSMTPHandler: ChannelInboundHandler, Sendable {
                 _ = try await SMTPClient.connect(
                     to: endpoint,
                     credentials: Self.credentials,
-                    timeouts: SMTPTimeouts(connect: .seconds(10), idle: .seconds(1))
+                    timeouts: SMTPTimeouts(connect: .seconds(60), idle: .seconds(1))
                 )
             }
         }
