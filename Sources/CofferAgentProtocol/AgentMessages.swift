@@ -689,12 +689,19 @@ public struct OpenPGPKeyInfo: Codable, Sendable, Equatable {
     public var created: Date
     /// Whether it is the key used when none is named.
     public var isDefault: Bool
+    /// `true` for a correspondent's certificate (kept with the address book, no secret key); absent or `false` for
+    /// one of the user's own keys.
+    public var correspondent: Bool?
 
     /// Creates one.
-    public init(fingerprint: String, userIDs: [String], created: Date, isDefault: Bool) {
+    public init(fingerprint: String, userIDs: [String], created: Date, isDefault: Bool, correspondent: Bool? = nil) {
         self.fingerprint = fingerprint
         self.userIDs = userIDs
         self.created = created
         self.isDefault = isDefault
+        self.correspondent = correspondent
     }
+
+    /// Whether it is a correspondent's certificate rather than one of the user's own keys.
+    public var isCorrespondent: Bool { correspondent == true }
 }

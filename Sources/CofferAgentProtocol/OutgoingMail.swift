@@ -170,12 +170,16 @@ public struct ContactInfo: Codable, Sendable, Equatable {
     public var address: String
     /// How many messages named it.
     public var timesSeen: Int64
+    /// The fingerprints of the correspondent's OpenPGP certificates the store holds for this address (absent when
+    /// none).
+    public var openPGPKeys: [String]?
 
     /// Creates one.
-    public init(id: Int64, name: String?, address: String, timesSeen: Int64) {
+    public init(id: Int64, name: String?, address: String, timesSeen: Int64, openPGPKeys: [String]? = nil) {
         self.id = id
         self.name = name
         self.address = address
         self.timesSeen = timesSeen
+        self.openPGPKeys = openPGPKeys
     }
 }

@@ -1,5 +1,6 @@
 import CofferAgentProtocol
 import CofferCrypto
+import CofferMIME
 import CofferOpenPGP
 import CofferStore
 import CofferSync
@@ -28,9 +29,11 @@ public struct OpenPGPKeyHandler: Sendable {
     /// The largest key file `import` reads.
     public static let maximumKeyFileBytes = 1 << 20
 
-    /// The user's keys, oldest first.
+    /// The user's keys, oldest first, then the correspondents' certificates (``OpenPGPKeyInfo/isCorrespondent``),
+    /// oldest first.
     public func keys() async throws -> [OpenPGPKeyInfo] {
-        try await dependencies.mailStore.openPGPKeys().map(Self.info)
+        let store = try dependencies.mailStore
+        return try await store.openPGPKeys().map(Self.info) + store.contactKeys().map(Self.info)
     }
 
     /// Generates an Ed25519 key with an X25519 encryption subkey for `userID` (default: the sending address of the
@@ -82,15 +85,23 @@ public struct OpenPGPKeyHandler: Sendable {
             )
         }
         let secrets = imported.compactMap(\.secretKey)
-        guard !secrets.isEmpty else {
-            throw AgentFailure(
-                .failed,
-                "The file holds no usable secret key (only certificates, or secret keys kept on a smartcard): "
-                    + "import your own secret key."
-            )
+        // A certificate without its secret key is a correspondent's, kept with the address book: checked whole
+        // before anything is stored.
+        let certificates = try imported.filter { !$0.isSecret }.map { key in
+            try Self.correspondentKey(key.publicKey, own: stored)
         }
         guard secrets.allSatisfy({ !stored.contains($0.fingerprint) }) else { throw StoreError.openPGPKeyExists }
         var added: [OpenPGPKeyInfo] = []
+        for (certificate, addresses) in certificates {
+            let entry = try await store.addContactKey(
+                fingerprint: certificate.fingerprint,
+                userIDs: certificate.userIDs,
+                addresses: addresses,
+                certificate: certificate.bytes
+            )
+            added.append(Self.info(entry))
+        }
+        guard !secrets.isEmpty else { return added }
         for secret in secrets {
             let entry = try await store.addOpenPGPKey(
                 fingerprint: secret.fingerprint,
@@ -126,6 +137,60 @@ public struct OpenPGPKeyHandler: Sendable {
     }
 
     // MARK: - Pieces
+
+    /// A correspondent's certificate with the addresses (and names) of its user ids, or why it cannot be used:
+    /// one of the user's own keys, a key no message can be encrypted to (expired, revoked, signing only), a key
+    /// with no user id that holds an email address.
+    static func correspondentKey(
+        _ certificate: OpenPGPPublicKey,
+        own: Set<String>
+    ) throws -> (OpenPGPPublicKey, [(name: String?, address: String)]) {
+        guard !own.contains(certificate.fingerprint) else {
+            throw AgentFailure(
+                .failed,
+                "The key \(certificate.fingerprint) is one of your own keys; its public key adds nothing."
+            )
+        }
+        guard certificate.canEncrypt else {
+            throw AgentFailure(
+                .failed,
+                "The key \(certificate.fingerprint) cannot be used: it is expired or revoked, or it has no "
+                    + "encryption key. Ask its owner for a current one."
+            )
+        }
+        let addresses = addresses(of: certificate.userIDs)
+        guard !addresses.isEmpty else {
+            throw AgentFailure(
+                .failed,
+                "The key \(certificate.fingerprint) has no user id with an email address, so it belongs to no "
+                    + "contact."
+            )
+        }
+        return (certificate, addresses)
+    }
+
+    /// The email addresses of user ids (`Name <address>` or a bare address), each with its name, in order, once.
+    static func addresses(of userIDs: [String]) -> [(name: String?, address: String)] {
+        var result: [(name: String?, address: String)] = []
+        for userID in userIDs {
+            guard let parsed = MailAddress.parseList(userID).first,
+                let canonical = MailStore.canonicalAddress(parsed.address),
+                !result.contains(where: { $0.address == canonical })
+            else { continue }
+            result.append((parsed.name, canonical))
+        }
+        return result
+    }
+
+    static func info(_ entry: ContactKeyEntry) -> OpenPGPKeyInfo {
+        OpenPGPKeyInfo(
+            fingerprint: entry.fingerprint,
+            userIDs: entry.userIDs,
+            created: entry.created,
+            isDefault: false,
+            correspondent: true
+        )
+    }
 
     static func info(_ entry: OpenPGPKeyEntry) -> OpenPGPKeyInfo {
         OpenPGPKeyInfo(

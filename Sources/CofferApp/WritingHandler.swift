@@ -218,7 +218,25 @@ public struct WritingHandler: Sendable {
         } else {
             found = try await store.allContacts()
         }
-        return found.map { ContactInfo(id: $0.id, name: $0.name, address: $0.address, timesSeen: $0.timesSeen) }
+        let keys = try await Self.contactKeyFingerprints(in: store)
+        return found.map {
+            ContactInfo(
+                id: $0.id,
+                name: $0.name,
+                address: $0.address,
+                timesSeen: $0.timesSeen,
+                openPGPKeys: keys[$0.address]
+            )
+        }
+    }
+
+    /// The fingerprints of the correspondents' certificates by canonical address.
+    static func contactKeyFingerprints(in store: MailStore) async throws -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for entry in try await store.contactKeys() {
+            for address in entry.addresses { result[address, default: []].append(entry.fingerprint) }
+        }
+        return result
     }
 
     /// Adds (or names) a contact.

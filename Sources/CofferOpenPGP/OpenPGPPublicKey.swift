@@ -15,12 +15,16 @@ public struct OpenPGPPublicKey: Sendable, Hashable, CustomStringConvertible {
     public let bytes: [UInt8]
     /// The certificate ASCII-armored (`-----BEGIN PGP PUBLIC KEY BLOCK-----`), the form to give to people.
     public let armored: String
+    /// Whether a message can be encrypted to it: the primary key or a subkey is a valid encryption key when it was
+    /// read (false for an expired, revoked or signing-only key).
+    public let canEncrypt: Bool
 
-    init(fingerprint: String, userIDs: [String], bytes: [UInt8], armored: String) {
+    init(fingerprint: String, userIDs: [String], bytes: [UInt8], armored: String, canEncrypt: Bool) {
         self.fingerprint = fingerprint
         self.userIDs = userIDs
         self.bytes = bytes
         self.armored = armored
+        self.canEncrypt = canEncrypt
     }
 
     /// Reads one certificate, armored or binary. Secret key material in the input is ignored.
@@ -49,7 +53,8 @@ public struct OpenPGPPublicKey: Sendable, Hashable, CustomStringConvertible {
             fingerprint: try key.fingerprint(),
             userIDs: try key.userIDs(),
             bytes: binary,
-            armored: String(decoding: armored, as: UTF8.self)
+            armored: String(decoding: armored, as: UTF8.self),
+            canEncrypt: key.hasValidKey(for: "encrypt")
         )
     }
 

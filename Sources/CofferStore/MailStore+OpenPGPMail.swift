@@ -144,7 +144,9 @@ extension MailStore {
         }
         guard !waiting.isEmpty else { return prepared }
         let (secretKeys, userIDs) = await openPGPSecretKeysForReading()
-        let certificates = secretKeys.map(\.publicKey)
+        let (contactCertificates, contactUserIDs) = await contactCertificatesForReading()
+        let certificates = secretKeys.map(\.publicKey) + contactCertificates
+        let signerNames = userIDs.merging(contactUserIDs) { own, _ in own }
         var result = prepared
         for index in waiting {
             guard case .success(let message) = prepared[index], let encrypted = message.encrypted else { continue }
@@ -167,7 +169,7 @@ extension MailStore {
                         MessageOpenPGP.Signature(
                             status: signature.status.description,
                             fingerprint: signature.signerFingerprint,
-                            userID: signature.signerFingerprint.flatMap { userIDs[$0] }
+                            userID: signature.signerFingerprint.flatMap { signerNames[$0] }
                         )
                     }
                     let inner =
@@ -363,6 +365,18 @@ extension MailStore {
             if let key { secretKeys.append(key) }
         }
         return (secretKeys, userIDs)
+    }
+
+    /// Correspondents' certificates (migration `v9-contact-keys`), to check the signatures of their mail, and the first
+    /// user id of each by fingerprint; a certificate RNP does not read is left out, none when they cannot be read.
+    private func contactCertificatesForReading() async -> ([OpenPGPPublicKey], [String: String]) {
+        guard let entries = try? await contactKeys(), !entries.isEmpty else { return ([], [:]) }
+        var userIDs: [String: String] = [:]
+        for entry in entries { if let first = entry.userIDs.first { userIDs[entry.fingerprint] = first } }
+        let certificates = await RNPDiagnostics.run { () -> [OpenPGPPublicKey] in
+            entries.compactMap { try? OpenPGPPublicKey(bytes: $0.certificate) }
+        }
+        return (certificates, userIDs)
     }
 
     /// The message whose content is the decrypted MIME entity: the outer message's header fields except its

@@ -22,7 +22,8 @@ public struct MessageOpenPGP: Sendable, Hashable, Codable {
         public var status: String
         /// The signer's fingerprint (a claim unless ``isValid``).
         public var fingerprint: String?
-        /// The signer's first user id, when the signer's certificate is known (one of the user's own keys).
+        /// The signer's first user id, when the signer's certificate is known (one of the user's own keys or a
+        /// correspondent's).
         public var userID: String?
 
         /// Whether the signature checked out.

@@ -96,6 +96,7 @@ enum Schema {
         registerAttachmentFilesMigration(&migrator)
         registerOpenPGPKeysMigration(&migrator)
         registerOpenPGPMailMigration(&migrator)
+        registerContactKeysMigration(&migrator)
         return migrator
     }
 

@@ -90,6 +90,8 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case openPGPKeyRecord = "openPGPKeys.record"
     /// The unprotected secret key of one of the user's OpenPGP keys: OpenPGP secret key record v1.
     case openPGPSecretKey = "openPGPKeys.secretKey"
+    /// A correspondent's OpenPGP certificate: contact key record v1 (migration `v9-contact-keys`).
+    case contactKeyRecord = "contactKeys.record"
 
     var table: Substring { rawValue.split(separator: ".")[0] }
     var column: Substring { rawValue.split(separator: ".")[1] }

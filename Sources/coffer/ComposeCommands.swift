@@ -570,5 +570,6 @@ enum Composer {
 
     static func line(_ contact: ContactInfo) -> String {
         (contact.name.map { "\(PushMessage.clean($0)) " } ?? "") + "<\(PushMessage.clean(contact.address))>"
+            + (contact.openPGPKeys.map { "\tOpenPGP key " + PushMessage.clean($0.joined(separator: ", ")) } ?? "")
     }
 }

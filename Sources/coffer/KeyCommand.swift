@@ -9,7 +9,8 @@ import Foundation
 struct KeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key",
-        abstract: "Your OpenPGP keys, sealed in the store: generate, import, export the public key, list.",
+        abstract:
+            "OpenPGP keys, sealed in the store: yours (generate, import, export the public key) and your correspondents' (import); list.",
         subcommands: [Generate.self, Import.self, Export.self, List.self]
     )
 
@@ -46,8 +47,12 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key import FILE`.
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import your OpenPGP secret key from a file (armored or binary) and seal it in the store.",
+            abstract:
+                "Import your OpenPGP secret key, or a correspondent's public key, from a file; sealed in the store.",
             discussion: """
+                A public key (as `gpg --export --armor` writes it) is a correspondent's: it is kept with the \
+                address-book entries of its user ids' email addresses, used to check their signatures and to \
+                encrypt to them (--encrypt). An expired or revoked key, or one without an email address, is refused.
                 When the key is protected by a passphrase, it is asked once on the terminal without echo (or, with \
                 --passphrase-stdin, read from standard input's next line), used to unlock the key, and dropped: \
                 the key is stored without it, protected by the MainKey.
@@ -134,7 +139,14 @@ struct KeyCommand: AsyncParsableCommand {
                         throw AppError.malformedMessage
                     }
                     if keys.isEmpty { print("No OpenPGP keys.") }
-                    for key in keys { print(KeyCommand.line(key)) }
+                    let own = keys.filter { !$0.isCorrespondent }
+                    let correspondents = keys.filter(\.isCorrespondent)
+                    for key in own { print(KeyCommand.line(key)) }
+                    if !correspondents.isEmpty {
+                        if !own.isEmpty { print("") }
+                        print("Correspondents' public keys:")
+                        for key in correspondents { print(KeyCommand.line(key)) }
+                    }
                 }
             }
         }
@@ -143,7 +155,8 @@ struct KeyCommand: AsyncParsableCommand {
     /// One key: fingerprint, date added, `default` or `-`, and the user ids cleaned for the terminal (a user id is
     /// whatever its key's owner wrote, escapes included).
     static func line(_ key: OpenPGPKeyInfo) -> String {
-        "\(key.fingerprint)\t\(Composer.date(key.created))\t\(key.isDefault ? "default" : "-")\t"
+        let kind = key.isCorrespondent ? "contact" : key.isDefault ? "default" : "-"
+        return "\(key.fingerprint)\t\(Composer.date(key.created))\t\(kind)\t"
             + PushMessage.clean(key.userIDs.joined(separator: ", "))
     }
 

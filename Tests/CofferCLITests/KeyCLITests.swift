@@ -74,6 +74,16 @@ import Glibc
             return String(try #require(line.split(separator: ":", omittingEmptySubsequences: false).dropFirst(9).first))
         }
 
+        /// `plaintext` encrypted to `recipients` and signed inside by `signer` (fingerprints), ASCII-armored, as a
+        /// correspondent using GnuPG writes to us.
+        func encryptAndSign(_ plaintext: String, signer: String, recipients: [String]) throws -> String {
+            try gpg(
+                ["--trust-model", "always", "--armor", "--encrypt", "--sign", "--local-user", signer]
+                    + recipients.flatMap { ["--recipient", $0] },
+                input: Array(plaintext.utf8)
+            ).stdout
+        }
+
         /// Writes `text` to a new file in the folder; its path.
         func file(_ text: String, name: String) throws -> String {
             let path = folder.path + "/" + name
@@ -224,13 +234,16 @@ import Glibc
         #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
     }
 
-    @Test func aCertificateAloneIsNotImportedAsYourKey() throws {
+    @Test func aCertificateAloneIsACorrespondentsKeyNotYours() throws {
         let cli = try Self.home()
         let gpg = try GnuPG()
         let fingerprint = try gpg.generateKey(userID: "Frank <frank@example.org>", passphrase: "")
         let certificate = try gpg.gpg(["--armor", "--export", fingerprint]).stdout
         let result = try cli.run(["key", "import", try gpg.file(certificate, name: "frank.asc")])
-        #expect(result.status == 1 && result.stderr.contains("no usable secret key"), "\(result.stderr)")
+        #expect(result.status == 0 && result.stdout.contains("\tcontact\t"), "\(result.stderr)")
+        // Not the user's own: there is no key of theirs to export.
+        let export = try cli.run(["key", "export", "--public"])
+        #expect(export.status == 1 && export.stderr.contains("no such OpenPGP key of yours"), "\(export.stderr)")
         let missing = try cli.run(["key", "import", gpg.folder.path + "/nothing-here.asc"])
         #expect(missing.status == 1 && missing.stderr.contains("no key file"), "\(missing.stderr)")
     }

@@ -54,10 +54,7 @@ import Testing
         let gpg = try KeyCLITests.GnuPG()
         try gpg.gpg(["--import"], input: Array(exported.stdout.utf8))
         let gus = try gpg.generateKey(userID: "Gus <gus@example.org>", passphrase: "")
-        let ciphertext = try gpg.gpg(
-            ["--trust-model", "always", "--armor", "--encrypt", "--sign", "--local-user", gus, "--recipient", alice],
-            input: Array(Self.entity.utf8)
-        ).stdout
+        let ciphertext = try gpg.encryptAndSign(Self.entity, signer: gus, recipients: [alice])
         let id = try Self.importAndFind(
             cli,
             try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Gnupgnote", folder: gpg.folder.path),
@@ -203,10 +200,7 @@ import Testing
         let cli = try KeyCLITests.home()
         let gpg = try KeyCLITests.GnuPG()
         let alice = try gpg.generateKey(userID: "Alice <alice@example.org>", passphrase: "")
-        let ciphertext = try gpg.gpg(
-            ["--trust-model", "always", "--armor", "--encrypt", "--sign", "--local-user", alice, "--recipient", alice],
-            input: Array(Self.entity.utf8)
-        ).stdout
+        let ciphertext = try gpg.encryptAndSign(Self.entity, signer: alice, recipients: [alice])
         let id = try Self.importAndFind(
             cli,
             try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Earlynote", folder: gpg.folder.path),
@@ -272,13 +266,7 @@ import Testing
         let mallory = try gpg.generateKey(userID: hostile, passphrase: "")
         let secret = try gpg.gpg(["--armor", "--export-secret-keys", mallory]).stdout
         try #require(try cli.run(["key", "import", try gpg.file(secret, name: "mallory.asc")]).status == 0)
-        let ciphertext = try gpg.gpg(
-            [
-                "--trust-model", "always", "--armor", "--encrypt", "--sign", "--local-user", mallory, "--recipient",
-                mallory,
-            ],
-            input: Array(Self.entity.utf8)
-        ).stdout
+        let ciphertext = try gpg.encryptAndSign(Self.entity, signer: mallory, recipients: [mallory])
         let id = try Self.importAndFind(
             cli,
             try Self.pgpMIMEFile(Array(ciphertext.utf8), subject: "Escapenote", folder: gpg.folder.path),

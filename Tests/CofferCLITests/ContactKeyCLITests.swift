@@ -1,0 +1,112 @@
+import CofferTesting
+import Foundation
+import Testing
+
+/// Correspondents' public keys (`coffer key import` of a certificate), kept with their sealed contacts: listed apart
+/// from the user's own, shown by `coffer contacts`, and used to verify their mail. GnuPG (`gpg`) makes the keys and
+/// the mail; bad keys (no email address, expired, revoked) are refused with a sentence and nothing is stored.
+@Suite(.serialized) struct ContactKeyCLITests {
+    /// A home with Alice's own key generated, her fingerprint, and GnuPG holding her certificate.
+    static func alice() throws -> (CLIRunner, String, KeyCLITests.GnuPG) {
+        let cli = try KeyCLITests.home()
+        let generated = try cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let alice = String(try #require(generated.stdout.split(separator: "\t").first))
+        let gpg = try KeyCLITests.GnuPG()
+        try gpg.gpg(["--import"], input: Array(try cli.run(["key", "export", "--public"]).stdout.utf8))
+        return (cli, alice, gpg)
+    }
+
+    @Test func aCorrespondentsKeyIsKeptWithTheirContactListedApartAndVerifiesTheirMail() throws {
+        let (cli, alice, gpg) = try Self.alice()
+        let gus = try gpg.generateKey(userID: "Gus <gus@example.org>", passphrase: "")
+        // Before the key: the signature is Gus's claim only.
+        let early = try gpg.encryptAndSign(OpenPGPMailCLITests.entity, signer: gus, recipients: [alice])
+        let earlyID = try OpenPGPMailCLITests.importAndFind(
+            cli,
+            try OpenPGPMailCLITests.pgpMIMEFile(Array(early.utf8), subject: "Beforekey", folder: gpg.folder.path),
+            subject: "Beforekey"
+        )
+        #expect(try cli.run(["show", earlyID]).stdout.contains("unknown key \(gus)"))
+
+        let certificate = try gpg.gpg(["--armor", "--export", gus]).stdout
+        let imported = try cli.run(["key", "import", try gpg.file(certificate, name: "gus.asc")])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        #expect(imported.stdout.hasPrefix("\(gus)\t") && imported.stdout.contains("\tcontact\tGus <gus@example.org>"))
+
+        let listed = try cli.run(["key", "list"]).stdout.split(separator: "\n", omittingEmptySubsequences: false)
+            .dropLast().map(String.init)
+        try #require(listed.count == 4, "\(listed)")
+        #expect(listed[0].hasPrefix("\(alice)\t") && listed[0].contains("\tdefault\t"), "\(listed)")
+        #expect(listed[1] == "" && listed[2] == "Correspondents' public keys:", "\(listed)")
+        #expect(listed[3].hasPrefix("\(gus)\t") && listed[3].contains("\tcontact\t"), "\(listed)")
+        let contacts = try cli.run(["contacts"]).stdout
+        #expect(contacts.contains("Gus <gus@example.org>\tOpenPGP key \(gus)"), "\(contacts)")
+
+        let ciphertext = try gpg.encryptAndSign(OpenPGPMailCLITests.entity, signer: gus, recipients: [alice])
+        let id = try OpenPGPMailCLITests.importAndFind(
+            cli,
+            try OpenPGPMailCLITests.pgpMIMEFile(Array(ciphertext.utf8), subject: "Gusnote", folder: gpg.folder.path),
+            subject: "Gusnote"
+        )
+        let shown = try cli.run(["show", id]).stdout
+        #expect(
+            shown.contains("OpenPGP: encrypted, signed by Gus <gus@example.org> (\(gus)), verified"),
+            "\(shown)"
+        )
+        // Importing it again (an update) keeps one entry.
+        #expect(try cli.run(["key", "import", try gpg.file(certificate, name: "gus-again.asc")]).status == 0)
+        #expect(try cli.run(["key", "list"]).stdout.components(separatedBy: gus).count == 2)
+    }
+
+    @Test func aBinaryCertificateWithTwoAddressesBelongsToBothContacts() throws {
+        let (cli, _, gpg) = try Self.alice()
+        let hal = try gpg.generateKey(userID: "Hal <hal@example.org>", passphrase: "")
+        try gpg.gpg(["--quick-add-uid", hal, "Hal at home <HAL@Home.Example>"])
+        let path = gpg.folder.path + "/hal.pgp"
+        try gpg.gpg(["--output", path, "--export", hal])
+        let imported = try cli.run(["key", "import", path])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let contacts = try cli.run(["contacts"]).stdout
+        #expect(contacts.contains("Hal <hal@example.org>\tOpenPGP key \(hal)"), "\(contacts)")
+        #expect(contacts.contains("Hal at home <HAL@home.example>\tOpenPGP key \(hal)"), "\(contacts)")
+    }
+
+    @Test func aKeyWithoutAnEmailAddressAnExpiredKeyAndARevokedKeyAreRefused() throws {
+        let cli = try KeyCLITests.home()
+        let gpg = try KeyCLITests.GnuPG()
+        func refused(_ fingerprint: String, _ name: String, saying words: String) throws {
+            let certificate = try gpg.gpg(["--armor", "--export", fingerprint]).stdout
+            let result = try cli.run(["key", "import", try gpg.file(certificate, name: name)])
+            #expect(result.status == 1, "\(name): \(result.stdout)")
+            #expect(result.stderr.contains(fingerprint) && result.stderr.contains(words), "\(name): \(result.stderr)")
+            #expect(!result.stderr.contains("BEGIN PGP"), "\(result.stderr)")
+        }
+        let nameOnly = try gpg.generateKey(userID: "Just A Name", passphrase: "")
+        try refused(nameOnly, "name.asc", saying: "no user id with an email address")
+
+        // Made in 2020 to expire a day later.
+        try gpg.gpg([
+            "--faked-system-time", "20200101T000000!", "--passphrase", "", "--quick-gen-key", "Old <old@example.org>",
+            "future-default",
+            "default", "1d",
+        ])
+        let listing = try gpg.gpg(["--with-colons", "--list-keys", "--", "old@example.org"]).stdout
+        let line = try #require(listing.split(separator: "\n").first { $0.hasPrefix("fpr:") })
+        let old = String(try #require(line.split(separator: ":", omittingEmptySubsequences: false).dropFirst(9).first))
+        try refused(old, "old.asc", saying: "expired or revoked")
+
+        // Revoked with the certificate GnuPG made for it (its first line is guarded with ':' against accidents).
+        let revoked = try gpg.generateKey(userID: "Rita <rita@example.org>", passphrase: "")
+        let revocation = try String(contentsOfFile: "\(gpg.home)/openpgp-revocs.d/\(revoked).rev", encoding: .utf8)
+            .replacingOccurrences(
+                of: ":-----BEGIN PGP PUBLIC KEY BLOCK-----",
+                with: "-----BEGIN PGP PUBLIC KEY BLOCK-----"
+            )
+        try gpg.gpg(["--import"], input: Array(revocation.utf8))
+        try refused(revoked, "rita.asc", saying: "expired or revoked")
+
+        #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
+        #expect(!(try cli.run(["contacts"]).stdout.contains("OpenPGP key")))
+    }
+}
