@@ -167,8 +167,9 @@ let package = Package(
             name: "CofferOutbox",
             dependencies: [
                 locks,
-                "CofferCrypto", "CofferIMAP", "CofferSMTP", "CofferStore", "CofferSync", "CofferTransport",
-                .product(name: "NIOCore", package: "swift-nio"),
+                "CofferCrypto", "CofferIMAP", "CofferMIME", "CofferSMTP", "CofferStore", "CofferSync",
+                "CofferTransport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // IMAP accounts and sync into the sealed store (incremental by UID, UIDVALIDITY, expunges, flags both ways).

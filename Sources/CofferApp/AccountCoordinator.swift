@@ -1,6 +1,7 @@
 import CofferAgentProtocol
 import CofferCrypto
 import CofferKeymaker
+import CofferMIME
 import CofferOutbox
 import CofferStore
 import CofferSync
@@ -25,6 +26,10 @@ public struct AccountCoordinator: Sendable {
         /// Send the due messages of server account `server` from the outbox, then store their Sent copies
         /// (``OutboxSender``). Always background work: it never restarts the autolock.
         case send(server: Int64)
+        /// Queue `message` (written from draft `draft`, deleted when it is queued) and send it at once, streamed
+        /// while its outbox file is written, then drain as ``send(server:)`` (``OutboxSender/send(_:accountID:replacingDraft:)``).
+        /// Background work too.
+        case sendNew(OutgoingMessage, server: Int64, draft: Int64?)
     }
 
     /// What a job did.
@@ -33,6 +38,8 @@ public struct AccountCoordinator: Sendable {
         case synced(SyncSummary)
         /// What a drain of the outbox sent.
         case sent(OutboxReport)
+        /// The message a ``Job/sendNew(_:server:draft:)`` queued, and what its drain sent.
+        case sentNew(OutboxItem, OutboxReport)
 
         /// The sync's summary (empty for another job).
         public var summary: SyncSummary {
@@ -89,6 +96,19 @@ public struct AccountCoordinator: Sendable {
         return report
     }
 
+    /// Queues `message` and sends it at once (``Job/sendNew(_:server:draft:)``) after the jobs asked before.
+    ///
+    /// - Returns: The message's outbox item as queued.
+    /// - Throws: ``StoreError`` when it cannot be queued (nothing is sent then, and the draft stays).
+    public func send(_ message: OutgoingMessage, server: Int64, replacingDraft draft: Int64?) async throws -> OutboxItem
+    {
+        let outcome = try await run(.sendNew(message, server: server, draft: draft))
+        guard case .sentNew(let item, _) = outcome else {
+            throw StoreError.invalidArgument("the message was not queued")
+        }
+        return item
+    }
+
     private func perform(_ job: Job, progress: @escaping @Sendable (SyncProgress) -> Void) async throws -> Outcome {
         let store = try dependencies.mailStore
         switch job {
@@ -105,6 +125,11 @@ public struct AccountCoordinator: Sendable {
             return .sent(
                 try await KeyUse.background.run { try await OutboxSender(store: store).drain(accountID: server) }
             )
+        case .sendNew(let message, let server, let draft):
+            let (item, report) = try await KeyUse.background.run {
+                try await OutboxSender(store: store).send(message, accountID: server, replacingDraft: draft)
+            }
+            return .sentNew(item, report)
         }
     }
 

@@ -124,7 +124,8 @@ public struct WritingHandler: Sendable {
     /// the MIME writer writes it once into the sealed outbox and the draft is deleted in the same transaction. The
     /// files of `attach` (absolute paths) follow the draft's own attachments, read straight into the outbox: a
     /// message sent at once needs no sealed copy of them in the draft first. With no delay, the account's
-    /// coordinator sends it before this returns.
+    /// coordinator queues it and sends it before this returns, streaming it to the server while its outbox file is
+    /// written (``OutboxSender/send(_:accountID:replacingDraft:)``).
     ///
     /// - Returns: The message as it stands after the attempt (or queued, with a delay).
     /// - Throws: ``AgentFailure`` (`badRequest`) for a draft without a recipient, an account without a submission
@@ -158,18 +159,17 @@ public struct WritingHandler: Sendable {
                     )
                 }
         )
+        if delay <= 0 {
+            return try await entry(after: dependencies.coordinator.send(message, server: chosen.id, replacingDraft: id))
+        }
         let item = try await store.enqueue(
             message,
             accountID: chosen.id,
-            sendAfter: Date().addingTimeInterval(TimeInterval(max(0, delay))),
+            sendAfter: Date().addingTimeInterval(TimeInterval(delay)),
             replacingDraft: id
         )
-        if delay <= 0 {
-            _ = try await dependencies.coordinator.send(server: chosen.id)
-        } else {
-            // The agent's outbox service waits for its time (a command without an agent sends it itself).
-            try dependencies.outboxEvents.changed(dependencies.account)
-        }
+        // The agent's outbox service waits for its time (a command without an agent sends it itself).
+        try dependencies.outboxEvents.changed(dependencies.account)
         return try await entry(after: item)
     }
 

@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferIMAP
+import CofferMIME
 import CofferSMTP
 import CofferStore
 import CofferSync
@@ -7,6 +8,7 @@ import CofferTransport
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 
 /// What one drain of an account's outbox did.
 public struct OutboxReport: Codable, Sendable, Equatable {
@@ -100,6 +102,90 @@ public struct OutboxSender: Sendable {
         return report
     }
 
+    /// Queues `message` and sends it at once, streaming it to the submission server while its sealed outbox file is
+    /// written, then sends the account's other due messages and stores the Sent copies, as ``drain(accountID:)``.
+    ///
+    /// The message is written twice from one writer (the same bytes: one `Message-ID`, `Date` and boundaries): into
+    /// the outbox on the ``BlockingPool`` at disk speed, queued and claimed in one transaction that also deletes its
+    /// draft (``MailStore/enqueueClaimed(_:accountID:replacingDraft:)``), and to the server at the server's pace.
+    /// The final dot waits until the item is committed and the two copies' SHA-256 digests match: a crash, a
+    /// failure to queue, or an attachment that changed while it was read drops the connection before the dot, so
+    /// the server never accepts a message the outbox does not hold, and what it accepts is what the Sent copy is
+    /// made from. A message not sent now stays queued, with backoff, as any other (it is then sent from its file).
+    ///
+    /// - Parameters:
+    ///   - message: The message; its attachments are read twice, now.
+    ///   - accountID: The store's account to send it through.
+    ///   - draftID: The draft it was written from, deleted when it is queued.
+    /// - Returns: The item as queued, and what the drain did (the message counted in it).
+    /// - Throws: ``StoreError`` when the message cannot be queued (nothing is then sent and the draft stays), as
+    ///   ``MailStore/enqueue(_:accountID:sendAfter:replacingDraft:)``; or as ``drain(accountID:)``.
+    public func send(
+        _ message: OutgoingMessage,
+        accountID: Int64,
+        replacingDraft draftID: Int64? = nil
+    ) async throws(StoreError) -> (item: OutboxItem, report: OutboxReport) {
+        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
+            throw .invalidArgument("there is no mail server account \(accountID)")
+        }
+        guard let submission = server.submission else {
+            // Queued, then failed for good by the drain with the reason, as any message of such an account.
+            let item = try await store.enqueue(message, accountID: accountID, replacingDraft: draftID)
+            return (item, try await drain(accountID: accountID))
+        }
+        let unwritten: UnwrittenMessage
+        do throws(ComposeError) { unwritten = try UnwrittenMessage(message) } catch { throw .compose(error) }
+        // Settled once, never failed: the claimed item, or why the message is not queued.
+        let queue = MultiThreadedEventLoopGroup.singleton.next().makePromise(
+            of: Result<ClaimedMessage, StoreError>.self
+        )
+        let store = store
+        /// Writes the outbox copy and settles `queue`.
+        func enqueue() async {
+            do throws(StoreError) {
+                queue.succeed(
+                    .success(try await store.enqueueClaimed(unwritten, accountID: accountID, replacingDraft: draftID))
+                )
+            } catch {
+                queue.succeed(.failure(error))
+            }
+        }
+        async let written: Void = enqueue()
+        /// The claimed message once it is queued (the outbox copy written and committed).
+        func queued() async throws(StoreError) -> ClaimedMessage {
+            guard let result = try? await queue.futureResult.get() else { throw .invalidArgument("nothing was queued") }
+            return try result.get()
+        }
+        var connections = OutboxConnections()
+        var report = OutboxReport()
+        let item: OutboxItem
+        let sent: Result<Bool, SMTPError>
+        do throws(StoreError) {
+            if let refused = await connect(submission, server: server, &connections) {
+                (item, sent) = (try await queued().item, .failure(refused))
+            } else {
+                (item, sent) = try await send(
+                    queued: { () async throws(StoreError) -> OutboxItem in try await queued().item },
+                    envelope: unwritten.writer.envelope,
+                    declaredSize: nil,
+                    body: StreamedMessage(unwritten.writer, queued: queue.futureResult),
+                    over: connections.smtp!,
+                    copyTo: &connections.sent
+                )
+            }
+            await written
+            await store.removeDraftFiles(try await queued().draftFiles)
+            try await record(sent, of: item, &connections, &report)
+            try await sendDue(server: server, accountID: accountID, connections: &connections, &report)
+        } catch {
+            await connections.close()
+            throw error
+        }
+        await connections.close()
+        await storeSentCopies(server: server, accountID: accountID, &report)
+        return (item, report)
+    }
+
     /// Claims and sends the account's due messages one at a time over `connections` (made when first needed).
     private func sendDue(
         server: ServerAccount,
@@ -135,32 +221,50 @@ public struct OutboxSender: Sendable {
             if let refused = await connect(submission, server: server, &connections) {
                 sent = .failure(refused)
             } else if let client = connections.smtp {
-                sent = try await send(item, body: reader, over: client, copyTo: &connections.sent)
+                sent = try await send(
+                    queued: { item },
+                    envelope: item.envelope,
+                    declaredSize: Int(item.size),
+                    body: SealedChunks(reader),
+                    over: client,
+                    copyTo: &connections.sent
+                ).sent
             } else {
                 continue
             }
-            switch sent {
-            case .success(let copied):
-                report.sent += 1
-                if copied { report.sentCopies += 1 }
-            case .failure(let error):
-                // A failed exchange may leave the connection in any state: the next message gets a new one.
-                if let failed = connections.smtp {
-                    connections.smtp = nil
-                    await failed.quit()
+            try await record(sent, of: item, &connections, &report)
+        }
+    }
+
+    /// Counts what `sent` says of `item` in `report`, and records a failure on the item: queued again with backoff
+    /// when it is transient, failed for good otherwise. A failed exchange closes the SMTP connection.
+    private func record(
+        _ sent: Result<Bool, SMTPError>,
+        of item: OutboxItem,
+        _ connections: inout OutboxConnections,
+        _ report: inout OutboxReport
+    ) async throws(StoreError) {
+        switch sent {
+        case .success(let copied):
+            report.sent += 1
+            if copied { report.sentCopies += 1 }
+        case .failure(let error):
+            // A failed exchange may leave the connection in any state: the next message gets a new one.
+            if let failed = connections.smtp {
+                connections.smtp = nil
+                await failed.quit()
+            }
+            switch error.failureClass {
+            case .transient:
+                switch backoff.decision(afterAttempts: item.attempts, now: now()) {
+                case .retry(let at):
+                    try await store.markFailed(item.id, reason: error.description, permanent: false, retryAt: at)
+                    report.retrying += 1
+                case .giveUp:
+                    try await fail(item, reason: error.description, permanent: false, &report)
                 }
-                switch error.failureClass {
-                case .transient:
-                    switch backoff.decision(afterAttempts: item.attempts, now: now()) {
-                    case .retry(let at):
-                        try await store.markFailed(item.id, reason: error.description, permanent: false, retryAt: at)
-                        report.retrying += 1
-                    case .giveUp:
-                        try await fail(item, reason: error.description, permanent: false, &report)
-                    }
-                case .permanent, .security:
-                    try await fail(item, reason: error.description, permanent: true, &report)
-                }
+            case .permanent, .security:
+                try await fail(item, reason: error.description, permanent: true, &report)
             }
         }
     }
@@ -190,55 +294,73 @@ public struct OutboxSender: Sendable {
         return failure
     }
 
-    /// Sends `item` over `client` while its Sent copy goes up over `folder` beside it: the `APPEND` held before its
-    /// end and the import read. Once the server accepts the message, the item is marked sent, then the import is
-    /// committed and the `APPEND` ended, and the item removed; when the send fails, or the copy cannot be committed,
-    /// the `APPEND` is withdrawn and the import's files deleted. `folder` is set to nil when its connection is closed
-    /// (a withdrawn `APPEND` closes it).
+    /// Sends a message over `client` while its Sent copy goes up over `folder` beside it: the `APPEND` held before
+    /// its end and the import read. The transaction starts at once; the copy starts once `queued` has the item (at
+    /// once for a message from the outbox; when its file is committed for one streamed while it is written, see
+    /// ``send(_:accountID:replacingDraft:)``). Once the server accepts the message, the item is marked sent, then
+    /// the import is committed and the `APPEND` ended, and the item removed; when the send fails, or the copy cannot
+    /// be committed, the `APPEND` is withdrawn and the import's files deleted. `folder` is set to nil when its
+    /// connection is closed (a withdrawn `APPEND` closes it).
     ///
-    /// - Returns: Whether the server accepted the message, and then whether its copy is stored (if not, the item
-    ///   stays sent, for ``storeSentCopies(server:accountID:_:)``); the SMTP failure otherwise.
-    /// - Throws: ``StoreError`` when the item cannot be marked sent.
+    /// - Parameters:
+    ///   - queued: The item the message is, once it is queued.
+    ///   - envelope: Its envelope.
+    ///   - declaredSize: The message's size for SMTP's `SIZE`, when known before it is written.
+    ///   - body: The message's bytes. If they cannot all be had (the item could not be queued), it throws, and the
+    ///     SMTP client drops the connection before the final dot.
+    /// - Returns: The item, and whether the server accepted the message and then whether its copy is stored (if
+    ///   not, the item stays sent, for ``storeSentCopies(server:accountID:_:)``); the SMTP failure otherwise.
+    /// - Throws: ``StoreError`` when the item cannot be queued (`queued` throws) or marked sent.
     private func send(
-        _ item: OutboxItem,
-        body reader: sending SealedFileReader,
+        queued: () async throws(StoreError) -> OutboxItem,
+        envelope: MailEnvelope,
+        declaredSize: Int?,
+        body: some AsyncSequence<[UInt8], any Error> & Sendable,
         over client: SMTPClient,
         copyTo folder: inout OutboxConnections.SentFolder?
-    ) async throws(StoreError) -> Result<Bool, SMTPError> {
-        let body = SealedChunks(reader)
+    ) async throws(StoreError) -> (item: OutboxItem, sent: Result<Bool, SMTPError>) {
+        let refused = NIOLockedValueBox(false)
         /// The SMTP transaction: the server's refusal or the connection's failure, nil when it accepted the message.
-        func transmit() async -> SMTPError? {
+        /// A refused message's copy stops going up at once (the APPEND is then withdrawn mid-literal).
+        func transmit(_ envelope: MailEnvelope) async -> SMTPError? {
             do throws(SMTPError) {
                 _ = try await client.send(
-                    from: item.envelope.sender,
-                    to: item.envelope.recipients,
-                    declaredSize: Int(item.size),
+                    from: envelope.sender,
+                    to: envelope.recipients,
+                    declaredSize: declaredSize,
                     body: body
                 )
                 return nil
             } catch {
+                refused.withLockedValue { $0 = true }
                 return error
             }
         }
+        async let accepted = transmit(envelope)
+        let item: OutboxItem
+        do throws(StoreError) {
+            item = try await queued()
+        } catch {
+            // The body throws too: the transaction ends without its final dot.
+            _ = await accepted
+            throw error
+        }
         guard let sentFolder = folder else {
-            if let refused = await transmit() { return .failure(refused) }
+            if let refusal = await accepted { return (item, .failure(refusal)) }
             try await store.markSent(item.id)
-            return .success(false)
+            return (item, .success(false))
         }
         let (verdicts, verdict) = AsyncStream.makeStream(of: Bool.self)
-        let refused = NIOLockedValueBox(false)
         async let appended = Self.append(item, to: sentFolder, from: store, keep: verdicts, unless: refused)
         async let prepared = try? store.prepareOutboxImport(item.id, flags: [.seen], labels: [sentFolder.name])
-        let accepted = await transmit()
-        // A refused message's copy stops going up at once (the APPEND is then withdrawn mid-literal).
-        if accepted != nil { refused.withLockedValue { $0 = true } }
+        let refusal = await accepted
         var unmarked: StoreError?
-        if accepted == nil {
+        if refusal == nil {
             do { try await store.markSent(item.id) } catch { unmarked = error }
         }
         // Accepted and marked: the copy is committed in the store, then on the server; else it is withdrawn.
         var committed = false
-        if accepted == nil, unmarked == nil, let ready = await prepared {
+        if refusal == nil, unmarked == nil, let ready = await prepared {
             // A failed commit deletes the import's files itself.
             committed = (try? await store.commitOutboxImport(ready)) != nil
         } else if let unused = await prepared {
@@ -254,11 +376,11 @@ public struct OutboxSender: Sendable {
             await sentFolder.client.logout()
         }
         if let unmarked { throw unmarked }
-        if let accepted { return .failure(accepted) }
+        if let refusal { return (item, .failure(refusal)) }
         // When the store has the copy and the server may not, the item stays sent, and its copy is appended again at
         // the end of the drain (its import then finds it already stored).
-        guard committed, uploaded, (try? await store.removeSent(item.id)) != nil else { return .success(false) }
-        return .success(true)
+        guard committed, uploaded, (try? await store.removeSent(item.id)) != nil else { return (item, .success(false)) }
+        return (item, .success(true))
     }
 
     /// The Sent copy's `APPEND` of outbox item `item` to `folder`, streamed from its sealed file and held after its
@@ -435,4 +557,61 @@ struct SealedChunks: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: self) }
+}
+
+/// A copy of a message's writer as the SMTP client's body while the other copy is written into the sealed outbox
+/// (``OutboxSender/send(_:accountID:replacingDraft:)``): each chunk is written on the ``BlockingPool`` as the
+/// previous one has been sent, and hashed. The end, after which the client sends the final dot, is handed out only
+/// once the outbox holds the message, claimed, with the same SHA-256; otherwise it throws, and the client drops the
+/// connection.
+struct StreamedMessage: AsyncSequence, Sendable {
+    typealias Element = [UInt8]
+    typealias Failure = any Error
+
+    /// Why the copy sent and the copy queued differ: an attachment changed while the two were read.
+    struct CopiesDiffer: Error, CustomStringConvertible {
+        var description: String { "an attachment changed while it was read; the queued copy is sent later" }
+    }
+
+    /// The writer and the digest, used by one task at a time (the client reads its body in order).
+    private final class Box: @unchecked Sendable {
+        let lock = NIOLock()
+        var writer: MessageWriter
+        var digest = MessageDigest()
+
+        init(_ writer: MessageWriter) { self.writer = writer }
+    }
+
+    private let box: Box
+    private let queued: EventLoopFuture<Result<ClaimedMessage, StoreError>>
+
+    /// `writer`'s bytes (a copy that has written nothing), ended once `queued` has the item with the same digest.
+    init(_ writer: MessageWriter, queued: EventLoopFuture<Result<ClaimedMessage, StoreError>>) {
+        box = Box(writer)
+        self.queued = queued
+    }
+
+    /// The next chunk, or nil at the end once the outbox copy matches.
+    func next() async throws -> [UInt8]? {
+        let box = box
+        let chunk = try await BlockingPool.run { () throws(ComposeError) -> [UInt8]? in
+            box.lock.lock()
+            defer { box.lock.unlock() }
+            guard let chunk = try box.writer.nextChunk() else { return nil }
+            chunk.withUnsafeBytes { box.digest.update($0) }
+            return chunk
+        }
+        if let chunk { return chunk }
+        let claimed = try await queued.get().get()
+        guard claimed.digest == box.lock.withLock({ box.digest.finalized() }) else { throw CopiesDiffer() }
+        return nil
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let message: StreamedMessage
+
+        mutating func next() async throws -> [UInt8]? { try await message.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(message: self) }
 }

@@ -1,5 +1,6 @@
 import CofferCrypto
 import CofferMIME
+import Crypto
 import GRDB
 
 #if canImport(Glibc)
@@ -122,32 +123,77 @@ extension MailStore {
         sendAfter: Date = Date(),
         replacingDraft draftID: Int64? = nil
     ) async throws(StoreError) -> OutboxItem {
+        let writer: UnwrittenMessage
+        do throws(ComposeError) { writer = try UnwrittenMessage(message) } catch { throw .compose(error) }
+        let queued = try await enqueue(
+            writer,
+            accountID: accountID,
+            notBefore: sendAfter,
+            draftID: draftID,
+            claim: false
+        )
+        await removeSealedFiles(queued.draftFiles)
+        return queued.item
+    }
+
+    /// Queues the message `writer` writes as ``enqueue(_:accountID:sendAfter:replacingDraft:)`` does, claimed for
+    /// sending by this process in the same transaction (as ``claimNextDue(accountID:now:)`` would claim it: its
+    /// first attempt), for a sender that streams a copy of the same writer to the server while the file is written
+    /// (``ClaimedMessage``). The draft's sealed attachment files are not deleted: the sender's copy may still read
+    /// them; it deletes them (``removeDraftFiles(_:)``) when its transaction is over, and a crash leaves them to the
+    /// next open's sweep of orphans.
+    ///
+    /// - Throws: As ``enqueue(_:accountID:sendAfter:replacingDraft:)``.
+    package func enqueueClaimed(
+        _ writer: UnwrittenMessage,
+        accountID: Int64,
+        replacingDraft draftID: Int64?
+    ) async throws(StoreError) -> ClaimedMessage {
+        try await enqueue(writer, accountID: accountID, notBefore: Date(), draftID: draftID, claim: true)
+    }
+
+    /// Deletes draft attachment files that ``enqueueClaimed(_:accountID:replacingDraft:)`` left for the sender.
+    package func removeDraftFiles(_ names: [String]) async { await removeSealedFiles(names) }
+
+    private func enqueue(
+        _ unwritten: UnwrittenMessage,
+        accountID: Int64,
+        notBefore: Date,
+        draftID: Int64?,
+        claim: Bool
+    ) async throws(StoreError) -> ClaimedMessage {
         let keys = try await keys()
         let folder = sealedFilesFolder
         let key = keys.fileKey(.outboxMessage)
-        let written = try await BlockingPool.run { () throws(StoreError) -> (OutboxCoding.Record) in
-            let writer: MessageWriter
-            do throws(ComposeError) { writer = try MessageWriter(message) } catch { throw StoreError.compose(error) }
-            let (envelope, messageID) = (writer.envelope, writer.messageID)
-            guard !envelope.recipients.isEmpty else { throw StoreError.invalidArgument("a message needs a recipient") }
-            var source = CountingSource(ChunkReaderSource(MessageWriterChunks(writer: writer)))
+        let (envelope, messageID) = (unwritten.writer.envelope, unwritten.writer.messageID)
+        guard !envelope.recipients.isEmpty else { throw StoreError.invalidArgument("a message needs a recipient") }
+        let subject = OutgoingMessage.headerSafe(unwritten.subject)
+        let (written, digest) = try await BlockingPool.run {
+            () throws(StoreError) -> (OutboxCoding.Record, [UInt8]) in
+            var source = CountingSource(
+                DigestingSource(ChunkReaderSource(MessageWriterChunks(writer: unwritten.writer)))
+            )
             do throws(CofferCryptoError) {
                 let (name, size) = try Self.writeSealedFile(.outboxMessage, folder: folder, key: key, from: &source)
-                return OutboxCoding.Record(
+                let record = OutboxCoding.Record(
                     file: name,
                     size: size,
                     envelope: envelope,
                     messageID: messageID,
-                    subject: OutgoingMessage.headerSafe(message.subject)
+                    subject: subject
                 )
+                return (record, source.source.digest.finalized())
             } catch {
-                if let failure = source.source.failure as? ComposeError { throw StoreError.compose(failure) }
+                if let failure = source.source.source.failure as? ComposeError { throw StoreError.compose(failure) }
                 throw .crypto(error)
             }
         }
         let now = Schema.seconds(Date())
-        let notBefore = Schema.seconds(sendAfter)
         let plain = OutboxCoding.record(written)
+        let (state, claimant, attempts) =
+            claim
+            ? (OutboxCoding.State.sending, SecureFile.processClaim(), Int64(1))
+            : (OutboxCoding.State.queued, Int64(0), Int64(0))
         let (row, draftFiles): (OutboxRow, [String])
         do throws(StoreError) {
             (row, draftFiles) = try await write { db in
@@ -166,11 +212,11 @@ extension MailStore {
                     sql: """
                         INSERT INTO outbox (id, accountID, state, claimant, attempts, nextAttempt, created, file,
                             record, lastError)
-                        VALUES (?, ?, ?, 0, 0, ?, ?, ?, ?, NULL)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
                         """,
                     arguments: [
-                        id, accountID, OutboxCoding.State.queued.rawValue, notBefore, now, written.file,
-                        try keys.seal(plain, .outboxRecord, row: id),
+                        id, accountID, state.rawValue, claimant, attempts, Schema.seconds(notBefore), now,
+                        written.file, try keys.seal(plain, .outboxRecord, row: id),
                     ]
                 )
                 let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE id = ?", arguments: [id])!
@@ -180,8 +226,7 @@ extension MailStore {
             await removeSealedFiles([written.file])
             throw error
         }
-        await removeSealedFiles(draftFiles)
-        return try Self.outboxItem(row, keys: keys)
+        return ClaimedMessage(item: try Self.outboxItem(row, keys: keys), digest: digest, draftFiles: draftFiles)
     }
 
     // MARK: - Sending
@@ -548,5 +593,61 @@ extension MailStore {
         }
         let text = String(scalars).trimmingCharacters(in: .whitespaces)
         return text.count > maximumOutboxReasonLength ? String(text.prefix(maximumOutboxReasonLength)) : text
+    }
+}
+
+/// A MIME writer that has not written anything yet, with its message's subject: it holds only its message's
+/// (`Sendable`) parts until its first chunk is read, so it can be handed to the thread that writes it, and each copy
+/// of it writes the same bytes (the same `Message-ID`, `Date` and boundaries), opening the attachments itself.
+package struct UnwrittenMessage: @unchecked Sendable {
+    /// The writer, before its first chunk.
+    package let writer: MessageWriter
+    /// The message's subject, as typed.
+    package let subject: String
+
+    /// The writer of `message`.
+    ///
+    /// - Throws: The writer's refusal (a header injection, a bad address).
+    package init(_ message: OutgoingMessage) throws(ComposeError) {
+        writer = try MessageWriter(message)
+        subject = message.subject
+    }
+}
+
+/// A message queued and claimed by ``MailStore/enqueueClaimed(_:accountID:replacingDraft:)``.
+package struct ClaimedMessage: Sendable {
+    /// The item, sending, its first attempt counted.
+    package var item: OutboxItem
+    /// The SHA-256 of the bytes in its sealed file (``MessageDigest``): a copy streamed from another writer must
+    /// have the same before its end is sent.
+    package var digest: [UInt8]
+    /// The draft's sealed attachment files, to delete once nothing reads them (``MailStore/removeDraftFiles(_:)``).
+    package var draftFiles: [String]
+}
+
+/// SHA-256 over a message's bytes as they are written.
+package struct MessageDigest {
+    private var hash = SHA256()
+
+    package init() {}
+
+    /// Adds `bytes`.
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) { hash.update(bufferPointer: bytes) }
+
+    /// The digest of everything added.
+    package func finalized() -> [UInt8] { Array(hash.finalize()) }
+}
+
+/// A source that hashes what it hands out (``MessageDigest``).
+struct DigestingSource<Source: ByteSource>: ByteSource {
+    var source: Source
+    private(set) var digest = MessageDigest()
+
+    init(_ source: Source) { self.source = source }
+
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws(CofferCryptoError) -> Int {
+        let got = try source.read(into: buffer)
+        digest.update(UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+        return got
     }
 }

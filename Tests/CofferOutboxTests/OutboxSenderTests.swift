@@ -107,8 +107,9 @@ import Testing
     }
 
     /// bob's INBOX, waiting for `count` messages (the relay delivers after the submission server has answered).
-    static func recipientInbox(_ server: Server, count: Int) async throws -> [[UInt8]] {
-        let deadline = ContinuousClock.now + .seconds(30)
+    static func recipientInbox(_ server: Server, count: Int, waiting: Duration = .seconds(30)) async throws -> [[UInt8]]
+    {
+        let deadline = ContinuousClock.now + waiting
         while true {
             let messages = try await folder(
                 server,
@@ -229,6 +230,131 @@ import Testing
         let read = try #require(line.firstMatch(of: /\bin=(\d+)/).flatMap { Int($0.1) }, "\(line)")
         print("OutboxSenderTests: the refused message's connection read \(read) bytes of its \(bytes.count)")
         #expect(read < bytes.count, "the whole copy went up before it was withdrawn")
+    }
+
+    /// A message from alice to bob with `attachments`, as `send` takes it.
+    static func message(subject: String, attachments: [OutgoingAttachment]) -> OutgoingMessage {
+        OutgoingMessage(
+            from: MailAddress(name: "Alice", address: Server.sender.address),
+            to: [MailAddress(name: "Bob", address: Server.recipient.address)],
+            subject: subject,
+            text: "Hello Bob,\n.\n.a line that starts with a dot\nAlice\n",
+            attachments: attachments
+        )
+    }
+
+    /// The names of the store's sealed files.
+    static func sealedFiles(_ world: World) throws -> [String] {
+        try SecureFile.list("\(world.root.path)/store/\(MailStore.sealedFilesFolderName)")
+    }
+
+    @Test func aMessageSentAsItIsQueuedIsDeliveredOnceAsQueuedAndItsDraftGoesWithItsFiles() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let world = try await World(server)
+        // A draft with a sealed attachment of 3 MiB: the copy streamed to the server reads it after the transaction
+        // that queues the message has deleted the draft's row.
+        let attachment = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) }
+        let draft = try await world.store.saveDraft(DraftContent(subject: "streamed"))
+        _ = try await world.store.addDraftAttachment(
+            to: draft,
+            OutgoingAttachment(filename: "a.bin", bytes: attachment)
+        )
+        let message = Self.message(
+            subject: "streamed",
+            attachments: try await world.store.outgoingAttachments(ofDraft: draft)
+        )
+        let filesBefore = try Self.sealedFiles(world)
+        #expect(filesBefore.count == 1)
+
+        let (item, report) = try await OutboxSender(store: world.store, timeouts: SMTPTimeouts(idle: .seconds(600)))
+            .send(message, accountID: world.accountID, replacingDraft: draft)
+        #expect(item.attempts == 1)
+        #expect(report.sent == 1 && report.retrying == 0 && report.failed.isEmpty, "\(report)")
+        #expect(report.sentCopies == 1 && report.sentCopyFailure == nil, "\(report)")
+
+        // bob has it once; alice's Sent folder has the bytes that were queued, which end bob's copy.
+        let sent = try await Self.folder(server, user: (Server.sender.user, Server.sender.password), mailbox: "Sent")
+        #expect(sent.count == 1)
+        let queued = try #require(sent.first?.bytes)
+        let inbox = try await Self.recipientInbox(server, count: 1)
+        #expect(inbox.count == 1)
+        #expect(Self.endsWith(try #require(inbox.first), queued))
+        #expect(try MIMEParser.parse(queued).attachments.first?.body == attachment)
+
+        // The draft, its file and the outbox's file are gone; the Sent copy is stored, its attachment in a file.
+        #expect(try await world.store.drafts().isEmpty)
+        #expect(try await world.store.outbox().isEmpty)
+        let filesAfter = try Self.sealedFiles(world)
+        #expect(Set(filesAfter).isDisjoint(with: filesBefore), "\(filesBefore) \(filesAfter)")
+        #expect(filesAfter.count == 1 && filesAfter.allSatisfy { $0.hasSuffix(".cfb") }, "\(filesAfter)")
+        #expect(try await world.store.list(label: "Sent").map(\.subject) == ["streamed"])
+    }
+
+    @Test func aMessageThatCannotBeQueuedIsNeverDeliveredThoughItWasStreaming() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let world = try await World(server)
+        // Queued from a draft that does not exist: the file is written, the transaction that would queue the message
+        // fails, while the copy to the server has been streaming. Its final dot must never go.
+        let attachment = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) }
+        let message = Self.message(
+            subject: "never queued",
+            attachments: [OutgoingAttachment(filename: "a.bin", bytes: attachment)]
+        )
+        await #expect(throws: StoreError.draftNotFound(4242)) {
+            _ = try await OutboxSender(store: world.store, timeouts: SMTPTimeouts(idle: .seconds(600)))
+                .send(message, accountID: world.accountID, replacingDraft: 4242)
+        }
+        #expect(try await world.store.outbox().isEmpty)
+        #expect(try Self.sealedFiles(world).isEmpty)
+        // The submission server saw a transaction that ended without its dot, and bob gets nothing.
+        let log = try Self.dovecotLog(server)
+        #expect(log.contains("submission("), "the message never reached the submission server")
+        #expect(try await Self.recipientInbox(server, count: 1, waiting: .seconds(5)).isEmpty)
+    }
+
+    @Test func anAttachmentThatChangesWhileItIsSentIsSentLaterAsQueued() async throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let world = try await World(server)
+        // Each opening of the attachment reads other bytes: the queued copy and the streamed one differ.
+        let openings = Openings()
+        let changing = OutgoingAttachment(filename: "changing.txt", contentType: "text/plain") {
+            ByteChunkReader(Array("version \(openings.next())\n".utf8))
+        }
+        let message = Self.message(subject: "changed", attachments: [changing])
+        let sender = OutboxSender(store: world.store, timeouts: SMTPTimeouts(idle: .seconds(600)))
+        let (item, report) = try await sender.send(message, accountID: world.accountID)
+        #expect(report.sent == 0 && report.retrying == 1, "\(report)")
+        #expect(try await Self.recipientInbox(server, count: 1, waiting: .seconds(5)).isEmpty)
+        let outbox = try await world.store.outbox()
+        #expect(outbox.map(\.id) == [item.id])
+        guard case .queued? = outbox.first?.state else {
+            Issue.record("not queued again: \(outbox)")
+            return
+        }
+
+        // After its backoff it goes from its file: bob gets the bytes that were queued, once.
+        let queuedBytes = try await world.store.openOutboxMessage(item.id).readAll()
+        let later = OutboxSender(store: world.store, now: { Date().addingTimeInterval(7200) })
+        let again = try await later.drain(accountID: world.accountID)
+        #expect(again.sent == 1 && again.sentCopies == 1, "\(again)")
+        let inbox = try await Self.recipientInbox(server, count: 1)
+        #expect(inbox.count == 1 && Self.endsWith(inbox[0], queuedBytes))
+    }
+
+    /// Counts the openings of an attachment.
+    final class Openings: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+
+        func next() -> Int {
+            lock.withLock {
+                count += 1
+                return count
+            }
+        }
     }
 
     /// The submission server's Dovecot log.
