@@ -249,13 +249,14 @@ public final class AgentDispatcher: Sendable {
         case .deleteDraft(let account, let draft):
             try await WritingHandler(dependencies: try user(account)).deleteDraft(draft)
             return .done
-        case .sendDraft(let account, let draft, let server, let delay, let attach):
+        case .sendDraft(let account, let draft, let server, let delay, let attach, let openPGP):
             return .outboxEntry(
                 try await WritingHandler(dependencies: try user(account)).send(
                     draft: draft,
                     server: server,
                     delay: delay,
-                    attach: attach ?? []
+                    attach: attach ?? [],
+                    openPGP: openPGP
                 )
             )
         case .outbox(let account):

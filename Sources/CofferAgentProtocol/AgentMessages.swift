@@ -165,8 +165,16 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     case deleteDraft(account: String, draft: Int64)
     /// Queues a draft (deleting it) through server account `server`, not before `delay` seconds; with no delay it
     /// is sent before the reply. The files of `attach` (absolute paths) are attached after the draft's own: read
-    /// once, into the sealed outbox, never sealed into the draft (`coffer compose --attach FILE --send`).
-    case sendDraft(account: String, draft: Int64, server: Int64?, delay: Int, attach: [String]?)
+    /// once, into the sealed outbox, never sealed into the draft (`coffer compose --attach FILE --send`). With
+    /// `openPGP`, the message is signed and/or encrypted as PGP/MIME before it is queued (`--sign`, `--encrypt`).
+    case sendDraft(
+        account: String,
+        draft: Int64,
+        server: Int64?,
+        delay: Int,
+        attach: [String]?,
+        openPGP: OpenPGPSending? = nil
+    )
     /// The outbox.
     case outbox(account: String)
     /// Queues a failed message for a new attempt now and sends it.
@@ -261,7 +269,7 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .notifyStatus(let account), .notifyUnregister(let account), .fastSyncOn(let account, _, _),
             .fastSyncOff(let account), .fastSyncStatus(let account), .push(let account, _, _),
             .watch(let account, _, _, _, _), .compose(let account, _, _), .saveDraft(let account, _, _, _),
-            .drafts(let account), .deleteDraft(let account, _), .sendDraft(let account, _, _, _, _),
+            .drafts(let account), .deleteDraft(let account, _), .sendDraft(let account, _, _, _, _, _),
             .outbox(let account),
             .outboxRetry(let account, _), .outboxCancel(let account, _), .outboxFlush(let account, _),
             .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account),
@@ -676,6 +684,21 @@ package enum AgentCoding {
 
     package static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(AppError) -> T {
         do { return try JSONDecoder().decode(type, from: Data(bytes)) } catch { throw .malformedMessage }
+    }
+}
+
+/// What `sendDraft` does with OpenPGP before the message is queued: sign it with the user's default key, encrypt it
+/// to every recipient's key and the user's own, or both (signed inside the encryption), as PGP/MIME (RFC 3156).
+public struct OpenPGPSending: Codable, Sendable, Equatable {
+    /// Sign with the user's default key.
+    public var sign: Bool
+    /// Encrypt to every recipient's (To, Cc, Bcc) key and to the user's own.
+    public var encrypt: Bool
+
+    /// Creates one.
+    public init(sign: Bool, encrypt: Bool) {
+        self.sign = sign
+        self.encrypt = encrypt
     }
 }
 

@@ -129,9 +129,16 @@ public struct WritingHandler: Sendable {
     ///
     /// - Returns: The message as it stands after the attempt (or queued, with a delay).
     /// - Throws: ``AgentFailure`` (`badRequest`) for a draft without a recipient, an account without a submission
-    ///   server, or a file of `attach` that cannot be attached (before anything is queued); the writer's refusal
+    ///   server, a file of `attach` that cannot be attached, or (with `openPGP`) a recipient without a key or no key
+    ///   of the user's (before anything is queued); the writer's refusal
     ///   (``StoreError/compose(_:)``).
-    public func send(draft id: Int64, server: Int64?, delay: Int, attach: [String] = []) async throws -> OutboxEntry {
+    public func send(
+        draft id: Int64,
+        server: Int64?,
+        delay: Int,
+        attach: [String] = [],
+        openPGP: OpenPGPSending? = nil
+    ) async throws -> OutboxEntry {
         let store = try dependencies.mailStore
         for path in attach { try Self.checkAttachable(path) }
         let chosen = try await AccountCoordinator.serverAccount(server, in: store)
@@ -141,7 +148,7 @@ public struct WritingHandler: Sendable {
         guard !(content.to.isEmpty && content.cc.isEmpty && content.bcc.isEmpty) else {
             throw AgentFailure(.badRequest, "The draft has no recipient; add one to To, Cc or Bcc.")
         }
-        let message = OutgoingMessage(
+        var message = OutgoingMessage(
             from: from,
             to: content.to,
             cc: content.cc,
@@ -159,6 +166,15 @@ public struct WritingHandler: Sendable {
                     )
                 }
         )
+        // Signed and encrypted here, as the person's request, so the outbox never needs a secret key.
+        if let openPGP {
+            message = try await OpenPGPOutgoing.protect(
+                message,
+                sign: openPGP.sign,
+                encrypt: openPGP.encrypt,
+                in: store
+            )
+        }
         if delay <= 0 {
             return try await entry(after: dependencies.coordinator.send(message, server: chosen.id, replacingDraft: id))
         }

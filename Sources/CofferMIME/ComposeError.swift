@@ -99,6 +99,9 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
     case mailtoInvalidAddress(parameter: String)
     /// A `mailto:` link lists more addresses than the limit.
     case mailtoTooManyAddresses(limit: Int)
+    /// The message cannot be signed or encrypted as PGP/MIME: its content holds an attached message that travels
+    /// 8bit, which a server on the way may change (RFC 3156 section 3 wants 7-bit content).
+    case notSevenBit
 
     /// A human-readable explanation of the error.
     public var description: String {
@@ -149,6 +152,9 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "The mailto: link's \(Self.shown(parameter)) holds an address that is not valid."
         case .mailtoTooManyAddresses(let limit):
             return "The mailto: link lists more than \(limit) addresses."
+        case .notSevenBit:
+            return "The message holds an attached message with 8-bit text, which cannot be signed or encrypted "
+                + "as PGP/MIME; forward it inline instead."
         }
     }
 

@@ -51,7 +51,6 @@ public struct MessageWriter {
     /// Checks `message` and prepares to write it, drawing the Message-ID and boundaries from `random` (tests pass a
     /// seeded generator).
     package init(_ message: OutgoingMessage, random: inout some RandomNumberGenerator) throws(ComposeError) {
-        attachments = message.attachments
         let from = try HeaderEncoding.mailbox(message.from, field: .from)
         let to = try Self.mailboxes(message.to, ComposeField.to)
         let cc = try Self.mailboxes(message.cc, ComposeField.cc)
@@ -102,6 +101,12 @@ public struct MessageWriter {
             head += try Self.extraField(header, .extraHeader(index + 1))
         }
         head += Array("MIME-Version: 1.0\r\n".utf8)
+        if let prepared = message.preparedBody {
+            attachments = []
+            segments = [.raw(head + prepared.header + [0x0D, 0x0A]), .raw(prepared.body)]
+            return
+        }
+        attachments = message.attachments
 
         var attachmentHeads: [(head: [UInt8], segment: Segment)] = []
         for (index, attachment) in message.attachments.enumerated() {

@@ -34,6 +34,9 @@ public struct OutgoingMessage: Sendable {
     public var date: Date
     /// The `Message-ID` without angle brackets; `nil` to have the writer make a random one on the From domain.
     public var messageID: String?
+    /// A body made by ``PGPMIME`` (a signed or encrypted message), written in place of ``text``, ``html`` and
+    /// ``attachments``, which are then not written at all.
+    public var preparedBody: PreparedBody?
 
     /// Creates a message.
     public init(

@@ -171,6 +171,13 @@ extension MailStore {
             await removeSealedFiles(spilledFiles)
             return whole
         }
+        // A PGP/MIME or inline PGP Sent copy (`--encrypt`) is imported whole, through the path that decrypts it.
+        if Self.pgpMIMECiphertext(message) != nil || Self.inlineCiphertext(message) != nil
+            || Self.hasEnclosedEncryptedPart(message)
+        {
+            await removeSealedFiles(spilledFiles)
+            return whole
+        }
         var files: [[UInt8]: (file: String, size: Int64)] = [:]
         for spill in scanned.spills { files[spill.token] = (spill.file, spill.size) }
         let listed = message.attachments.filter { files[$0.body] != nil }.map(\.body)

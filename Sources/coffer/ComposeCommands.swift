@@ -30,6 +30,18 @@ struct WritingOptions: ParsableArguments {
     var delay: String?
     @Option(name: .long, help: "The mail server account to send through (from `coffer account show`).")
     var server: Int64?
+    @Flag(name: .long, help: "Sign the message with your default OpenPGP key (PGP/MIME).") var sign = false
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Encrypt the message (PGP/MIME) to every recipient's OpenPGP key and your own; a recipient without "
+                + "one is an error before anything is sent."
+        )
+    )
+    var encrypt = false
+
+    /// What `--sign` and `--encrypt` ask for, or nil.
+    var openPGP: OpenPGPSending? { sign || encrypt ? OpenPGPSending(sign: sign, encrypt: encrypt) : nil }
 
     func validate() throws {
         if let delay { _ = try Self.seconds(delay) }
@@ -155,13 +167,23 @@ struct SendCommand: AsyncParsableCommand {
     @Argument(help: "The draft's id.") var draft: Int64
     @Option(name: .long, help: "Hold the message this long first (30s, 5m), to take it back.") var delay: String?
     @Option(name: .long, help: "The mail server account to send through.") var server: Int64?
+    @Flag(name: .long, help: "Sign the message with your default OpenPGP key (PGP/MIME).") var sign = false
+    @Flag(name: .long, help: "Encrypt the message to every recipient's OpenPGP key and your own (PGP/MIME).")
+    var encrypt = false
 
     func run() async throws {
         try await runReportingErrors {
             let seconds = try delay.map(WritingOptions.seconds) ?? 0
             try await CommandPath.with(home) { path in
                 let account = try await path.mailAccount(home, pinOptions)
-                try await Composer.send(draft: draft, account: account, server: server, delay: seconds, path: path)
+                try await Composer.send(
+                    draft: draft,
+                    account: account,
+                    server: server,
+                    delay: seconds,
+                    openPGP: sign || encrypt ? OpenPGPSending(sign: sign, encrypt: encrypt) : nil,
+                    path: path
+                )
             }
         }
     }
@@ -379,6 +401,7 @@ enum Composer {
                         server: writing.server,
                         delay: delay,
                         attach: attach,
+                        openPGP: writing.openPGP,
                         path: path
                     )
                 } catch {
@@ -396,14 +419,22 @@ enum Composer {
                 send = Terminal.readLine(fd: 0).map { String(decoding: $0, as: UTF8.self).lowercased() } == "y"
             }
             guard send else {
+                let flags = (writing.sign ? " --sign" : "") + (writing.encrypt ? " --encrypt" : "")
                 print(
                     "Kept as draft \(saved.id): `coffer compose --draft \(saved.id)` goes on with it, "
-                        + "`coffer send \(saved.id)` sends it."
+                        + "`coffer send \(saved.id)\(flags)` sends it."
                 )
                 return
             }
             let delay = try writing.delay.map(WritingOptions.seconds) ?? 0
-            try await Self.send(draft: saved.id, account: account, server: writing.server, delay: delay, path: path)
+            try await Self.send(
+                draft: saved.id,
+                account: account,
+                server: writing.server,
+                delay: delay,
+                openPGP: writing.openPGP,
+                path: path
+            )
         }
     }
 
@@ -415,6 +446,7 @@ enum Composer {
         server: Int64?,
         delay: Int,
         attach: [String] = [],
+        openPGP: OpenPGPSending? = nil,
         path: CommandPath
     ) async throws {
         guard
@@ -424,7 +456,8 @@ enum Composer {
                     draft: draft,
                     server: server,
                     delay: delay,
-                    attach: attach.isEmpty ? nil : attach
+                    attach: attach.isEmpty ? nil : attach,
+                    openPGP: openPGP
                 )
             )
         else { throw AppError.malformedMessage }
