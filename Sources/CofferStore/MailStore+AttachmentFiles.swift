@@ -171,9 +171,10 @@ extension MailStore {
             await removeSealedFiles(spilledFiles)
             return whole
         }
-        // A PGP/MIME or inline PGP Sent copy (`--encrypt`) is imported whole, through the path that decrypts it.
+        // A PGP/MIME or inline PGP Sent copy (`--sign`, `--encrypt`) is imported whole, through the path that
+        // decrypts it and checks its signatures.
         if Self.pgpMIMECiphertext(message) != nil || Self.inlineCiphertext(message) != nil
-            || Self.hasEnclosedEncryptedPart(message)
+            || Self.hasEnclosedEncryptedPart(message) || Self.isPGPMIMESigned(message)
         {
             await removeSealedFiles(spilledFiles)
             return whole

@@ -27,6 +27,8 @@ struct PreparedMessage: Sendable {
     var files: [Int: String] = [:]
     /// A PGP/MIME message waiting to be decrypted (``MailStore/openEncryptedMail(_:keys:now:)``) before it is written.
     var encrypted: EncryptedMail?
+    /// A PGP/MIME signed message (`multipart/signed`) whose signature is checked before it is written.
+    var signed: SignedMail?
 }
 
 extension MailStore {

@@ -23,7 +23,69 @@ struct EncryptedMail: Sendable {
     var inline: Bool
 }
 
+/// A PGP/MIME signed message (RFC 3156 section 5) met while preparing an import: the signed part in canonical form
+/// and the detached signature, checked before it is written.
+struct SignedMail: Sendable {
+    /// The first part exactly as it came between its delimiter lines, every line break made CRLF.
+    var data: [UInt8]
+    /// The `application/pgp-signature` part's body.
+    var signature: [UInt8]
+}
+
 extension MailStore {
+    /// Whether the message is, as a whole, a PGP/MIME signed message: a top-level `multipart/signed;
+    /// protocol="application/pgp-signature"` of exactly two parts, the second a single `application/pgp-signature`
+    /// part.
+    static func isPGPMIMESigned(_ message: MIMEMessage) -> Bool {
+        let root = message.root
+        return root.contentType.type == "multipart" && root.contentType.subtype == "signed"
+            && root.contentType.parameters["protocol"]?.lowercased() == "application/pgp-signature"
+            && root.children.count == 2 && root.children[1].contentType.mimeType == "application/pgp-signature"
+            && !root.children[1].isMultipart && !root.children[1].body.isEmpty
+            && root.contentType.parameters["boundary"].map({ !$0.isEmpty }) == true
+    }
+
+    /// The signed part and signature of a PGP/MIME signed message, from its raw bytes (the parser does not keep a
+    /// part's bytes as they came): after the header, the bytes between the first delimiter line and the line break
+    /// before the next one, with every line break made CRLF, the form RFC 3156 signs. `nil` for any other message, or
+    /// when the delimiters are not found.
+    static func pgpMIMESigned(_ message: MIMEMessage, raw: [UInt8]) -> SignedMail? {
+        guard isPGPMIMESigned(message), let boundary = message.root.contentType.parameters["boundary"] else {
+            return nil
+        }
+        let delimiter = Array(("--" + boundary).utf8)
+        // The first delimiter at the start of a line after the header's end.
+        guard let headerEnd = raw.firstRange(of: [0x0A, 0x0D, 0x0A]) ?? raw.firstRange(of: [0x0A, 0x0A]) else {
+            return nil
+        }
+        func delimiterLine(from start: Int) -> Range<Int>? {
+            var index = start
+            while index < raw.count, let found = raw[index...].firstRange(of: delimiter) {
+                let atLineStart = found.lowerBound == 0 || raw[found.lowerBound - 1] == 0x0A
+                if atLineStart { return found }
+                index = found.upperBound
+            }
+            return nil
+        }
+        guard let first = delimiterLine(from: headerEnd.lowerBound + 1),
+            let lineEnd = raw[first.upperBound...].firstIndex(of: 0x0A),
+            let second = delimiterLine(from: lineEnd + 1)
+        else { return nil }
+        // The line break before the next delimiter belongs to the delimiter.
+        var end = second.lowerBound - 1
+        if end > lineEnd + 1 && raw[end - 1] == 0x0D { end -= 1 }
+        guard end >= lineEnd + 1 else { return nil }
+        var data: [UInt8] = []
+        data.reserveCapacity(end - lineEnd + 64)
+        var previous: UInt8 = 0
+        for byte in raw[(lineEnd + 1)..<end] {
+            if byte == 0x0A && previous != 0x0D { data.append(0x0D) }
+            data.append(byte)
+            previous = byte
+        }
+        return SignedMail(data: data, signature: message.root.children[1].body)
+    }
+
     /// The OpenPGP message of a message that is, as a whole, a PGP/MIME encrypted message (RFC 3156, section 4):
     /// a top-level `multipart/encrypted; protocol="application/pgp-encrypted"` of exactly two parts, the second a
     /// single part holding the OpenPGP data. Any other shape is not decrypted: an encrypted part beside cleartext
@@ -125,6 +187,9 @@ extension MailStore {
             prepared.cells.append((.messageOpenPGP, MessageOpenPGP(outcome: .noSecretKey).cell))
         } else if hasEnclosedEncryptedPart(message) {
             prepared.cells.append((.messageOpenPGP, MessageOpenPGP(outcome: .nestedNotDecrypted).cell))
+        } else if let signed = pgpMIMESigned(message, raw: raw.bytes) {
+            prepared.signed = signed
+            prepared.cells.append((.messageOpenPGP, MessageOpenPGP(outcome: .signed).cell))
         }
     }
 
@@ -142,12 +207,36 @@ extension MailStore {
             if case .success(let message) = prepared[index], message.encrypted != nil { return true }
             return false
         }
-        guard !waiting.isEmpty else { return prepared }
-        let (secretKeys, userIDs) = await openPGPSecretKeysForReading()
+        let signed = prepared.indices.filter { index in
+            if case .success(let message) = prepared[index], message.signed != nil { return true }
+            return false
+        }
+        guard !waiting.isEmpty || !signed.isEmpty else { return prepared }
+        // Secret keys only when something is to be decrypted; a signature needs certificates alone.
+        let (secretKeys, userIDs) = waiting.isEmpty ? ([], [:]) : await openPGPSecretKeysForReading()
         let (contactCertificates, contactUserIDs) = await contactCertificatesForReading()
-        let certificates = secretKeys.map(\.publicKey) + contactCertificates
-        let signerNames = userIDs.merging(contactUserIDs) { own, _ in own }
+        let ownCertificates =
+            waiting.isEmpty ? await ownCertificatesForReading() : (secretKeys.map(\.publicKey), userIDs)
+        let certificates = ownCertificates.0 + contactCertificates
+        let signerNames = ownCertificates.1.merging(contactUserIDs) { own, _ in own }
         var result = prepared
+        for index in signed {
+            guard case .success(var message) = prepared[index], let mail = message.signed else { continue }
+            let checked = await RNPDiagnostics.run { () -> [OpenPGPSignature]? in
+                try? OpenPGP.verifyDetached(mail.data, signature: mail.signature, publicKeys: certificates)
+            }
+            let signatures = (checked ?? []).map { signature in
+                MessageOpenPGP.Signature(
+                    status: signature.status.description,
+                    fingerprint: signature.signerFingerprint,
+                    userID: signature.signerFingerprint.flatMap { signerNames[$0] }
+                )
+            }
+            message.signed = nil
+            message.cells.removeAll { $0.0 == .messageOpenPGP }
+            message.cells.append((.messageOpenPGP, MessageOpenPGP(outcome: .signed, signatures: signatures).cell))
+            result[index] = .success(message)
+        }
         for index in waiting {
             guard case .success(let message) = prepared[index], let encrypted = message.encrypted else { continue }
             let status: MessageOpenPGP
@@ -365,6 +454,18 @@ extension MailStore {
             if let key { secretKeys.append(key) }
         }
         return (secretKeys, userIDs)
+    }
+
+    /// The user's own certificates (no secret key opened), to check signatures, and the first user id of each by
+    /// fingerprint; none when they cannot be read.
+    private func ownCertificatesForReading() async -> ([OpenPGPPublicKey], [String: String]) {
+        guard let entries = try? await openPGPKeys(), !entries.isEmpty else { return ([], [:]) }
+        var userIDs: [String: String] = [:]
+        for entry in entries { if let first = entry.userIDs.first { userIDs[entry.fingerprint] = first } }
+        let certificates = await RNPDiagnostics.run { () -> [OpenPGPPublicKey] in
+            entries.compactMap { try? OpenPGPPublicKey(bytes: $0.certificate) }
+        }
+        return (certificates, userIDs)
     }
 
     /// Correspondents' certificates (migration `v9-contact-keys`), to check the signatures of their mail, and the first

@@ -14,6 +14,9 @@ public struct MessageOpenPGP: Sendable, Hashable, Codable {
         /// An encrypted part sits beside other parts of the message: it is never decrypted (EFAIL), and stays an
         /// opaque part.
         case nestedNotDecrypted
+        /// Signed, not encrypted: a PGP/MIME `multipart/signed` message as a whole; ``MessageOpenPGP/signatures``
+        /// holds what checking its detached signature over the signed part showed (none when it could not be read).
+        case signed
     }
 
     /// One signature found inside the decrypted message.

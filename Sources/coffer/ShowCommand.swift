@@ -78,16 +78,7 @@ struct ShowCommand: AsyncParsableCommand {
         switch status.outcome {
         case .decrypted:
             guard !status.signatures.isEmpty else { return "OpenPGP: encrypted, not signed" }
-            let signatures = status.signatures.map { signature -> String in
-                let fingerprint = PushMessage.clean(signature.fingerprint ?? "no fingerprint")
-                let signer = signature.userID.map { "\(PushMessage.clean($0)) (\(fingerprint))" } ?? fingerprint
-                switch signature.status {
-                case "valid": return "signed by \(signer), verified"
-                case "unknown key": return "signature could not be checked (unknown key \(fingerprint))"
-                case "invalid": return "signature by \(signer) is BAD (the message or signature was changed)"
-                default: return "signature by \(signer) could not be verified (\(PushMessage.clean(signature.status)))"
-                }
-            }
+            let signatures = status.signatures.map(signatureText)
             let first = status.signatures[0].isValid ? "OpenPGP: encrypted, " : "OpenPGP: encrypted; "
             return first + signatures.joined(separator: "; ")
         case .noSecretKey: return "OpenPGP: could not be decrypted (no secret key for it)"
@@ -98,6 +89,23 @@ struct ShowCommand: AsyncParsableCommand {
         case .nestedNotDecrypted:
             return "OpenPGP: an encrypted part beside other parts was not decrypted "
                 + "(only a message encrypted as a whole is; it stays an attachment)"
+        case .signed:
+            guard !status.signatures.isEmpty else {
+                return "OpenPGP: signed, not encrypted; the signature could not be read"
+            }
+            return "OpenPGP: not encrypted; " + status.signatures.map(signatureText).joined(separator: "; ")
+        }
+    }
+
+    /// One signature: its signer and what checking it showed.
+    static func signatureText(_ signature: MessageOpenPGP.Signature) -> String {
+        let fingerprint = PushMessage.clean(signature.fingerprint ?? "no fingerprint")
+        let signer = signature.userID.map { "\(PushMessage.clean($0)) (\(fingerprint))" } ?? fingerprint
+        switch signature.status {
+        case "valid": return "signed by \(signer), verified"
+        case "unknown key": return "signature could not be checked (unknown key \(fingerprint))"
+        case "invalid": return "bad signature by \(signer) (the message or signature was changed)"
+        default: return "signature by \(signer) could not be verified (\(PushMessage.clean(signature.status)))"
         }
     }
 }

@@ -109,4 +109,71 @@ import Testing
         #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
         #expect(!(try cli.run(["contacts"]).stdout.contains("OpenPGP key")))
     }
+    /// A PGP/MIME signed message (`multipart/signed`, RFC 3156 section 5) around `entity` and its detached
+    /// `signature`, written to a file in `folder` with CRLF, or LF as a Maildir keeps it; the file's path.
+    static func signedMessageFile(
+        entity: String,
+        signature: String,
+        subject: String,
+        folder: String,
+        lineFeedsOnly: Bool = false
+    ) throws -> String {
+        var text =
+            "From: Gus <gus@example.org>\r\nTo: Alice <alice@example.org>\r\nSubject: \(subject)\r\n"
+            + "Date: Tue, 2 Jan 2024 09:00:00 +0000\r\nMessage-ID: <\(UUID().uuidString)@example.org>\r\n"
+            + "MIME-Version: 1.0\r\nContent-Type: multipart/signed; micalg=pgp-sha256;\r\n"
+            + " protocol=\"application/pgp-signature\"; boundary=\"sig-b1\"\r\n\r\n"
+            + "This is an OpenPGP/MIME signed message.\r\n--sig-b1\r\n" + entity + "\r\n--sig-b1\r\n"
+            + "Content-Type: application/pgp-signature; name=\"signature.asc\"\r\n\r\n"
+            + signature.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n--sig-b1--\r\n"
+        if lineFeedsOnly { text = text.replacingOccurrences(of: "\r\n", with: "\n") }
+        let path = folder + "/\(UUID().uuidString).eml"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    @Test func aSignedOnlyMessageFromACorrespondentIsVerifiedAndAChangedOneIsABadSignature() throws {
+        let (cli, _, gpg) = try Self.alice()
+        let gus = try gpg.generateKey(userID: "Gus <gus@example.org>", passphrase: "")
+        let entity =
+            "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 7bit\r\n\r\n"
+            + "The signed word is Wombatsigned7.\r\n"
+        let signature = try gpg.gpg(["--armor", "--detach-sign", "--local-user", gus], input: Array(entity.utf8)).stdout
+        func shown(_ subject: String, entity: String, lineFeedsOnly: Bool = false) throws -> String {
+            let path = try Self.signedMessageFile(
+                entity: entity,
+                signature: signature,
+                subject: subject,
+                folder: gpg.folder.path,
+                lineFeedsOnly: lineFeedsOnly
+            )
+            let id = try OpenPGPMailCLITests.importAndFind(cli, path, subject: subject)
+            let shown = try cli.run(["show", id])
+            #expect(shown.status == 0, "\(shown.stderr)")
+            return shown.stdout
+        }
+        // Gus's key unknown yet: his claim only.
+        let early = try shown("Unknownsigned", entity: entity)
+        #expect(
+            early.contains("OpenPGP: not encrypted; signature could not be checked (unknown key \(gus))"),
+            "\(early)"
+        )
+
+        let certificate = try gpg.gpg(["--armor", "--export", gus]).stdout
+        #expect(try cli.run(["key", "import", try gpg.file(certificate, name: "gus.asc")]).status == 0)
+        let good = try shown("Goodsigned", entity: entity)
+        #expect(good.contains("OpenPGP: not encrypted; signed by Gus <gus@example.org> (\(gus)), verified"), "\(good)")
+        #expect(good.contains("The signed word is Wombatsigned7."), "\(good)")
+        // Stored with LF line ends (as a Maildir keeps mail): checked in its canonical CRLF form, still good.
+        let lineFeeds = try shown("Lfsigned", entity: entity, lineFeedsOnly: true)
+        #expect(lineFeeds.contains("signed by Gus <gus@example.org> (\(gus)), verified"), "\(lineFeeds)")
+        // One word of the signed text changed: a bad signature, said as such.
+        let changed = try shown("Changedsigned", entity: entity.replacingOccurrences(of: "Wombat", with: "Wombak"))
+        #expect(
+            changed.contains("OpenPGP: not encrypted; bad signature by Gus <gus@example.org> (\(gus))"),
+            "\(changed)"
+        )
+        #expect(!changed.contains("verified"), "\(changed)")
+    }
+
 }

@@ -259,6 +259,17 @@ import Testing
         let sqBad = try oracle.run("sq", ["verify", "--signer-cert", aliceCert, "--detached", sig, other])
         #expect(sqBad.status != 0, "\(sqBad.stderr)")
 
+        // Alice's Sent copy is the signed message, and her signature over it checks out.
+        let sentList = try alice.run(["list", "--label", "Sent"]).stdout
+        let line = try #require(sentList.split(separator: "\n").first { $0.contains("Signed note") }, "\(sentList)")
+        let shown = try alice.run(["show", String(try #require(line.split(separator: "\t").first))]).stdout
+        #expect(
+            shown.contains(
+                "OpenPGP: not encrypted; signed by Alice <\(Server.sender.address)> (\(aliceKey)), verified"
+            ),
+            "\(shown)"
+        )
+
         // Without a key of her own, --sign is refused before anything is queued.
         let bare = try SendCLITests.home(server, user: Server.sender, submission: true)
         let noKey = try bare.run(["compose", "--to", Server.recipient.address, "--subject", "x", "--sign", "--send"])
