@@ -57,16 +57,18 @@ public struct OpenPGPKeyHandler: Sendable {
         return Self.info(entry)
     }
 
-    /// Imports the secret keys of the file at `path` (armored or binary) and stores each sealed, without its
-    /// passphrase, then decrypts the messages stored encrypted that the new keys open
-    /// (`MailStore.openStoredEncryptedMail()`). The passphrase is wiped when the import ends.
+    /// Imports the keys of the file at `path` (armored or binary): each secret key is the user's, stored sealed
+    /// without its passphrase, after which the messages stored encrypted that the new keys open are decrypted
+    /// (`MailStore.openStoredEncryptedMail()`); each certificate alone is a correspondent's, stored with the contacts
+    /// of its user ids' addresses (`MailStore.addContactKey`). The passphrase is wiped when the import ends.
     ///
     /// - Parameters:
     ///   - path: An absolute path.
     ///   - passphrase: The keys' OpenPGP passphrase, when the person gave one.
     /// - Throws: ``AgentFailure`` with ``AgentFailure/Code/passphraseRequired`` when a secret key is protected and
     ///   no passphrase came; `OpenPGPError` (`malformed`, `wrongKeyCount`, `wrongPassphrase`); ``AgentFailure``
-    ///   (`failed`) when the file holds no secret key; `StoreError.openPGPKeyExists` when one is stored already.
+    ///   (`failed`) for a secret key stub, or a certificate with no email address, expired, revoked or one of the
+    ///   user's own (nothing is stored then); `StoreError.openPGPKeyExists` when a secret key is stored already.
     public func importKeys(at path: String, passphrase: SecretBytes?) async throws -> [OpenPGPKeyInfo] {
         defer { passphrase?.wipe() }
         guard path.hasPrefix("/") else { throw AgentFailure(.badRequest, "The path of the key file must be absolute.") }
@@ -85,6 +87,13 @@ public struct OpenPGPKeyHandler: Sendable {
             )
         }
         let secrets = imported.compactMap(\.secretKey)
+        guard !imported.contains(where: \.hasSecretStub) else {
+            throw AgentFailure(
+                .failed,
+                "The file holds a secret key without usable secret parts (kept on a smartcard, or exported without "
+                    + "them): import your own secret key, or a correspondent's public key."
+            )
+        }
         // A certificate without its secret key is a correspondent's, kept with the address book: checked whole
         // before anything is stored.
         let certificates = try imported.filter { !$0.isSecret }.map { key in

@@ -344,9 +344,11 @@ extension OpenPGP {
                 let primary = try session.locate(fingerprint: fingerprint)
                 var hasSecret = false
                 var wasProtected = false
+                var hasStub = false
                 for key in [primary] + (try primary.subkeys()) {
                     // A GnuPG stub ("secret key not here": on a card, or exported without it) has no secret to use.
                     let secret = try key.secret()
+                    if secret == .unavailable { hasStub = true }
                     guard secret == .plain || secret == .protected else { continue }
                     hasSecret = true
                     guard secret == .protected else { continue }
@@ -370,7 +372,14 @@ extension OpenPGP {
                         publicKey: publicKey
                     )
                     : nil
-                imports.append(OpenPGPKeyImport(publicKey: publicKey, secretKey: secretKey, wasProtected: wasProtected))
+                imports.append(
+                    OpenPGPKeyImport(
+                        publicKey: publicKey,
+                        secretKey: secretKey,
+                        wasProtected: wasProtected,
+                        hasSecretStub: hasStub && !hasSecret
+                    )
+                )
             }
             return imports
         }

@@ -7,6 +7,16 @@ public struct OpenPGPKeyImport: Sendable, CustomStringConvertible {
     public let secretKey: OpenPGPSecretKey?
     /// Whether the input's secret key was protected by a passphrase (now removed from ``secretKey``).
     public let wasProtected: Bool
+    /// Whether the input held this key as a secret key without usable secret material (a GnuPG stub: kept on a
+    /// smartcard, or exported with `--export-secret-subkeys`): neither a usable secret key nor a mere certificate.
+    public let hasSecretStub: Bool
+
+    init(publicKey: OpenPGPPublicKey, secretKey: OpenPGPSecretKey?, wasProtected: Bool, hasSecretStub: Bool = false) {
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+        self.wasProtected = wasProtected
+        self.hasSecretStub = hasSecretStub
+    }
 
     /// The primary key's fingerprint.
     public var fingerprint: String { publicKey.fingerprint }

@@ -106,6 +106,14 @@ import Testing
         try gpg.gpg(["--import"], input: Array(revocation.utf8))
         try refused(revoked, "rita.asc", saying: "expired or revoked")
 
+        // A secret key without its secret parts (a GnuPG stub: only the primary, exported as "not here") is neither
+        // the user's key nor a correspondent's certificate.
+        let stubbed = try gpg.generateKey(userID: "Sam <sam@example.org>", passphrase: "")
+        let stub = try gpg.gpg(["--armor", "--export-secret-subkeys", stubbed + "!"]).stdout
+        let refusedStub = try cli.run(["key", "import", try gpg.file(stub, name: "stub.asc")])
+        #expect(refusedStub.status == 1, "\(refusedStub.stdout)")
+        #expect(refusedStub.stderr.contains("without usable secret parts"), "\(refusedStub.stderr)")
+
         #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
         #expect(!(try cli.run(["contacts"]).stdout.contains("OpenPGP key")))
     }
