@@ -161,17 +161,18 @@ public struct OutboxSender: Sendable {
         let item: OutboxItem
         let sent: Result<Bool, SMTPError>
         do throws(StoreError) {
-            if let refused = await connect(submission, server: server, &connections) {
-                (item, sent) = (try await queued().item, .failure(refused))
-            } else {
+            let refused = await connect(submission, server: server, &connections)
+            if let client = connections.smtp, refused == nil {
                 (item, sent) = try await send(
                     queued: { () async throws(StoreError) -> OutboxItem in try await queued().item },
                     envelope: unwritten.writer.envelope,
                     declaredSize: nil,
                     body: StreamedMessage(unwritten.writer, queued: queue.futureResult),
-                    over: connections.smtp!,
+                    over: client,
                     copyTo: &connections.sent
                 )
+            } else {
+                (item, sent) = (try await queued().item, .failure(refused ?? .notReady(reason: "no connection")))
             }
             await written
             await store.removeDraftFiles(try await queued().draftFiles)

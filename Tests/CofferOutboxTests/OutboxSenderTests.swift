@@ -402,6 +402,14 @@ import Testing
         #expect(queued.attempts == 1)
         // The first retry is a minute later (OutboxBackoff), not now.
         #expect(queued.nextAttempt.timeIntervalSince(start) >= 55)
+
+        // A message sent at once is queued all the same, and waits its backoff too.
+        let (streamed, again) = try await OutboxSender(store: world.store)
+            .send(Self.message(subject: "at once", attachments: []), accountID: world.accountID)
+        #expect(again.sent == 0 && again.failed.isEmpty && again.retrying == 1, "\(again)")
+        let waiting = try #require(try await world.store.outbox().first { $0.id == streamed.id })
+        #expect(waiting.state == .queued && waiting.attempts == 1)
+        #expect(waiting.nextAttempt.timeIntervalSince(start) >= 55)
     }
 
     /// The account locks while a large message is being sent: the send finishes (its file holds its own key), but
