@@ -286,14 +286,20 @@ extension MailStore {
 
     package static func snippet(_ text: String) -> String {
         var result = ""
+        // Counted as they are appended: `String.count` walks the whole string each time.
+        var count = 0
         var lastWasSpace = true
         for character in text {
-            if result.count >= snippetLength { break }
+            if count >= snippetLength { break }
             if character.isWhitespace {
-                if !lastWasSpace { result.append(" ") }
+                if !lastWasSpace {
+                    result.append(" ")
+                    count += 1
+                }
                 lastWasSpace = true
             } else {
                 result.append(character)
+                count += 1
                 lastWasSpace = false
             }
         }

@@ -41,6 +41,18 @@ struct SummaryCellTests {
         #expect(listed.allSatisfy { !$0.isCorrupt })
     }
 
+    @Test("a snippet collapses white space and keeps the first 160 characters, a cluster counted as one")
+    func snippet() {
+        #expect(MailStore.snippet("  Hello,\r\n\n\tworld  again \n") == "Hello, world again")
+        #expect(MailStore.snippet(" \n\t ").isEmpty)
+        let long = String(repeating: "ab ", count: 200)
+        let cut = MailStore.snippet(long)
+        #expect(cut.count == 160 && cut == String(long.prefix(160)))
+        // One family emoji is one character of the 160, however many scalars it holds.
+        let families = String(repeating: "👨‍👩‍👧‍👦", count: 300)
+        #expect(MailStore.snippet(families) == String(repeating: "👨‍👩‍👧‍👦", count: 160))
+    }
+
     @Test("a new message has a sealed summary cell, and list and search show it")
     func written() async throws {
         let world = try await StoreWorld()
