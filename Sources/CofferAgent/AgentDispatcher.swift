@@ -290,6 +290,10 @@ public final class AgentDispatcher: Sendable {
             )
         case .keyExport(let account, let fingerprint):
             return .text(try await OpenPGPKeyHandler(dependencies: try user(account)).export(fingerprint: fingerprint))
+        case .keyAutocrypt(let account, let preferEncrypt):
+            return .text(
+                try await OpenPGPKeyHandler(dependencies: try user(account)).autocrypt(preferEncrypt: preferEncrypt)
+            )
         }
     }
 }

@@ -44,6 +44,7 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case keyGenerate = "key-generate"
     case keyImport = "key-import"
     case keyExport = "key-export"
+    case keyAutocrypt = "key-autocrypt"
 }
 
 /// How a person proves they may unlock (or change, or log out) an account.
@@ -199,6 +200,8 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     case keyImport(account: String, path: String, passphrase: Bool)
     /// The certificate (public key) of the key with `fingerprint`, or of the default key, ASCII-armored.
     case keyExport(account: String, fingerprint: String?)
+    /// The account's Autocrypt `prefer-encrypt` (`mutual` or `nopreference`), set first when `preferEncrypt` is given.
+    case keyAutocrypt(account: String, preferEncrypt: String?)
 
     /// The operation's name.
     public var operation: AgentOperation {
@@ -251,6 +254,7 @@ public enum AgentRequest: Codable, Sendable, Equatable {
         case .keyGenerate: .keyGenerate
         case .keyImport: .keyImport
         case .keyExport: .keyExport
+        case .keyAutocrypt: .keyAutocrypt
         }
     }
 
@@ -274,7 +278,7 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .outboxRetry(let account, _), .outboxCancel(let account, _), .outboxFlush(let account, _),
             .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account),
             .keys(let account), .keyGenerate(let account, _), .keyImport(let account, _, _),
-            .keyExport(let account, _):
+            .keyExport(let account, _), .keyAutocrypt(let account, _):
             account
         }
     }

@@ -145,6 +145,21 @@ public struct OpenPGPKeyHandler: Sendable {
         }
     }
 
+    /// The account's Autocrypt `prefer-encrypt`, `mutual` or `nopreference`, after setting it to `preferEncrypt`
+    /// when given (`coffer key autocrypt --prefer-encrypt`).
+    ///
+    /// - Throws: ``AgentFailure`` (`badRequest`) for another value; `StoreError.locked`.
+    public func autocrypt(preferEncrypt: String?) async throws -> String {
+        let store = try dependencies.mailStore
+        if let preferEncrypt {
+            guard preferEncrypt == "mutual" || preferEncrypt == "nopreference" else {
+                throw AgentFailure(.badRequest, "prefer-encrypt is mutual or nopreference.")
+            }
+            try await store.setAutocryptPreferEncrypt(mutual: preferEncrypt == "mutual")
+        }
+        return try await store.autocryptPreferEncryptMutual() ? "mutual" : "nopreference"
+    }
+
     // MARK: - Pieces
 
     /// A correspondent's certificate with the addresses (and names) of its user ids, or why it cannot be used:

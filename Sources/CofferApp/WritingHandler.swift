@@ -166,6 +166,8 @@ public struct WritingHandler: Sendable {
                     )
                 }
         )
+        // Autocrypt Level 1: the user's key and prefer-encrypt travel with every message from an account that has one.
+        message.autocrypt = try await AutocryptOutgoing.header(from: from, in: store)
         // Signed and encrypted here, as the person's request, so the outbox never needs a secret key.
         if let openPGP {
             message = try await OpenPGPOutgoing.protect(

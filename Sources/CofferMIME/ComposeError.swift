@@ -102,6 +102,8 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The message cannot be signed or encrypted as PGP/MIME: its content holds an attached message that travels
     /// 8bit, which a server on the way may change (RFC 3156 section 3 wants 7-bit content).
     case notSevenBit
+    /// The `Autocrypt` header's key is empty or larger than ``AutocryptHeader/maximumKeyDataSize``.
+    case invalidAutocryptKey
 
     /// A human-readable explanation of the error.
     public var description: String {
@@ -155,6 +157,8 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .notSevenBit:
             return "The message holds an attached message with 8-bit text, which cannot be signed or encrypted "
                 + "as PGP/MIME; forward it inline instead."
+        case .invalidAutocryptKey:
+            return "The Autocrypt header's key is empty or larger than 64 KiB, so it cannot be written."
         }
     }
 

@@ -100,6 +100,12 @@ public struct MessageWriter {
         for (index, header) in message.extraHeaders.enumerated() {
             head += try Self.extraField(header, .extraHeader(index + 1))
         }
+        if let autocrypt = message.autocrypt {
+            guard !autocrypt.keyData.isEmpty, autocrypt.keyData.count <= AutocryptHeader.maximumKeyDataSize else {
+                throw .invalidAutocryptKey
+            }
+            head += autocrypt.field(address: from.spec.lowercased())
+        }
         head += Array("MIME-Version: 1.0\r\n".utf8)
         if let prepared = message.preparedBody {
             attachments = []
@@ -366,7 +372,7 @@ public struct MessageWriter {
     /// Fields the writer writes itself; an extra header may not set them.
     private static let reserved = [
         "Date", "From", "Sender", "Reply-To", "To", "Cc", "Bcc", "Subject", "Message-ID", "In-Reply-To",
-        "References", "MIME-Version", "Return-Path", "Received",
+        "References", "MIME-Version", "Return-Path", "Received", "Autocrypt",
     ]
 
     private static func extraField(_ header: OutgoingHeader, _ field: ComposeField) throws(ComposeError) -> [UInt8] {

@@ -37,6 +37,8 @@ public struct OutgoingMessage: Sendable {
     /// A body made by ``PGPMIME`` (a signed or encrypted message), written in place of ``text``, ``html`` and
     /// ``attachments``, which are then not written at all.
     public var preparedBody: PreparedBody?
+    /// The `Autocrypt` header (Autocrypt Level 1) to write, its `addr` the From address; `nil` writes none.
+    public var autocrypt: OutgoingAutocrypt?
 
     /// Creates a message.
     public init(

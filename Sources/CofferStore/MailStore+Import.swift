@@ -29,6 +29,8 @@ struct PreparedMessage: Sendable {
     var encrypted: EncryptedMail?
     /// A PGP/MIME signed message (`multipart/signed`) whose signature is checked before it is written.
     var signed: SignedMail?
+    /// The sender and Autocrypt header, for the Autocrypt peer state (``MailStore/updateAutocryptPeers(_:keys:db:)``).
+    var autocrypt: AutocryptSighting?
 }
 
 extension MailStore {
@@ -56,12 +58,18 @@ extension MailStore {
     func importMessages(_ messages: [RawMessage], statusHeaders: Bool) async throws(StoreError) -> [ImportOutcome] {
         let keys = try await keys()
         let now = Schema.seconds(Date())
-        let prepared = await openEncryptedMail(
-            messages.map { Self.prepare($0, keys: keys, now: now, statusHeaders: statusHeaders) },
-            keys: keys,
-            now: now
+        let prepared = await checkAutocrypt(
+            await openEncryptedMail(
+                messages.map { Self.prepare($0, keys: keys, now: now, statusHeaders: statusHeaders) },
+                keys: keys,
+                now: now
+            )
         )
-        return try await write { db in try Self.insert(prepared, keys: keys, db: db) }
+        return try await write { db in
+            let outcomes = try Self.insert(prepared, keys: keys, db: db)
+            try Self.updateAutocryptPeers(prepared, keys: keys, db: db)
+            return outcomes
+        }
     }
 
     /// Imports every message of a `.eml` file, an mbox file or a Maildir folder (``MailSource/detect(path:)``), in
@@ -174,6 +182,7 @@ extension MailStore {
             statusHeaders: statusHeaders
         )
         noteOpenPGP(&prepared, message: message, raw: raw, statusHeaders: statusHeaders)
+        prepared.autocrypt = autocryptSighting(message, now: now)
         return .success(prepared)
     }
 

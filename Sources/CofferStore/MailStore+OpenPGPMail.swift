@@ -293,6 +293,7 @@ extension MailStore {
                 }
             }
             var stored = replacement ?? message
+            stored.autocrypt = message.autocrypt
             stored.encrypted = nil
             stored.cells.removeAll { $0.0 == .messageOpenPGP }
             stored.cells.append((.messageOpenPGP, status.cell))

@@ -462,13 +462,14 @@ extension MailStore {
                 return .success(Self.prepareDamaged(raw, reason: reason, keys: keys, now: now))
             }
         }
-        let prepared = await openEncryptedMail(parsed, keys: keys, now: now)
+        let prepared = await checkAutocrypt(await openEncryptedMail(parsed, keys: keys, now: now))
         let locations = mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) }
         let highest = Int64(mails.map(\.uid).max() ?? 0)
         let labels = mails.map(\.label)
         let damaged = reasons
         return try await write { db in
             let outcomes = try Self.insert(prepared, keys: keys, db: db, duplicateByMessageID: false)
+            try Self.updateAutocryptPeers(prepared, keys: keys, db: db)
             var labelIDs: [String: Int64] = [:]
             var results: [FetchedOutcome] = []
             for (index, outcome) in outcomes.enumerated() {

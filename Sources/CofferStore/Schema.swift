@@ -97,6 +97,7 @@ enum Schema {
         registerOpenPGPKeysMigration(&migrator)
         registerOpenPGPMailMigration(&migrator)
         registerContactKeysMigration(&migrator)
+        registerAutocryptMigration(&migrator)
         return migrator
     }
 

@@ -92,6 +92,8 @@ enum SealedColumn: String, CaseIterable, Sendable {
     case openPGPSecretKey = "openPGPKeys.secretKey"
     /// A correspondent's OpenPGP certificate: contact key record v1 (migration `v9-contact-keys`).
     case contactKeyRecord = "contactKeys.record"
+    /// A correspondent's Autocrypt peer state: Autocrypt peer record v1 (migration `v10-autocrypt-peers`).
+    case autocryptPeerRecord = "autocryptPeers.record"
 
     var table: Substring { rawValue.split(separator: ".")[0] }
     var column: Substring { rawValue.split(separator: ".")[1] }

@@ -11,7 +11,7 @@ struct KeyCommand: AsyncParsableCommand {
         commandName: "key",
         abstract:
             "OpenPGP keys, sealed in the store: yours (generate, import, export the public key) and your correspondents' (import); list.",
-        subcommands: [Generate.self, Import.self, Export.self, List.self]
+        subcommands: [Generate.self, Import.self, Export.self, List.self, Autocrypt.self]
     )
 
     /// `coffer key generate`.
@@ -117,6 +117,40 @@ struct KeyCommand: AsyncParsableCommand {
                     let reply = try await path.call(.keyExport(account: account, fingerprint: fingerprint))
                     guard case .text(let armored) = reply else { throw AppError.malformedMessage }
                     print(armored, terminator: armored.hasSuffix("\n") ? "" : "\n")
+                }
+            }
+        }
+    }
+
+    /// `coffer key autocrypt`.
+    struct Autocrypt: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show or set this account's Autocrypt prefer-encrypt (mutual or nopreference).",
+            discussion: """
+                Every message sent from an account with an OpenPGP key carries an Autocrypt header with the \
+                public key and this preference. With mutual, a message to correspondents who all prefer mutual too \
+                (and whose Autocrypt keys are known) is encrypted without --encrypt.
+                """
+        )
+
+        @OptionGroup var home: HomeOptions
+        @OptionGroup var pinOptions: PINOptions
+        @Option(name: .customLong("prefer-encrypt"), help: "mutual or nopreference (the default).")
+        var preferEncrypt: String?
+
+        func validate() throws {
+            if let preferEncrypt, preferEncrypt != "mutual", preferEncrypt != "nopreference" {
+                throw ValidationError("--prefer-encrypt is mutual or nopreference.")
+            }
+        }
+
+        func run() async throws {
+            try await runReportingErrors {
+                try await CommandPath.with(home) { path in
+                    let account = try await path.mailAccount(home, pinOptions)
+                    let reply = try await path.call(.keyAutocrypt(account: account, preferEncrypt: preferEncrypt))
+                    guard case .text(let value) = reply else { throw AppError.malformedMessage }
+                    print("Autocrypt prefer-encrypt: \(value)")
                 }
             }
         }

@@ -1,0 +1,33 @@
+import CofferMIME
+import CofferOpenPGP
+import CofferStore
+
+/// The `Autocrypt` header (Autocrypt Level 1) of the mail Coffer sends: the user's default OpenPGP key, reduced to
+/// the primary key, the user id of the sending address and the encryption subkey, with the account's
+/// `prefer-encrypt` (`coffer key autocrypt --prefer-encrypt`). No key of the user's, no header.
+enum AutocryptOutgoing {
+    /// The header for mail from `from`, or `nil` when the account has no default key (or it can no longer be
+    /// encrypted to: expired, revoked).
+    ///
+    /// RNP runs on ``BlockingPool`` with its diagnostics off stderr (``RNPDiagnostics``); no secret key is read.
+    ///
+    /// - Throws: `StoreError` (`locked`, a damaged record).
+    static func header(from: MailAddress, in store: MailStore) async throws -> OutgoingAutocrypt? {
+        guard let mine = try await store.openPGPKeys().first(where: \.isDefault) else { return nil }
+        let sender = MailStore.autocryptAddress(from.address)
+        // The user id of the sending address; a key without one still gives its first (Level 1 does not require
+        // the user id to match, and a recipient keys the state by the header's addr).
+        let userID =
+            mine.userIDs.first { userID in
+                OpenPGPKeyHandler.addresses(of: [userID]).contains { MailStore.autocryptAddress($0.address) == sender }
+            } ?? mine.userIDs.first
+        guard let userID else { return nil }
+        let mutual = try await store.autocryptPreferEncryptMutual()
+        let certificate = mine.certificate
+        let keyData = await RNPDiagnostics.run { () -> [UInt8]? in
+            try? OpenPGPPublicKey(bytes: certificate).autocryptKeyData(userID: userID)
+        }
+        guard let keyData, !keyData.isEmpty, keyData.count <= AutocryptHeader.maximumKeyDataSize else { return nil }
+        return OutgoingAutocrypt(keyData: keyData, preferEncryptMutual: mutual)
+    }
+}
