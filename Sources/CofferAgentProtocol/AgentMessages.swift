@@ -698,11 +698,14 @@ public struct OpenPGPSending: Codable, Sendable, Equatable {
     public var sign: Bool
     /// Encrypt to every recipient's (To, Cc, Bcc) key and to the user's own.
     public var encrypt: Bool
+    /// Do not encrypt even when Autocrypt recommends it (`--no-encrypt`); absent is `false`.
+    public var noEncrypt: Bool?
 
     /// Creates one.
-    public init(sign: Bool, encrypt: Bool) {
+    public init(sign: Bool, encrypt: Bool, noEncrypt: Bool? = nil) {
         self.sign = sign
         self.encrypt = encrypt
+        self.noEncrypt = noEncrypt
     }
 }
 

@@ -137,6 +137,10 @@ public struct OutboxEntry: Codable, Sendable, Equatable {
     public var nextAttempt: Date
     /// Its size in bytes.
     public var size: Int64
+    /// What Autocrypt did, for the message just sent: `encrypted` (the user and every recipient prefer encryption
+    /// and a key of each is known, so it was encrypted without `--encrypt`) or `not-encrypted` (it would have been,
+    /// but `--no-encrypt` said no); absent otherwise.
+    public var autocrypt: String?
 
     /// Creates one.
     public init(

@@ -30,4 +30,20 @@ enum AutocryptOutgoing {
         guard let keyData, !keyData.isEmpty, keyData.count <= AutocryptHeader.maximumKeyDataSize else { return nil }
         return OutgoingAutocrypt(keyData: keyData, preferEncryptMutual: mutual)
     }
+
+    /// Autocrypt Level 1's "encrypt" recommendation for `message` (the user's own preference, mutual, is the
+    /// caller's to check): every To, Cc and Bcc address has a peer state with a key that is not stale and prefers
+    /// `mutual`. No recipient: `false`.
+    ///
+    /// - Throws: `StoreError` (`locked`, a damaged record).
+    static func recommendsEncryption(_ message: OutgoingMessage, in store: MailStore) async throws -> Bool {
+        let recipients = message.to + message.cc + message.bcc
+        guard !recipients.isEmpty else { return false }
+        for recipient in recipients {
+            guard let peer = try await store.autocryptPeer(for: recipient.address), peer.preferEncryptMutual,
+                !peer.certificate.isEmpty, !peer.isStale
+            else { return false }
+        }
+        return true
+    }
 }

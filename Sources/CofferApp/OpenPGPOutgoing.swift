@@ -50,6 +50,13 @@ enum OpenPGPOutgoing {
                 where OpenPGPKeyHandler.addresses(of: key.userIDs).contains(where: { $0.address == address }) {
                     found.append((key.fingerprint, key.certificate))
                 }
+                // A key from the address's Autocrypt header only when the user holds none for it: an imported key
+                // wins over an unauthenticated one.
+                if found.isEmpty, let peer = try await store.autocryptPeer(for: address),
+                    let fingerprint = peer.fingerprint, !peer.certificate.isEmpty
+                {
+                    found.append((fingerprint, peer.certificate))
+                }
                 if found.isEmpty { missing.append(address) }
                 for (fingerprint, certificate) in found { certificates[fingerprint] = certificate }
             }

@@ -168,6 +168,20 @@ public struct WritingHandler: Sendable {
         )
         // Autocrypt Level 1: the user's key and prefer-encrypt travel with every message from an account that has one.
         message.autocrypt = try await AutocryptOutgoing.header(from: from, in: store)
+        // Level 1's recommendation: encrypted by default when the user and every recipient prefer it, unless
+        // `--no-encrypt`; otherwise as asked.
+        var openPGP = openPGP
+        var autocryptDecision: String?
+        if openPGP?.encrypt != true, message.autocrypt?.preferEncryptMutual == true,
+            try await AutocryptOutgoing.recommendsEncryption(message, in: store)
+        {
+            if openPGP?.noEncrypt == true {
+                autocryptDecision = "not-encrypted"
+            } else {
+                openPGP = OpenPGPSending(sign: openPGP?.sign ?? false, encrypt: true)
+                autocryptDecision = "encrypted"
+            }
+        }
         // Signed and encrypted here, as the person's request, so the outbox never needs a secret key.
         if let openPGP {
             message = try await OpenPGPOutgoing.protect(
@@ -178,7 +192,11 @@ public struct WritingHandler: Sendable {
             )
         }
         if delay <= 0 {
-            return try await entry(after: dependencies.coordinator.send(message, server: chosen.id, replacingDraft: id))
+            var sent = try await entry(
+                after: dependencies.coordinator.send(message, server: chosen.id, replacingDraft: id)
+            )
+            sent.autocrypt = autocryptDecision
+            return sent
         }
         let item = try await store.enqueue(
             message,
@@ -188,7 +206,9 @@ public struct WritingHandler: Sendable {
         )
         // The agent's outbox service waits for its time (a command without an agent sends it itself).
         try dependencies.outboxEvents.changed(dependencies.account)
-        return try await entry(after: item)
+        var queued = try await entry(after: item)
+        queued.autocrypt = autocryptDecision
+        return queued
     }
 
     /// Sends every due message of server account `server` (or the only one) now.

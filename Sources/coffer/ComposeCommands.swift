@@ -39,11 +39,20 @@ struct WritingOptions: ParsableArguments {
         )
     )
     var encrypt = false
+    @Flag(
+        name: .long,
+        help: "Do not encrypt, even when Autocrypt would (you and every recipient prefer encryption)."
+    )
+    var noEncrypt = false
 
-    /// What `--sign` and `--encrypt` ask for, or nil.
-    var openPGP: OpenPGPSending? { sign || encrypt ? OpenPGPSending(sign: sign, encrypt: encrypt) : nil }
+    /// What `--sign`, `--encrypt` and `--no-encrypt` ask for, or nil.
+    var openPGP: OpenPGPSending? {
+        sign || encrypt || noEncrypt
+            ? OpenPGPSending(sign: sign, encrypt: encrypt, noEncrypt: noEncrypt ? true : nil) : nil
+    }
 
     func validate() throws {
+        if encrypt && noEncrypt { throw ValidationError("--encrypt and --no-encrypt cannot be given together.") }
         if let delay { _ = try Self.seconds(delay) }
         if delay != nil && !send { throw ValidationError("--delay needs --send.") }
     }
@@ -170,6 +179,11 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Sign the message with your default OpenPGP key (PGP/MIME).") var sign = false
     @Flag(name: .long, help: "Encrypt the message to every recipient's OpenPGP key and your own (PGP/MIME).")
     var encrypt = false
+    @Flag(name: .long, help: "Do not encrypt, even when Autocrypt would.") var noEncrypt = false
+
+    func validate() throws {
+        if encrypt && noEncrypt { throw ValidationError("--encrypt and --no-encrypt cannot be given together.") }
+    }
 
     func run() async throws {
         try await runReportingErrors {
@@ -181,7 +195,8 @@ struct SendCommand: AsyncParsableCommand {
                     account: account,
                     server: server,
                     delay: seconds,
-                    openPGP: sign || encrypt ? OpenPGPSending(sign: sign, encrypt: encrypt) : nil,
+                    openPGP: sign || encrypt || noEncrypt
+                        ? OpenPGPSending(sign: sign, encrypt: encrypt, noEncrypt: noEncrypt ? true : nil) : nil,
                     path: path
                 )
             }
@@ -461,6 +476,13 @@ enum Composer {
                 )
             )
         else { throw AppError.malformedMessage }
+        switch entry.autocrypt {
+        case "encrypted":
+            print("Encrypted (Autocrypt: you and every recipient prefer encryption; --no-encrypt sends it in clear).")
+        case "not-encrypted":
+            print("Not encrypted (--no-encrypt), though you and every recipient prefer encryption (Autocrypt).")
+        default: break
+        }
         print(describe(entry, id: entry.id))
         guard delay > 0, entry.state == .queued else { return }
         if path.isAgent {
