@@ -290,6 +290,19 @@ public final class AgentDispatcher: Sendable {
             )
         case .keyExport(let account, let fingerprint):
             return .text(try await OpenPGPKeyHandler(dependencies: try user(account)).export(fingerprint: fingerprint))
+        case .keyAutocryptSetup(let account, let send):
+            guard let secret else { throw AgentFailure(.badRequest, "The request lacks its Setup Code.") }
+            return .text(
+                try await AutocryptSetupHandler(dependencies: try user(account)).setupMessage(code: secret, send: send)
+            )
+        case .keyAutocryptImport(let account, let message):
+            guard let secret else { throw AgentFailure(.badRequest, "The request lacks its Setup Code.") }
+            return .openPGPKeys(
+                try await AutocryptSetupHandler(dependencies: try user(account)).importSetupMessage(
+                    message,
+                    code: secret
+                )
+            )
         case .keyAutocrypt(let account, let preferEncrypt):
             return .text(
                 try await OpenPGPKeyHandler(dependencies: try user(account)).autocrypt(preferEncrypt: preferEncrypt)

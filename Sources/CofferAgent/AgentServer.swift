@@ -492,7 +492,7 @@ extension AgentOperation {
             .serverShow, .serverRemove, .notifyRegister, .notifyStatus, .notifyUnregister, .fastSyncOn, .fastSyncOff,
             .fastSyncStatus, .push, .watch, .compose, .saveDraft, .drafts, .deleteDraft, .sendDraft, .outbox,
             .outboxRetry, .outboxCancel, .outboxFlush, .contacts, .contactAdd, .contactsExport, .keys, .keyGenerate,
-            .keyImport, .keyExport, .keyAutocrypt:
+            .keyImport, .keyExport, .keyAutocrypt, .keyAutocryptSetup, .keyAutocryptImport:
             false
         }
     }

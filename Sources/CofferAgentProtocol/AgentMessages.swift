@@ -45,6 +45,8 @@ public enum AgentOperation: String, Codable, Sendable, CaseIterable {
     case keyImport = "key-import"
     case keyExport = "key-export"
     case keyAutocrypt = "key-autocrypt"
+    case keyAutocryptSetup = "key-autocrypt-setup"
+    case keyAutocryptImport = "key-autocrypt-import"
 }
 
 /// How a person proves they may unlock (or change, or log out) an account.
@@ -202,6 +204,12 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     case keyExport(account: String, fingerprint: String?)
     /// The account's Autocrypt `prefer-encrypt` (`mutual` or `nopreference`), set first when `preferEncrypt` is given.
     case keyAutocrypt(account: String, preferEncrypt: String?)
+    /// The Autocrypt Setup Message of the default key, encrypted under the Setup Code that follows in a secret
+    /// frame; with `send`, also sent to the user's own address.
+    case keyAutocryptSetup(account: String, send: Bool)
+    /// Imports the secret key of stored Autocrypt Setup Message `message` with the Setup Code that follows in a
+    /// secret frame.
+    case keyAutocryptImport(account: String, message: Int64)
 
     /// The operation's name.
     public var operation: AgentOperation {
@@ -255,6 +263,8 @@ public enum AgentRequest: Codable, Sendable, Equatable {
         case .keyImport: .keyImport
         case .keyExport: .keyExport
         case .keyAutocrypt: .keyAutocrypt
+        case .keyAutocryptSetup: .keyAutocryptSetup
+        case .keyAutocryptImport: .keyAutocryptImport
         }
     }
 
@@ -278,7 +288,8 @@ public enum AgentRequest: Codable, Sendable, Equatable {
             .outboxRetry(let account, _), .outboxCancel(let account, _), .outboxFlush(let account, _),
             .contacts(let account, _), .contactAdd(let account, _, _), .contactsExport(let account),
             .keys(let account), .keyGenerate(let account, _), .keyImport(let account, _, _),
-            .keyExport(let account, _), .keyAutocrypt(let account, _):
+            .keyExport(let account, _), .keyAutocrypt(let account, _), .keyAutocryptSetup(let account, _),
+            .keyAutocryptImport(let account, _):
             account
         }
     }
@@ -288,6 +299,7 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     public var expectsSecret: Bool {
         switch self {
         case .keyImport(_, _, let passphrase): passphrase
+        case .keyAutocryptSetup, .keyAutocryptImport: true
         case .unlock(_, let method), .logout(_, let method), .fastSyncOn(_, _, let method): method == .pin
         case .protect(_, let change, let proof): change.addsPIN || proof == .pin
         case .serverAdd: true

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferAgentProtocol
+import CofferApp
 import CofferCrypto
 import CofferNotifyClient
 import CofferPush
@@ -125,11 +126,17 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key autocrypt`.
     struct Autocrypt: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show or set this account's Autocrypt prefer-encrypt (mutual or nopreference).",
+            abstract:
+                "Autocrypt: show or set prefer-encrypt; write or send a Setup Message of your key; import one.",
             discussion: """
                 Every message sent from an account with an OpenPGP key carries an Autocrypt header with the \
                 public key and this preference. With mutual, a message to correspondents who all prefer mutual too \
                 (and whose Autocrypt keys are known) is encrypted without --encrypt.
+                --setup-message FILE writes an Autocrypt Setup Message of your default secret key to FILE (with \
+                --send, also sends it to your own address): the key is encrypted under a Setup Code printed once \
+                here, which you type on the other device. --import-setup ID imports the key of a stored Setup \
+                Message (from `coffer list`), asking for its Setup Code without echo (or, with --code-stdin, \
+                reading it from standard input's next line).
                 """
         )
 
@@ -137,10 +144,21 @@ struct KeyCommand: AsyncParsableCommand {
         @OptionGroup var pinOptions: PINOptions
         @Option(name: .customLong("prefer-encrypt"), help: "mutual or nopreference (the default).")
         var preferEncrypt: String?
+        @Option(name: .customLong("setup-message"), help: "Write an Autocrypt Setup Message of your key to this file.")
+        var setupMessage: String?
+        @Flag(name: .long, help: "With --setup-message: also send it to your own address.") var send = false
+        @Option(name: .customLong("import-setup"), help: "Import the key of this stored Setup Message.")
+        var importSetup: Int64?
+        @Flag(name: .customLong("code-stdin"), help: "Read the Setup Code from standard input's next line.")
+        var codeStdin = false
 
         func validate() throws {
             if let preferEncrypt, preferEncrypt != "mutual", preferEncrypt != "nopreference" {
                 throw ValidationError("--prefer-encrypt is mutual or nopreference.")
+            }
+            if send && setupMessage == nil { throw ValidationError("--send needs --setup-message FILE.") }
+            if setupMessage != nil && importSetup != nil {
+                throw ValidationError("--setup-message and --import-setup cannot be given together.")
             }
         }
 
@@ -148,10 +166,59 @@ struct KeyCommand: AsyncParsableCommand {
             try await runReportingErrors {
                 try await CommandPath.with(home) { path in
                     let account = try await path.mailAccount(home, pinOptions)
+                    if let setupMessage {
+                        try await writeSetupMessage(to: CommandPath.absolute(setupMessage), account: account, path)
+                        return
+                    }
+                    if let importSetup {
+                        let code = try Terminal.readSecret(
+                            prompt: "Setup Code (9 blocks of 4 digits): ",
+                            what: "Setup Code",
+                            stdinOption: "--code-stdin",
+                            fromStdin: codeStdin
+                        )
+                        defer { code.wipe() }
+                        let reply = try await path.call(
+                            .keyAutocryptImport(account: account, message: importSetup),
+                            secret: code
+                        )
+                        guard case .openPGPKeys(let keys) = reply else { throw AppError.malformedMessage }
+                        for key in keys { print(KeyCommand.line(key)) }
+                        return
+                    }
                     let reply = try await path.call(.keyAutocrypt(account: account, preferEncrypt: preferEncrypt))
                     guard case .text(let value) = reply else { throw AppError.malformedMessage }
                     print("Autocrypt prefer-encrypt: \(value)")
                 }
+            }
+        }
+
+        /// Makes the Setup Code here, has the agent encrypt the key under it, writes the message (0600, not over an
+        /// existing file) and prints the code once.
+        private func writeSetupMessage(to file: String, account: String, _ path: CommandPath) async throws {
+            guard !FileManager.default.fileExists(atPath: file) else {
+                throw ValidationError("\(file) exists already; choose a new file for the Setup Message.")
+            }
+            let code = AutocryptSetupHandler.newSetupCode()
+            defer { code.wipe() }
+            // A copy goes out: the handler wipes what it is given (in this process too, without an agent).
+            let sent = code.withUnsafeBytes { SecretBytes(copying: $0) }
+            let reply = try await path.call(.keyAutocryptSetup(account: account, send: send), secret: sent)
+            guard case .text(let message) = reply else { throw AppError.malformedMessage }
+            guard
+                FileManager.default.createFile(
+                    atPath: file,
+                    contents: Data(message.utf8),
+                    attributes: [.posixPermissions: 0o600]
+                )
+            else { throw ValidationError("\(file) could not be written.") }
+            print("Autocrypt Setup Message written to \(file)\(send ? " and sent to your own address" : "").")
+            print("Setup Code (type it on the other device; it is shown only now):")
+            code.withUnsafeBytes { bytes in
+                let blocks = String(decoding: bytes, as: UTF8.self).split(separator: "-")
+                print(blocks[0..<3].joined(separator: "-"))
+                print(blocks[3..<6].joined(separator: "-"))
+                print(blocks[6..<9].joined(separator: "-"))
             }
         }
     }

@@ -135,6 +135,28 @@ import Testing
         #expect(String(decoding: clear, as: UTF8.self).contains(Self.canary))
     }
 
+    @Test func aSetupMessageIsSentToTheUsersOwnAddress() throws {
+        let server = try Server.start()
+        defer { server.stop() }
+        let oracle = try Oracle()
+        let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
+        let generated = try alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let file = oracle.folder.path + "/setup.eml"
+        let made = try alice.run(["key", "autocrypt", "--setup-message", file, "--send"])
+        #expect(made.status == 0, "\(made.stdout) \(made.stderr)")
+        #expect(made.stdout.contains("sent to your own address"), "\(made.stdout)")
+        let delivered = try OpenPGPSendCLITests.delivered(
+            server,
+            user: Server.sender.user,
+            subject: "Autocrypt Setup Message"
+        )
+        let text = String(decoding: delivered, as: UTF8.self)
+        #expect(text.contains("\r\nAutocrypt-Setup-Message: v1\r\n"), "\(text.prefix(800))")
+        #expect(text.contains("application/autocrypt-setup"))
+        #expect(!text.contains("PRIVATE KEY"))
+    }
+
     /// Bob's certificate in binary form, as gpg exports it.
     private func exportBinary(_ oracle: Oracle) throws -> Data {
         let path = oracle.folder.path + "/bob.pgp"
