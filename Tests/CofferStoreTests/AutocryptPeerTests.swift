@@ -182,6 +182,41 @@ struct AutocryptPeerTests {
         #expect(try await store.autocryptPeer(for: "alice@example.org") == nil)
     }
 
+    @Test("a message fetched by sync, and an encrypted one decrypted at import, update the state too")
+    func syncAndEncryptedMail() async throws {
+        let (world, alice) = try await OpenPGPMailTests.aliceStore()
+        let bob = try await Self.key("Bob <bob@example.org>")
+        let account = try await world.store.addServerAccount(
+            ServerAccount(host: "h.test", port: 993, username: "u", password: "p")
+        )
+        let inbox = try await world.store.addSyncFolder(accountID: account, name: "INBOX", uidValidity: 1)
+        let fetched = Self.message(
+            "synced",
+            date: "Mon, 1 Jan 2024 10:00:00 +0000",
+            autocrypt: [Self.header(bob.keyData, mutual: true)]
+        )
+        let outcomes = try await world.store.storeFetchedMail(
+            [FetchedMail(uid: 3, bytes: fetched.bytes, flags: [], label: "INBOX")],
+            folderID: inbox.id
+        )
+        #expect(outcomes.count == 1)
+        var peer = try #require(try await world.store.autocryptPeer(for: "bob@example.org"))
+        #expect(peer.fingerprint == bob.fingerprint && peer.preferEncryptMutual)
+
+        // PGP/MIME to Alice with Bob's header (a newer key) outside: decrypted, and the header still counted.
+        let newer = try await Self.key("Bob <bob@example.org>")
+        let ciphertext = try await OpenPGPMailTests.encrypt(to: alice.publicKey, signedBy: alice)
+        let encrypted = OpenPGPMailTests.pgpMIME(ciphertext, id: "enc-ac@example.org").replacingOccurrences(
+            of: "Date: Mon, 1 Jan 2024 10:00:00 +0000\r\n",
+            with: "Date: Tue, 2 Jan 2024 10:00:00 +0000\r\nAutocrypt: "
+                + Self.header(newer.keyData).replacingOccurrences(of: "\r\n", with: "\r\n ") + "\r\n"
+        )
+        let id = try #require(try await world.store.importMessage(RawMessage(bytes: Array(encrypted.utf8))).id)
+        #expect(try await world.store.message(id).openPGP?.outcome == .decrypted)
+        peer = try #require(try await world.store.autocryptPeer(for: "bob@example.org"))
+        #expect(peer.fingerprint == newer.fingerprint && !peer.preferEncryptMutual)
+    }
+
     @Test("the account's own prefer-encrypt: nopreference by default, mutual once set, sealed")
     func ownPreference() async throws {
         let world = try await StoreWorld()
