@@ -217,12 +217,13 @@ extension MailStore {
         let to = message.to
         let text = message.textBody
         var tokens = Set<Int64>()
+        // Each distinct word is hashed once: the keyed hash costs far more than remembering the word.
+        var seen = Set<[UInt8]>()
         func index(_ text: String?) {
             guard let text else { return }
             SearchTokenizer.forEachToken(in: text) { token in
-                if tokens.count < maximumTokensPerMessage {
-                    tokens.insert(keys.search.hash64(tag: HashTag.searchToken, token))
-                }
+                guard tokens.count < maximumTokensPerMessage, seen.insert(Array(token)).inserted else { return }
+                tokens.insert(keys.search.hash64(tag: HashTag.searchToken, token))
             }
         }
         index(subject)

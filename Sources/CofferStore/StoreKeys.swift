@@ -25,7 +25,7 @@ struct KeyedHasher: Sendable {
     /// The full 32-byte keyed hash of `bytes` with a one-byte domain `tag`.
     func hash(tag: UInt8, _ bytes: some DataProtocol) -> [UInt8] {
         var hmac = prepared
-        hmac.update(data: [tag])
+        withUnsafeBytes(of: tag) { hmac.update(data: $0) }
         hmac.update(data: bytes)
         return Array(hmac.finalize())
     }
@@ -34,14 +34,14 @@ struct KeyedHasher: Sendable {
     /// ``hash(tag:_:)`` of all the bytes fed, for data that is never whole in memory.
     func start(tag: UInt8) -> HMAC<SHA256> {
         var hmac = prepared
-        hmac.update(data: [tag])
+        withUnsafeBytes(of: tag) { hmac.update(data: $0) }
         return hmac
     }
 
     /// The first 8 bytes of ``hash(tag:_:)`` as a signed big-endian integer (the blind-index token format).
     func hash64(tag: UInt8, _ bytes: some DataProtocol) -> Int64 {
         var hmac = prepared
-        hmac.update(data: [tag])
+        withUnsafeBytes(of: tag) { hmac.update(data: $0) }
         hmac.update(data: bytes)
         return hmac.finalize().withUnsafeBytes { raw in
             var value: UInt64 = 0
