@@ -119,6 +119,38 @@ import Testing
         #expect(hits.isEmpty, "\(hits)")
     }
 
+    @Test func throughTheAgentTheCodeTravelsInASecretFrameAndNoFileHoldsIt() throws {
+        let cli = CLIRunner(prefix: "coffer-autocrypt-agent", ownRuntime: true)
+        try #require(try cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try cli.startAgent()
+        defer { CLIRunner.stopAgent(agent) }
+        try #require(try cli.run(["unlock"]).status == 0)
+        let generated = try cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        try #require(generated.status == 0, "\(generated.stderr)")
+        let fingerprint = String(try #require(generated.stdout.split(separator: "\t").first))
+        let gpg = try GnuPG()
+        let file = gpg.folder.path + "/setup.eml"
+        let made = try cli.run(["key", "autocrypt", "--setup-message", file])
+        try #require(made.status == 0, "\(made.stderr)")
+        let code = try Self.code(in: made.stdout)
+        let opened = try gpg.gpg(["--passphrase", code, "--decrypt"], input: Array(try Self.payload(file).utf8))
+        #expect(opened.stdout.contains("Autocrypt-Prefer-Encrypt: nopreference"))
+        try gpg.gpg(["--import"], input: Array(opened.stdout.utf8))
+        #expect(try gpg.gpg(["--with-colons", "--list-secret-keys", fingerprint]).stdout.contains(fingerprint))
+        let secretBytes = try Self.dearmored(try gpg.gpg(["--armor", "--export-secret-keys", fingerprint]).stdout)
+        try #require(secretBytes.count > 64)
+        #expect(try cli.run(["lock"]).status == 0)
+        let roots = [cli.home.path] + (cli.runtime.map { [$0.path] } ?? [])
+        let hits = CanaryScanner.occurrences(
+            of: [
+                Array(code.utf8), Array(code.replacingOccurrences(of: "-", with: "").utf8),
+                Array(secretBytes.suffix(48)),
+            ],
+            under: roots
+        )
+        #expect(hits.isEmpty, "\(hits)")
+    }
+
     @Test func aSetupMessageMadeByGnuPGImports() throws {
         let gpg = try GnuPG()
         let fingerprint = try gpg.generateKey(userID: "Carol <carol@example.org>", passphrase: "")
