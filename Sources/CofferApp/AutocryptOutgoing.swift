@@ -9,11 +9,15 @@ enum AutocryptOutgoing {
     /// The header for mail from `from`, or `nil` when the account has no default key (or it can no longer be
     /// encrypted to: expired, revoked).
     ///
-    /// RNP runs on ``BlockingPool`` with its diagnostics off stderr (``RNPDiagnostics``); no secret key is read.
+    /// RNP runs on ``BlockingPool`` with its diagnostics off stderr (``RNPDiagnostics``); no secret key is read. A
+    /// key record that cannot be read means no header: a message without `--sign` or `--encrypt` never failed on
+    /// the keys, and does not now.
     ///
-    /// - Throws: `StoreError` (`locked`, a damaged record).
+    /// - Throws: `StoreError.locked`.
     static func header(from: MailAddress, in store: MailStore) async throws -> OutgoingAutocrypt? {
-        guard let mine = try await store.openPGPKeys().first(where: \.isDefault) else { return nil }
+        let keys: [OpenPGPKeyEntry]
+        do { keys = try await store.openPGPKeys() } catch .locked { throw StoreError.locked } catch { return nil }
+        guard let mine = keys.first(where: \.isDefault) else { return nil }
         let sender = MailStore.autocryptAddress(from.address)
         // The user id of the sending address; a key without one still gives its first (Level 1 does not require
         // the user id to match, and a recipient keys the state by the header's addr).
@@ -33,14 +37,12 @@ enum AutocryptOutgoing {
 
     /// Autocrypt Level 1's "encrypt" recommendation for `message` (the user's own preference, mutual, is the
     /// caller's to check): every To, Cc and Bcc address has a peer state with a key that is not stale and prefers
-    /// `mutual`. No recipient: `false`.
-    ///
-    /// - Throws: `StoreError` (`locked`, a damaged record).
-    static func recommendsEncryption(_ message: OutgoingMessage, in store: MailStore) async throws -> Bool {
+    /// `mutual`. No recipient, or a peer record that cannot be read: `false`.
+    static func recommendsEncryption(_ message: OutgoingMessage, in store: MailStore) async -> Bool {
         let recipients = message.to + message.cc + message.bcc
         guard !recipients.isEmpty else { return false }
         for recipient in recipients {
-            guard let peer = try await store.autocryptPeer(for: recipient.address), peer.preferEncryptMutual,
+            guard let peer = (try? await store.autocryptPeer(for: recipient.address)) ?? nil, peer.preferEncryptMutual,
                 !peer.certificate.isEmpty, !peer.isStale
             else { return false }
         }

@@ -173,7 +173,7 @@ public struct WritingHandler: Sendable {
         var openPGP = openPGP
         var autocryptDecision: String?
         if openPGP?.encrypt != true, message.autocrypt?.preferEncryptMutual == true,
-            try await AutocryptOutgoing.recommendsEncryption(message, in: store)
+            await AutocryptOutgoing.recommendsEncryption(message, in: store)
         {
             if openPGP?.noEncrypt == true {
                 autocryptDecision = "not-encrypted"
