@@ -143,18 +143,8 @@ public struct AutocryptSetupHandler: Sendable {
             throw AgentFailure(.failed, "The Setup Message holds no usable secret key. Nothing was stored.")
         }
         guard secrets.allSatisfy({ !stored.contains($0.fingerprint) }) else { throw StoreError.openPGPKeyExists }
-        var added: [OpenPGPKeyInfo] = []
-        for secret in secrets {
-            let entry = try await store.addOpenPGPKey(
-                fingerprint: secret.fingerprint,
-                userIDs: secret.publicKey.userIDs,
-                certificate: secret.publicKey.bytes,
-                secretKey: secret.bytes
-            )
-            added.append(OpenPGPKeyHandler.info(entry))
-        }
+        let added = try await OpenPGPKeyHandler.storeSecretKeys(secrets, in: store)
         if let mutual = opened.mutual { try await store.setAutocryptPreferEncrypt(mutual: mutual) }
-        _ = try? await store.openStoredEncryptedMail()
         return added
     }
 }

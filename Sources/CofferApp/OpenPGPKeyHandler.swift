@@ -111,6 +111,13 @@ public struct OpenPGPKeyHandler: Sendable {
             added.append(Self.info(entry))
         }
         guard !secrets.isEmpty else { return added }
+        return added + (try await Self.storeSecretKeys(secrets, in: store))
+    }
+
+    /// Stores `secrets` as the user's keys (sealed, without a passphrase), then decrypts the mail stored encrypted
+    /// before them (docs/STORE.md, v8-openpgp-mail; the keys are stored whatever that finds).
+    static func storeSecretKeys(_ secrets: [OpenPGPSecretKey], in store: MailStore) async throws -> [OpenPGPKeyInfo] {
+        var added: [OpenPGPKeyInfo] = []
         for secret in secrets {
             let entry = try await store.addOpenPGPKey(
                 fingerprint: secret.fingerprint,
@@ -120,8 +127,6 @@ public struct OpenPGPKeyHandler: Sendable {
             )
             added.append(Self.info(entry))
         }
-        // Mail that came before the key, stored encrypted, is decrypted now (docs/STORE.md, v8-openpgp-mail); the
-        // import has succeeded whatever this finds.
         _ = try? await store.openStoredEncryptedMail()
         return added
     }
