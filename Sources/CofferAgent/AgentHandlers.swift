@@ -112,7 +112,7 @@ package final class StatusHandler: Sendable {
 package final class SessionHandler: Sendable {
     /// What it uses.
     public typealias Dependencies = HasAccount & HasKeymaker & HasAttachmentCache & HasKeychain & HasPushTokens
-        & HasOutboxEvents
+        & HasOutboxEvents & HasMailStore
         & HasLogger
 
     private let dependencies: any Dependencies
@@ -121,7 +121,8 @@ package final class SessionHandler: Sendable {
     public init(dependencies: any Dependencies) { self.dependencies = dependencies }
 
     /// Unlocks with `method` (`pin` with `pin`, or `secure-element` with presence asked of `conversation`), then
-    /// purges expired attachments (the cache's unlock duty) and opens the push session's token (``PushTokens``).
+    /// purges expired attachments (the cache's unlock duty), decrypts the encrypted mail stored while locked
+    /// (``MailStore/openStoredEncryptedMail()``) and opens the push session's token (``PushTokens``).
     ///
     /// - Returns: Whether the key was already in memory (nothing was asked).
     public func unlock(method: ProofMethod, pin: SecretBytes?, conversation: any AgentConversation) async throws -> Bool
@@ -143,6 +144,8 @@ package final class SessionHandler: Sendable {
             }
         }
         _ = try? dependencies.attachmentCache.purgeExpired()
+        // Encrypted mail that came while locked (FastSync never opens a secret key) is decrypted now.
+        _ = try? await dependencies.mailStore.openStoredEncryptedMail()
         // What was queued while locked is sent now.
         try? dependencies.outboxEvents.changed(dependencies.account)
         // The push stream's token is sealed under the MainKey: open it now, so the stream runs on while locked.

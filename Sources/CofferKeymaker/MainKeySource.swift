@@ -26,6 +26,14 @@ public enum KeyUse: Sendable, Equatable {
     }
 }
 
+/// Whether the running job works on a key granted while its account is locked (FastSync's key,
+/// ``AccountKeys/withBackgroundKey(_:_:)``). Such a job stores mail, but the user's own secret keys (their OpenPGP
+/// keys) are never opened under it: what they would decrypt waits for the next unlock.
+public enum KeyGrant {
+    /// True inside a job that runs on a granted key, and in its child tasks.
+    @TaskLocal public static var isActive = false
+}
+
 /// The one way the store, the attachment cache and every library above the Keymaker get an account's MainKey.
 public protocol MainKeySource: Sendable {
     /// The MainKey for `use`.
@@ -103,6 +111,7 @@ public final class AccountKeys: MainKeySource {
     public var hasBackgroundKey: Bool { granted.withLockedValue { $0 != nil } }
 
     /// Runs `body` (background work) with `secret` as the account's key for background use, then wipes it.
+    /// ``KeyGrant/isActive`` is true while it runs.
     ///
     /// - Parameters:
     ///   - secret: The MainKey's bytes, taken and wiped when `body` ends, whatever happens.
@@ -122,6 +131,6 @@ public final class AccountKeys: MainKeySource {
         }
         guard installed else { throw KeymakerError.locked }
         defer { granted.withLockedValue { $0 = nil } }
-        return try await KeyUse.background.run(body)
+        return try await KeyGrant.$isActive.withValue(true) { try await KeyUse.background.run(body) }
     }
 }

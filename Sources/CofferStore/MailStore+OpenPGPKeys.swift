@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferKeymaker
 import GRDB
 
 #if canImport(FoundationEssentials)
@@ -191,9 +192,11 @@ extension MailStore {
     /// The unprotected secret key of the user's key with `fingerprint`, in locked memory that is zeroed when released.
     ///
     /// - Throws: ``StoreError/openPGPKeyNotFound``, ``StoreError/corruptRecord(table:id:)`` when its cell fails to open
-    ///   or belongs to another key, ``StoreError/locked``.
+    ///   or belongs to another key, ``StoreError/locked`` (also inside a job on a key granted while the account is
+    ///   locked, ``KeyGrant``: background work while locked never opens a secret key).
     /// - Warning: This is the secret key itself: hand it to `CofferOpenPGP` and let it go.
     public func openPGPSecretKey(fingerprint: String) async throws(StoreError) -> SecretBytes {
+        guard !KeyGrant.isActive else { throw .locked }
         guard let fingerprint = Self.canonicalFingerprint(fingerprint) else { throw .openPGPKeyNotFound }
         let keys = try await keys()
         let lookup = Self.fingerprintLookup(fingerprint, keys: keys)

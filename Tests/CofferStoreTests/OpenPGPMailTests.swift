@@ -1,4 +1,5 @@
 import CofferCrypto
+import CofferKeymaker
 import CofferMIME
 import CofferOpenPGP
 import CofferTesting
@@ -276,6 +277,42 @@ struct OpenPGPMailTests {
         #expect(Set(try await world.store.search(Self.canary).map(\.id)) == [id, inline])
         #expect(try await world.store.openStoredEncryptedMail() == 0)
         #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [world.root.path]).isEmpty)
+    }
+
+    @Test("while locked, a job on FastSync's granted key stores encrypted mail as it came; the unlock decrypts it")
+    func aGrantedKeyNeverOpensASecretKey() async throws {
+        let root = TemporaryDirectory(prefix: "coffer-store-test")
+        let keymaker = try await Fixtures.unlockedKeymaker()
+        let accountKeys = AccountKeys(keymaker: keymaker)
+        let store = try MailStore(folder: "\(root.path)/store", keys: accountKeys)
+        let alice = try await BlockingPool.run { () throws(OpenPGPError) in
+            try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
+        }
+        _ = try await store.addOpenPGPKey(
+            fingerprint: alice.fingerprint,
+            userIDs: alice.publicKey.userIDs,
+            certificate: alice.publicKey.bytes,
+            secretKey: alice.bytes
+        )
+        let mainKey = try await keymaker.mainKey(for: .userRequest).withUnsafeBytes { Array($0) }
+        await keymaker.lock()
+        let ciphertext = try await Self.encrypt(to: alice.publicKey, signedBy: alice)
+        let id = try await accountKeys.withBackgroundKey(SecretBytes(copying: mainKey)) { () async throws -> Int64 in
+            await #expect(throws: StoreError.locked) {
+                _ = try await store.openPGPSecretKey(fingerprint: alice.fingerprint)
+            }
+            return try await Self.importOne(Self.pgpMIME(ciphertext), into: store)
+        }
+        #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [root.path]).isEmpty)
+
+        try await keymaker.unlock(.none)
+        #expect(try await store.message(id).openPGP?.outcome == .noSecretKey)
+        #expect(try await store.search(Self.canary).isEmpty)
+        // What the agent's unlock does (SessionHandler.unlock): the message is decrypted in place.
+        #expect(try await store.openStoredEncryptedMail() == 1)
+        let detail = try await store.message(id)
+        #expect(detail.openPGP?.outcome == .decrypted && detail.openPGP?.signatures.first?.isValid == true)
+        #expect(detail.textBody?.contains("The secret word is \(Self.canary).") == true)
     }
 
     @Test("a changed byte of the ciphertext fails its integrity check: no plaintext in the store, search or files")
