@@ -310,10 +310,16 @@ extension MailStore {
     ///
     /// - Returns: How many messages were decrypted.
     /// - Throws: ``StoreError/locked``; a store error while rewriting.
+    /// The messages with an OpenPGP status and their status cells: the rows of the partial index `messages_openPGP`
+    /// (migration `v11-openpgp-pending`) only, never a scan of the whole table.
+    static let openPGPStatusesQuery = "SELECT id, openPGP FROM messages WHERE openPGP IS NOT NULL"
+
     public func openStoredEncryptedMail() async throws(StoreError) -> Int {
         let keys = try await keys()
+        // Without a key of the user's nothing can be opened (this runs at every unlock).
+        guard !(try await openPGPKeys()).isEmpty else { return 0 }
         let candidates = try await read { db in
-            try Row.fetchAll(db, sql: "SELECT id, openPGP FROM messages WHERE openPGP IS NOT NULL").compactMap {
+            try Row.fetchAll(db, sql: Self.openPGPStatusesQuery).compactMap {
                 row -> Int64? in
                 let strict = try StrictRow(row, table: "messages")
                 let id = strict.id

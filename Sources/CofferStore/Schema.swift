@@ -98,6 +98,7 @@ enum Schema {
         registerOpenPGPMailMigration(&migrator)
         registerContactKeysMigration(&migrator)
         registerAutocryptMigration(&migrator)
+        registerOpenPGPPendingMigration(&migrator)
         return migrator
     }
 
