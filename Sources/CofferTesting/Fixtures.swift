@@ -16,8 +16,17 @@ public enum Fixtures {
         allowInsecureKDF: true
     )
 
+    /// ``keymakerConfiguration`` without the autolock, for a Keymaker on the real clock: a slow machine must not lock
+    /// a test's key halfway (the 5-minute default fired once in CI, in a crash test that ran 304 s under load). The
+    /// autolock's own tests use a `TestClock` and set their policy.
+    static let realClockConfiguration = Keymaker.Configuration(
+        scrypt: .insecureForTestingOnly,
+        allowInsecureKDF: true,
+        defaultAutolock: .never
+    )
+
     /// A Keymaker over a fresh in-memory keychain with a MainKey made (random, or `mainKey`'s bytes) and so
-    /// unlocked: the key holder of the store, cache and sync tests.
+    /// unlocked: the key holder of the store, cache and sync tests. On the real clock it never autolocks.
     public static func unlockedKeymaker(
         account: String = "alice",
         clock: any KeymakerClock = SystemClock(),
@@ -28,7 +37,7 @@ public enum Fixtures {
             keychain: InMemoryKeychain(),
             device: device(),
             clock: clock,
-            configuration: keymakerConfiguration
+            configuration: clock is SystemClock ? realClockConfiguration : keymakerConfiguration
         )
         try await keymaker.createMainKey(injected: mainKey.map { SecretBytes(copying: $0) })
         return keymaker
