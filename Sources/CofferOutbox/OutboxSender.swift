@@ -86,9 +86,7 @@ public struct OutboxSender: Sendable {
     ///   before anything was claimed: what is queued waits for the next unlock). Failures of a message are not
     ///   thrown: they are recorded on the message and counted in the report.
     public func drain(accountID: Int64) async throws(StoreError) -> OutboxReport {
-        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
-            throw .invalidArgument("there is no mail server account \(accountID)")
-        }
+        let server = try await serverAccount(accountID)
         var connections = OutboxConnections()
         var report = OutboxReport()
         do throws(StoreError) {
@@ -125,9 +123,7 @@ public struct OutboxSender: Sendable {
         accountID: Int64,
         replacingDraft draftID: Int64? = nil
     ) async throws(StoreError) -> (item: OutboxItem, report: OutboxReport) {
-        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
-            throw .invalidArgument("there is no mail server account \(accountID)")
-        }
+        let server = try await serverAccount(accountID)
         guard let submission = server.submission else {
             // Queued, then failed for good by the drain with the reason, as any message of such an account.
             let item = try await store.enqueue(message, accountID: accountID, replacingDraft: draftID)
@@ -185,6 +181,14 @@ public struct OutboxSender: Sendable {
         await connections.close()
         await storeSentCopies(server: server, accountID: accountID, &report)
         return (item, report)
+    }
+
+    /// The mail server account `accountID` of the store.
+    private func serverAccount(_ accountID: Int64) async throws(StoreError) -> ServerAccount {
+        guard let server = try await store.serverAccounts().first(where: { $0.id == accountID })?.server else {
+            throw .invalidArgument("there is no mail server account \(accountID)")
+        }
+        return server
     }
 
     /// Claims and sends the account's due messages one at a time over `connections` (made when first needed).
