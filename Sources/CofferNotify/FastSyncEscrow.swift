@@ -23,10 +23,27 @@ public protocol EscrowRecords: Sendable {
     func putEscrowedKEK(sessionID: String, user: String, sealed: [UInt8], expires: Int64) async throws(NotifyError)
     /// The session's KEK unless it expired at `now` (Unix seconds); a read only (expired rows go in the purge).
     func escrowedKEK(sessionID: String, now: Int64) async throws(NotifyError) -> (sealed: [UInt8], expires: Int64)?
+    /// The unexpired KEKs of these sessions, by session id (a session without one is absent), read at once.
+    func escrowedKEKs(
+        sessionIDs: [String],
+        now: Int64
+    ) async throws(NotifyError) -> [String: (sealed: [UInt8], expires: Int64)]
     /// Deletes the session's KEK.
     func deleteEscrowedKEK(sessionID: String) async throws(NotifyError)
     /// Deletes every KEK that expired at `now`; returns how many.
     func purgeEscrowedKEKs(now: Int64) async throws(NotifyError) -> Int
+}
+
+extension EscrowRecords {
+    /// ``escrowedKEK(sessionID:now:)`` for each session in turn; engines that can read them at once do.
+    public func escrowedKEKs(
+        sessionIDs: [String],
+        now: Int64
+    ) async throws(NotifyError) -> [String: (sealed: [UInt8], expires: Int64)] {
+        var found: [String: (sealed: [UInt8], expires: Int64)] = [:]
+        for id in sessionIDs { found[id] = try await escrowedKEK(sessionID: id, now: now) }
+        return found
+    }
 }
 
 /// The FastSync escrow (issue 11, seed `003_…`): a per-user X25519 key pair made by the service, and per session a
@@ -174,6 +191,24 @@ public final class FastSyncEscrow: Sendable, CustomStringConvertible, CustomDebu
         return (Array(kek), expires)
     }
 
+    /// ``kek(for:now:)`` for several live sessions (an event's) in one read of the records, by session id; a
+    /// session without an unexpired KEK is absent. A KEK that does not open is left out (that session's push goes
+    /// without it), as the event path treats ``kek(for:now:)``'s error.
+    public func keks(
+        for sessions: [NotifySession],
+        now: Date
+    ) async throws(NotifyError) -> [String: (kek: [UInt8], expires: Int64)] {
+        let live = sessions.filter { $0.isLive(at: now) }
+        guard !live.isEmpty else { return [:] }
+        let found = try await records.escrowedKEKs(sessionIDs: live.map(\.id), now: Int64(now.timeIntervalSince1970))
+        var keks: [String: (kek: [UInt8], expires: Int64)] = [:]
+        for (id, (sealed, expires)) in found {
+            guard let kek = try? open(sealed, key: kekKey, aad: Self.aad("kek", id, String(expires))) else { continue }
+            keks[id] = (Array(kek), expires)
+        }
+        return keks
+    }
+
     /// Until when the session has an unexpired KEK, nil when it has none (never the KEK itself).
     public func kekExpiry(sessionID: String, now: Date) async throws(NotifyError) -> Int64? {
         try await records.escrowedKEK(sessionID: sessionID, now: Int64(now.timeIntervalSince1970))?.expires
@@ -306,6 +341,30 @@ public final class SQLiteEscrowRecords: EscrowRecords {
                     )
                 else { return nil }
                 return (Array(row["sealed_kek"] as Data), row["expires"])
+            }
+        } catch {
+            throw .storage("an escrow read or write failed")
+        }
+    }
+
+    /// See ``EscrowRecords/escrowedKEKs(sessionIDs:now:)``: one read for all of them.
+    public func escrowedKEKs(
+        sessionIDs: [String],
+        now: Int64
+    ) async throws(NotifyError) -> [String: (sealed: [UInt8], expires: Int64)] {
+        guard !sessionIDs.isEmpty else { return [:] }
+        do {
+            return try await database.read { db -> [String: (sealed: [UInt8], expires: Int64)] in
+                let select = try db.cachedStatement(
+                    sql: "SELECT sealed_kek, expires FROM escrow_kek WHERE session_id = ? AND expires > ?"
+                )
+                var found: [String: (sealed: [UInt8], expires: Int64)] = [:]
+                for id in sessionIDs {
+                    if let row = try Row.fetchOne(select, arguments: [id, now]) {
+                        found[id] = (Array(row["sealed_kek"] as Data), row["expires"])
+                    }
+                }
+                return found
             }
         } catch {
             throw .storage("an escrow read or write failed")

@@ -74,6 +74,8 @@ public struct NotifyService: Sendable {
     public let deliveries = BackgroundTasks()
     /// Streams open per session.
     public let streams = StreamCounter()
+    /// Queues events' pushes, events in flight together in one transaction (``GroupCommit``).
+    public let commits: GroupCommit
 
     /// Creates the service.
     public init(
@@ -88,6 +90,7 @@ public struct NotifyService: Sendable {
         self.webPush = webPush
         self.metrics = metrics
         self.storage = storage
+        self.commits = GroupCommit(storage: storage)
         self.authenticator = authenticator
         self.settings = settings
         self.limiter = RateLimiter(limit: settings.registrationsPerMinute, window: 60, now: now)
@@ -313,10 +316,13 @@ public struct NotifyService: Sendable {
         guard event.event == nil || event.event == "messageNew" else { return 0 }
         let date = now()
         var queue: [(message: PendingMessage, endpoint: String?)] = []
-        for session in try await storage.sessions(user: MailUser.canonical(event.user)) where session.isLive(at: date) {
+        let sessions = try await storage.sessions(user: MailUser.canonical(event.user)).filter { $0.isLive(at: date) }
+        // One read each for the queues' lengths and the escrowed keys of all the sessions, not one per session.
+        let counts = sessions.isEmpty ? [:] : try await storage.pendingCounts(sessionIDs: sessions.map(\.id), now: date)
+        let keks = sessions.isEmpty ? [:] : ((try? await escrow?.keks(for: sessions, now: date)) ?? [:])
+        for session in sessions {
             // A session that fetches nothing does not grow its queue without end.
-            guard try await storage.pendingCount(sessionID: session.id, now: date) < settings.maximumQueuedPerSession
-            else {
+            guard counts[session.id, default: 0] < settings.maximumQueuedPerSession else {
                 logger.notice("push not queued: the session's queue is full", metadata: ["session": "\(session.id)"])
                 metrics.push("failed")
                 continue
@@ -324,7 +330,7 @@ public struct NotifyService: Sendable {
             var message = PushMessage(event: event)
             var expires = date.addingTimeInterval(settings.messageLifetime)
             // The session's escrowed FastSync key, while unexpired; the push (and its Web Push TTL) ends with it.
-            if let escrowed = try? await escrow?.kek(for: session, now: date) {
+            if let escrowed = keks[session.id] {
                 message.fastSync = PushMessage.FastSyncKey(
                     kek: Base64URL.encode(escrowed.kek),
                     expires: escrowed.expires
@@ -353,7 +359,8 @@ public struct NotifyService: Sendable {
             )
             queue.append((pending, session.pushEndpoint))
         }
-        try await storage.enqueue(queue.map(\.message))
+        // Answered only once the transaction holding these pushes committed; events in flight together share it.
+        try await commits.enqueue(queue.map(\.message))
         for (pending, endpoint) in queue {
             await signal.wake(sessionID: pending.sessionID)
             metrics.push("queued")

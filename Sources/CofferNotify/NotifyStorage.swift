@@ -35,6 +35,8 @@ public protocol NotifyStorage: Sendable {
     func pending(sessionID: String, now: Date, limit: Int) async throws(NotifyError) -> [PendingMessage]
     /// How many unexpired messages wait on the session's stream.
     func pendingCount(sessionID: String, now: Date) async throws(NotifyError) -> Int
+    /// How many unexpired messages wait on each of these sessions' streams (every id is a key), read at once.
+    func pendingCounts(sessionIDs: [String], now: Date) async throws(NotifyError) -> [String: Int]
     /// Deletes the session's messages with these ids; returns how many were deleted.
     func ack(sessionID: String, ids: [String]) async throws(NotifyError) -> Int
     /// How many sessions are neither revoked nor expired at `now` (the metrics gauge).
@@ -44,4 +46,13 @@ public protocol NotifyStorage: Sendable {
     func deleteKeyPushes(sessionID: String) async throws(NotifyError) -> Int
     /// Deletes expired pending messages; returns how many.
     func purgeExpired(now: Date) async throws(NotifyError) -> Int
+}
+
+extension NotifyStorage {
+    /// ``pendingCount(sessionID:now:)`` for each session in turn; engines that can read them at once do.
+    public func pendingCounts(sessionIDs: [String], now: Date) async throws(NotifyError) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for id in sessionIDs { counts[id] = try await pendingCount(sessionID: id, now: now) }
+        return counts
+    }
 }

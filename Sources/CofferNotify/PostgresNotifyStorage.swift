@@ -407,6 +407,23 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
         }
     }
 
+    /// See ``NotifyStorage/pendingCounts(sessionIDs:now:)``: one query for all of them.
+    public func pendingCounts(sessionIDs: [String], now: Date) async throws(NotifyError) -> [String: Int] {
+        guard !sessionIDs.isEmpty else { return [:] }
+        return try await run("read") {
+            let rows = try await client.query(
+                """
+                SELECT session_id, COUNT(*) FROM pending_message
+                WHERE session_id = ANY(\(sessionIDs)) AND expires > \(now.timeIntervalSince1970) GROUP BY session_id
+                """,
+                logger: logger
+            )
+            var counts = Dictionary(uniqueKeysWithValues: sessionIDs.map { ($0, 0) })
+            for try await (id, count) in rows.decode((String, Int64).self) { counts[id] = Int(count) }
+            return counts
+        }
+    }
+
     /// See ``NotifyStorage/pendingCount(sessionID:now:)``.
     public func pendingCount(sessionID: String, now: Date) async throws(NotifyError) -> Int {
         try await run("read") {
@@ -506,6 +523,28 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
             )
             var found: (sealed: [UInt8], expires: Int64)?
             for try await (sealed, expires) in rows.decode((Data, Int64).self) { found = ([UInt8](sealed), expires) }
+            return found
+        }
+    }
+
+    /// See ``EscrowRecords/escrowedKEKs(sessionIDs:now:)``: one query for all of them.
+    public func escrowedKEKs(
+        sessionIDs: [String],
+        now: Int64
+    ) async throws(NotifyError) -> [String: (sealed: [UInt8], expires: Int64)] {
+        guard !sessionIDs.isEmpty else { return [:] }
+        return try await run("read") {
+            let rows = try await client.query(
+                """
+                SELECT session_id, sealed_kek, expires FROM escrow_kek
+                WHERE session_id = ANY(\(sessionIDs)) AND expires > \(now)
+                """,
+                logger: logger
+            )
+            var found: [String: (sealed: [UInt8], expires: Int64)] = [:]
+            for try await (id, sealed, expires) in rows.decode((String, Data, Int64).self) {
+                found[id] = ([UInt8](sealed), expires)
+            }
             return found
         }
     }

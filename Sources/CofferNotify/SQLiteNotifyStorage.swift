@@ -26,6 +26,10 @@ public final class SQLiteNotifyStorage: NotifyStorage {
             database = try DatabasePool(path: path, configuration: configuration)
             let applied = try database.read { db in try Self.migrator(sealer: sealer).appliedIdentifiers(db) }
             try Self.migrator(sealer: sealer).migrate(database)
+            // GRDB opens a pool in WAL mode with `synchronous = NORMAL`, which syncs the WAL only at checkpoints: a
+            // commit could be lost in a power cut after its event was answered. FULL syncs the WAL at every commit
+            // (shared by every event of a ``GroupCommit`` batch). The writer is the pool's one writing connection.
+            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             if !applied.isEmpty && !applied.contains("v3") {
                 // Old rows held clear push keys: move the rewritten pages out of the WAL into the zeroed file.
                 try database.writeWithoutTransaction { db in
@@ -153,6 +157,11 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                     UPDATE pending_message SET holds_key = 1;
                     """
             )
+        }
+        // v7: the count of a session's unexpired pushes (at every event) reads an index, not every row's 4 KiB body
+        // (SQLite reaches `expires`, stored after `body`, only through the body's overflow pages).
+        migrator.registerMigration("v7") { db in
+            try db.execute(sql: "CREATE INDEX pending_message_expiry ON pending_message(session_id, expires)")
         }
         return migrator
     }
@@ -370,6 +379,26 @@ public final class SQLiteNotifyStorage: NotifyStorage {
                 arguments: [sessionID, now.timeIntervalSince1970]
             ) ?? 0
         }
+    }
+
+    /// See ``NotifyStorage/pendingCounts(sessionIDs:now:)``: one read for all of them.
+    public func pendingCounts(sessionIDs: [String], now: Date) async throws(NotifyError) -> [String: Int] {
+        guard !sessionIDs.isEmpty else { return [:] }
+        return try await read { db in
+            let count = try db.cachedStatement(
+                sql: "SELECT COUNT(*) FROM pending_message WHERE session_id = ? AND expires > ?"
+            )
+            var counts: [String: Int] = [:]
+            for id in sessionIDs {
+                counts[id] = try Int.fetchOne(count, arguments: [id, now.timeIntervalSince1970]) ?? 0
+            }
+            return counts
+        }
+    }
+
+    /// Whether the writer syncs the WAL at every commit (`PRAGMA synchronous` is FULL, 2, or EXTRA, 3).
+    package func syncsEveryCommit() async throws(NotifyError) -> Bool {
+        try await write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? 0 } >= 2
     }
 
     /// See ``NotifyStorage/ack(sessionID:ids:)``.

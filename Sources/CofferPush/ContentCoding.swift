@@ -118,7 +118,7 @@ public enum ContentCoding {
             content.append(contentsOf: repeatElement(0, count: padHere))
             dataOffset += dataHere
             paddingLeft -= padHere
-            body.append(contentsOf: try sealRecord(content, key: cek, nonce: nonce(nonceBase, index)))
+            try sealRecord(content, key: cek, nonce: nonce(nonceBase, index), into: &body)
         }
         return body
     }
@@ -214,10 +214,17 @@ public enum ContentCoding {
         return nonce
     }
 
-    static func sealRecord(_ content: [UInt8], key: SymmetricKey, nonce: [UInt8]) throws(CofferPushError) -> [UInt8] {
+    /// Appends the record (ciphertext, then tag) to `body`.
+    static func sealRecord(
+        _ content: [UInt8],
+        key: SymmetricKey,
+        nonce: [UInt8],
+        into body: inout [UInt8]
+    ) throws(CofferPushError) {
         do {
             let box = try AES.GCM.seal(content, using: key, nonce: AES.GCM.Nonce(data: nonce))
-            return Array(box.ciphertext) + Array(box.tag)
+            body.append(contentsOf: box.ciphertext)
+            body.append(contentsOf: box.tag)
         } catch {
             throw .invalidParameter("AES-GCM refused to encrypt a record")
         }

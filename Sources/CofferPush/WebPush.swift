@@ -47,17 +47,20 @@ public enum WebPush {
         /// - Throws: `CofferPushError.invalidPublicKey` for a point that is not on the curve or not uncompressed,
         ///   `.invalidLength` for an auth secret that is not 16 octets.
         public init(publicKey: some Collection<UInt8>, authSecret: some Collection<UInt8>) throws(CofferPushError) {
-            self.publicKey = try WebPush.publicKey(Array(publicKey))
+            let bytes = Array(publicKey)
+            self.publicKey = try WebPush.publicKey(bytes)
+            self.publicKeyBytes = bytes
             self.authSecret = try WebPush.authSecret(Array(authSecret))
         }
 
         init(publicKey: P256.KeyAgreement.PublicKey, authSecret: SymmetricKey) {
             self.publicKey = publicKey
+            self.publicKeyBytes = Array(publicKey.x963Representation)
             self.authSecret = authSecret
         }
 
-        /// The public key's 65-octet uncompressed form.
-        public var publicKeyBytes: [UInt8] { Array(publicKey.x963Representation) }
+        /// The public key's 65-octet uncompressed form (kept, since every seal puts it in the key derivation).
+        public let publicKeyBytes: [UInt8]
 
         /// Names the key by a short fingerprint; the auth secret is never printed.
         public var description: String {
@@ -164,9 +167,24 @@ public enum WebPush {
             plaintext,
             to: subscription,
             padding: padding,
-            ephemeralKey: P256.KeyAgreement.PrivateKey(),
+            ephemeralKey: ephemeralKey(),
             salt: ContentCoding.randomSalt()
         )
+    }
+
+    /// A fresh ephemeral P-256 private key, one per message (RFC 8291 section 3.1): 32 octets from the system's
+    /// random generator taken as the scalar, drawn again in the rare case (under 2^-32) that it is not in [1, n-1]
+    /// (FIPS 186-5 A.2.2, rejection sampling; BoringSSL refuses such a scalar). The public key is one fixed-base
+    /// multiplication. `P256.KeyAgreement.PrivateKey()` costs several times that: it runs BoringSSL's FIPS pairwise
+    /// test (an ECDSA signature and its verification) on every key and draws again until the key is compact
+    /// representable, which an ephemeral ECDH key does not need.
+    static func ephemeralKey() -> P256.KeyAgreement.PrivateKey {
+        while true {
+            let candidate = SymmetricKey(size: .bits256)
+            if let key = candidate.withUnsafeBytes({ try? P256.KeyAgreement.PrivateKey(rawRepresentation: $0) }) {
+                return key
+            }
+        }
     }
 
     /// Encrypts with a given ephemeral key and salt: for known-answer tests only.

@@ -33,6 +33,8 @@ enum NotifyBench {
     static let sessions = 4
     /// Events per timed round of the library loop (each round is `events × sessions` pushes).
     static let events = 300
+    /// Events in flight at once in the concurrent row (as many as wrk's connections).
+    static let inFlight = 16
     /// Timed rounds of the library loop; the table shows the median.
     static let rounds = 5
     /// The user every event is for.
@@ -98,6 +100,37 @@ enum NotifyBench {
         let handleRate = percentiles(rates).p50
         let cpuShare = percentiles(cpuShares).p50
 
+        // The same events, ``inFlight`` at a time from one task (a task group, as `serve` runs concurrent requests):
+        // events that arrive together share one commit (``GroupCommit``). The children run on the cooperative pool,
+        // so this row may use both cores; its CPU share is printed.
+        let concurrent = service
+        var groupRates: [Double] = []
+        var groupShares: [Double] = []
+        for _ in 0..<rounds {
+            let cpuStart = cpuSeconds()
+            let start = Timer.now()
+            let first = uid
+            uid += UInt32(events)
+            let queued = try await withThrowingTaskGroup(of: Int.self) { group in
+                var queued = 0
+                for index in 0..<events {
+                    if index >= inFlight, let done = try await group.next() { queued += done }
+                    let next = event(uid: first + UInt32(index) + 1)
+                    group.addTask { try await concurrent.handle(next) }
+                }
+                for try await done in group { queued += done }
+                return queued
+            }
+            let wall = Double(Timer.now() - start) / 1e9
+            guard queued == events * sessions else {
+                throw BenchError("notify: \(queued) pushes queued for \(events) events to \(sessions) sessions")
+            }
+            groupRates.append(Double(queued) / wall)
+            groupShares.append((cpuSeconds() - cpuStart) / wall)
+        }
+        let groupRate = percentiles(groupRates).p50
+        let groupShare = percentiles(groupShares).p50
+
         // The seal alone: the same message to one of the same subscriptions, nothing stored.
         let message = PushMessage(event: event(uid: 1))
         let subscription = keys[0].subscription
@@ -113,6 +146,7 @@ enum NotifyBench {
         )
         for (name, rate, aim) in [
             ("NotifyService.handle: seal + enqueue (SQLite) + wake", handleRate, "≥ 0.4"),
+            ("the same, \(inFlight) events in flight from one task (task group; group commit)", groupRate, ""),
             ("PushMessage.seal(to:) alone, no storage", sealRate, ""),
         ] {
             table.add([
@@ -123,7 +157,8 @@ enum NotifyBench {
         table.print()
         print(
             "(handle: \(format(cpuShare, 2)) CPU-seconds per second of the loop, this process's user + system time; "
-                + "a seal is \(format(1e6 / sealRate, 1)) µs of the \(format(1e6 / handleRate, 1)) µs a push costs)"
+                + "a seal is \(format(1e6 / sealRate, 1)) µs of the \(format(1e6 / handleRate, 1)) µs a push costs; "
+                + "\(inFlight) in flight: \(format(groupShare, 2)) CPU-seconds per second)"
         )
         if openssl == nil { print("(openssl is missing or printed no ecdh (nistp256) line: no reference)") }
     }

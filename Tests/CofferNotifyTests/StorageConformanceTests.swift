@@ -189,6 +189,34 @@ enum Engine: String, CustomTestStringConvertible, Sendable {
     }
 
     @Test(arguments: Engine.all)
+    func pendingCountsAndEscrowedKEKsOfSeveralSessionsReadAtOnceMatchTheOneByOneReads(engine: Engine) async throws {
+        let (storage, records, close) = try await engine.make()
+        defer { close() }
+        for id in ["s1", "s2", "s3"] { try await storage.createSession(session(id)) }
+        let queued = [("m1", "s1", 60.0), ("m2", "s1", 60.0), ("m3", "s1", 5.0), ("m4", "s2", 60.0)]
+        try await storage.enqueue(
+            queued.map { PendingMessage(id: $0.0, sessionID: $0.1, body: [1], created: date, expires: date + $0.2) }
+        )
+        let ids = ["s1", "s2", "s3", "unknown"]
+        let counts = try await storage.pendingCounts(sessionIDs: ids, now: date + 10)
+        #expect(counts == ["s1": 2, "s2": 1, "s3": 0, "unknown": 0])
+        for id in ids { #expect(try await storage.pendingCount(sessionID: id, now: date + 10) == counts[id]) }
+        #expect(try await storage.pendingCounts(sessionIDs: [], now: date).isEmpty)
+
+        let now: Int64 = 1_800_000_000
+        try await records.putEscrowedKEK(sessionID: "s1", user: "alice", sealed: [1, 1], expires: now + 100)
+        try await records.putEscrowedKEK(sessionID: "s2", user: "alice", sealed: [2, 2], expires: now + 5)
+        let found = try await records.escrowedKEKs(sessionIDs: ids, now: now + 10)
+        // s2's KEK expired, s3 has none: both absent.
+        #expect(found.keys.sorted() == ["s1"])
+        #expect(found["s1"]?.sealed == [1, 1])
+        #expect(found["s1"]?.expires == now + 100)
+        #expect(try await records.escrowedKEK(sessionID: "s1", now: now + 10)?.sealed == found["s1"]?.sealed)
+        #expect(try await records.escrowedKEKs(sessionIDs: ["s2"], now: now).keys.sorted() == ["s2"])
+        #expect(try await records.escrowedKEKs(sessionIDs: [], now: now).isEmpty)
+    }
+
+    @Test(arguments: Engine.all)
     func escrowRecordsKeepTheFirstUserKeyReplaceAKEKAndExpire(engine: Engine) async throws {
         let (_, records, close) = try await engine.make()
         defer { close() }

@@ -135,7 +135,7 @@ struct ContentCodingTests {
         var body = try ContentCoding.Header(salt: salt, recordSize: recordSize).encoded
         let (cek, base) = ContentCoding.deriveKeys(key: key, salt: salt)
         for (index, content) in contents.enumerated() {
-            body += try ContentCoding.sealRecord(content, key: cek, nonce: ContentCoding.nonce(base, index))
+            try ContentCoding.sealRecord(content, key: cek, nonce: ContentCoding.nonce(base, index), into: &body)
         }
         return body
     }
