@@ -50,7 +50,9 @@ public final class PushStreamHolder: Service, Sendable {
             case ended(String)
         }
         let (signals, signal) = AsyncStream.makeStream(of: Signal.self)
-        await withTaskGroup(of: Void.self) { group in
+        // A discarding group: each account's loop that ends is freed at once (a plain group kept every ended child
+        // until the agent's end).
+        await withDiscardingTaskGroup { group in
             group.addTask {
                 while !Task.isCancelled {
                     let changed = await changes.next()

@@ -94,9 +94,15 @@ public final class PushTokens: Sendable {
         changes.changed(account)
     }
 
-    /// Forgets every token of `account` (its session ended).
+    /// Forgets every token of `account` (its session ended). Only a forget that removed a token is a change: the
+    /// push stream's loop forgets an account's tokens each time it finds no session, and an announced nothing would
+    /// start that loop again, for ever (it did: an agent whose account had no push session spun on a core).
     public func forget(_ account: String) {
-        tokens.withLockedValue { tokens in tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") } }
-        changes.changed(account)
+        let removed = tokens.withLockedValue { tokens in
+            let before = tokens.count
+            tokens = tokens.filter { !$0.key.hasPrefix("\(account)\u{0}") }
+            return tokens.count != before
+        }
+        if removed { changes.changed(account) }
     }
 }
