@@ -21,6 +21,8 @@ system_dovecot_ours=0
 dpkg -s dovecot-core >/dev/null 2>&1 || system_dovecot_ours=1
 # mbsync, the reference beside which `coffer-bench sync` measures `coffer sync`.
 dpkg -s isync >/dev/null 2>&1 || need+=(isync)
+# notmuch, the plaintext local mail index beside which `coffer-bench notmuch` times list, search and show.
+dpkg -s notmuch >/dev/null 2>&1 || need+=(notmuch)
 # wrk, the HTTP load generator `coffer-bench notify` runs against coffer-notify's event endpoint.
 dpkg -s wrk >/dev/null 2>&1 || need+=(wrk)
 # CofferTPM builds against tpm2-tss (ESAPI, the TCTI loader); its tests run a private software TPM (swtpm) on

@@ -50,7 +50,8 @@ enum AgentBench {
         let dispatcher = AgentDispatcher(dependencies: global, socketPath: socket)
 
         var table = Table(
-            "Agent: \(requests) requests each, 500 messages (µs; agent = new connection per request, as the CLI)",
+            "Agent: \(requests) requests each, 500 messages (µs; agent = new connection per request, as the CLI; "
+                + "load \(NotmuchBench.loadAverage()))",
             ["request", "in-process p50", "in-process p99", "agent p50", "agent p99", "agent / in-process (p50)"]
         )
         for (name, request) in [("status", status), ("list 50", list)] {

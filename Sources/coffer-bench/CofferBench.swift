@@ -15,7 +15,9 @@ import Glibc
 /// coffer-notify's pushes per second beside `openssl speed ecdhp256`, then `wrk` on its event endpoint with SQLite and
 /// PostgreSQL, ``NotifyBench``; `send` is a 25 MB message and 100 small ones through a loopback Dovecot submission
 /// service beside Python's smtplib, several minutes, ``SendBench``; `openpgp` reads 1,000 PGP/MIME messages beside
-/// `gpg`, ``OpenPGPBench``). `--check [--baselines FILE]` is the CI
+/// `gpg`, ``OpenPGPBench``; `notmuch` times `coffer list`, `search` and `show` through a running agent beside
+/// Debian's notmuch on the same `--messages N` generated messages, as whole commands, about 30 s at 10,000,
+/// ``NotmuchBench``). `--check [--baselines FILE]` is the CI
 /// regression guard (``CheckBench``; `send` is not in it: it needs root for Postfix and takes minutes). Every figure
 /// is a median of several runs on this machine at this moment; machines are noisy, which is why no test asserts a
 /// timing.
@@ -47,7 +49,7 @@ struct CofferBench {
             arguments.isEmpty
             ? [
                 "crypto", "stream", "unlock", "store", "agent", "sanitize", "import-rss", "sync", "push", "notify",
-                "openpgp",
+                "openpgp", "notmuch",
             ]
             : arguments
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
@@ -91,10 +93,11 @@ struct CofferBench {
         case "notify": try await NotifyBench.run()
         case "send": try SendBench.run()
         case "openpgp": try OpenPGPBench.run()
+        case "notmuch": try await NotmuchBench.run(messages: messages)
         default:
             print(
                 "unknown section \(section); known: crypto, stream, unlock, tpm, store, agent, sanitize, import-rss, "
-                    + "sync, push, notify, send, openpgp"
+                    + "sync, push, notify, send, openpgp, notmuch"
             )
             exit(2)
         }
