@@ -46,7 +46,7 @@ struct CSSTokenizer {
     /// U+FFFD.
     init(_ text: String) {
         var scalars: [Unicode.Scalar] = []
-        scalars.reserveCapacity(text.unicodeScalars.count)
+        scalars.reserveCapacity(text.utf8.count)  // at least the number of scalars, without decoding them
         var previousCR = false
         for scalar in text.unicodeScalars {
             switch scalar.value {

@@ -30,13 +30,6 @@ enum MailProfile {
         "selectedcontent", "xml",
     ]
 
-    static func action(for element: HTMLNodeName) -> Action {
-        guard element.isHTML else { return .drop }
-        if keptElements.contains(element.name) { return .keep }
-        if droppedElements.contains(element.name) { return .drop }
-        return .unwrap
-    }
-
     /// Attributes allowed on every kept element.
     static let globalAttributes: Set<String> = [
         "id", "class", "style", "title", "dir", "lang", "align", "valign", "bgcolor", "width", "height", "role",
@@ -80,6 +73,65 @@ enum MailProfile {
         "bdo": [],
         "caption": [],
     ]
+
+    /// How the sanitizer treats an allowed attribute, decided by its name.
+    enum AttributeRole {
+        /// Kept as written.
+        case plain
+        /// `id` and `name`: made safe against DOM clobbering.
+        case identifier
+        /// `style`: filtered as CSS.
+        case style
+        /// `href`: a link.
+        case href
+        /// `usemap`: a fragment reference.
+        case usemap
+        /// `src`, `background`, `poster`: a resource that loads.
+        case resource
+        /// `srcset`: a list of resources.
+        case srcset
+
+        init(name: String) {
+            switch name {
+            case "id", "name": self = .identifier
+            case "style": self = .style
+            case "href": self = .href
+            case "usemap": self = .usemap
+            case "src", "background", "poster": self = .resource
+            case "srcset": self = .srcset
+            default: self = .plain
+            }
+        }
+    }
+
+    /// What happens to an HTML element and, if it is kept, the role of each attribute it may keep (the global ones
+    /// and its own): one lookup per element and one per attribute instead of a set membership test for each list
+    /// and a comparison of the name with every special one.
+    struct ElementPolicy {
+        var action: Action
+        var attributes: [String: AttributeRole]
+    }
+
+    /// The policy of every kept and dropped HTML element; any other HTML element is unwrapped.
+    static let elementPolicies: [String: ElementPolicy] = {
+        var policies: [String: ElementPolicy] = [:]
+        for name in droppedElements { policies[name] = ElementPolicy(action: .drop, attributes: [:]) }
+        for name in keptElements {
+            var roles: [String: AttributeRole] = [:]
+            for attribute in globalAttributes.union(elementAttributes[name] ?? []) {
+                roles[attribute] = AttributeRole(name: attribute)
+            }
+            policies[name] = ElementPolicy(action: .keep, attributes: roles)
+        }
+        return policies
+    }()
+
+    /// The policy of an element: kept, dropped (also every SVG and MathML element) or unwrapped, with the roles of
+    /// the attributes a kept element may keep.
+    static func policy(for element: HTMLNodeName) -> ElementPolicy {
+        guard element.isHTML else { return ElementPolicy(action: .drop, attributes: [:]) }
+        return elementPolicies[element.name] ?? ElementPolicy(action: .unwrap, attributes: [:])
+    }
 
     /// Whether a `data-*` or `aria-*` attribute name is acceptable.
     static func isCustomAttribute(_ name: String) -> Bool {

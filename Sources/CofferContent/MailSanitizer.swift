@@ -94,6 +94,13 @@ public struct MailSanitizer: Sendable {
         sanitize(html: html, cidResolver: nil, reparseAlways: true)
     }
 
+    /// Whether ``ParseStability`` proves the first pass's output of `html` stable (so that no reparse runs), for
+    /// `coffer-bench` to report how often the reparse is needed.
+    @_spi(Benchmark) public func stabilityProofHolds(html: [UInt8]) -> Bool {
+        let gate = ResourceGate(options: options, cidResolver: nil)
+        return ParseStability.holds(for: SanitizerPass(gate: gate).run(HTMLParser.parseDocument(html)))
+    }
+
     private func sanitize(html: [UInt8], cidResolver: CIDResolver?, reparseAlways: Bool) -> SanitizedMessage {
         let gate = ResourceGate(options: options, cidResolver: cidResolver)
         // Inline styles that touch no URL filter the same whatever the gate, so every pass shares one memo.
@@ -297,14 +304,20 @@ struct SanitizerPass {
                     if let style = filteredStyle(node) { parent.appendChild(style) }
                     continue
                 }
-                switch MailProfile.action(for: HTMLNodeName(name: node.name, isHTML: node.namespace == .html)) {
+                let policy = MailProfile.policy(for: HTMLNodeName(name: node.name, isHTML: node.namespace == .html))
+                switch policy.action {
                 case .drop:
                     continue
                 case .unwrap:
                     for child in node.children.reversed() { stack.append((child, parent)) }
                 case .keep:
-                    let element = HTMLNode.element(node.name, attributes: filterAttributes(of: node))
+                    let element = HTMLNode.element(
+                        node.name,
+                        attributes: filterAttributes(of: node, roles: policy.attributes)
+                    )
                     if node.name == "pre" { preformatted.append(element) }
+                    // Usually as many children as the source element: one allocation instead of one per doubling.
+                    element.reserveChildCapacity(node.children.count)
                     parent.appendChild(element)
                     for child in node.children.reversed() { stack.append((child, element)) }
                 }
@@ -353,11 +366,25 @@ struct SanitizerPass {
         }
     }
 
-    func filterAttributes(of node: HTMLNode) -> [HTMLAttribute] {
+    /// `data-coffer-blocked-` and the name of a resource attribute: a literal for the three there are, so that
+    /// marking a blocked image allocates no name.
+    private static func blockedAttributeName(_ key: String) -> String {
+        switch key {
+        case "src": return "data-coffer-blocked-src"
+        case "background": return "data-coffer-blocked-background"
+        case "poster": return "data-coffer-blocked-poster"
+        default: return "data-coffer-blocked-" + key
+        }
+    }
+
+    /// The attributes of a kept element that the profile keeps, checked and rewritten; `roles` is its
+    /// ``MailProfile/ElementPolicy/attributes``.
+    func filterAttributes(of node: HTMLNode, roles: [String: MailProfile.AttributeRole]) -> [HTMLAttribute] {
         let name = node.name
-        let allowed = MailProfile.elementAttributes[name] ?? []
         let hidden = name == "img" && looksHidden(node)
         var result: [HTMLAttribute] = []
+        // At most one per attribute (`srcset` can give two), and `target` and `rel` on a link: one allocation.
+        result.reserveCapacity(node.attributes.count + 2)
         var linkTarget: String?
         // The tokenizer already drops repeated attributes; this guards a tree built otherwise, without hashing
         // the few names an element has.
@@ -373,19 +400,18 @@ struct SanitizerPass {
             } else {
                 guard seenSet.insert(key).inserted else { continue }
             }
-            let isAllowed = MailProfile.globalAttributes.contains(key) || allowed.contains(key)
-            guard isAllowed else {
+            guard let role = roles[key] else {
                 if MailProfile.isCustomAttribute(key) { result.append(attribute) }
                 continue
             }
-            switch key {
-            case "id", "name":
+            switch role {
+            case .identifier:
                 result.append(HTMLAttribute(name: key, value: Clobbering.safeID(attribute.value)))
-            case "style":
+            case .style:
                 if let style = filterStyle(attribute.value, element: name, hidden: hidden) {
                     result.append(HTMLAttribute(name: key, value: style))
                 }
-            case "href":
+            case .href:
                 let cleaned = URLPolicy.clean(attribute.value)
                 let classification = URLPolicy.classify(cleaned)
                 guard URLPolicy.isAllowedLink(classification) else { continue }
@@ -394,19 +420,19 @@ struct SanitizerPass {
                 if case .remote = classification { value = URLPolicy.absolute(cleaned) }
                 if classification != .fragment { linkTarget = value }
                 result.append(HTMLAttribute(name: key, value: value))
-            case "usemap":
+            case .usemap:
                 let cleaned = URLPolicy.clean(attribute.value)
                 guard cleaned.hasPrefix("#"), cleaned.count > 1 else { continue }
                 result.append(HTMLAttribute(name: key, value: "#" + Clobbering.safeID(String(cleaned.dropFirst()))))
-            case "src", "background", "poster":
+            case .resource:
                 let kind = resourceKind(for: node, attribute: key)
                 switch gate.decide(attribute.value, kind: kind, element: name, attribute: key, looksHidden: hidden) {
                 case .keep(let value): result.append(HTMLAttribute(name: key, value: value))
                 case .blocked(let index):
-                    result.append(HTMLAttribute(name: "data-coffer-blocked-" + key, value: String(index)))
+                    result.append(HTMLAttribute(name: Self.blockedAttributeName(key), value: String(index)))
                 case .drop: continue
                 }
-            case "srcset":
+            case .srcset:
                 let kind = resourceKind(for: node, attribute: key)
                 var kept: [String] = []
                 var blocked: [String] = []
@@ -426,7 +452,7 @@ struct SanitizerPass {
                         HTMLAttribute(name: "data-coffer-blocked-srcset", value: blocked.joined(separator: " "))
                     )
                 }
-            default:
+            case .plain:
                 result.append(HTMLAttribute(name: key, value: attribute.value))
             }
         }

@@ -194,6 +194,8 @@ public struct HTMLTokenizer: Sendable {
     private var tagName: [UInt8] = []
     private var tagIsEnd = false
     private var selfClosing = false
+    /// The attributes of the tag being read: a scratch buffer reused from tag to tag; each start tag gets an exact-size
+    /// copy, so that a tag's attributes cost one allocation, not one per doubling of the array.
     private var attributes: [HTMLAttribute] = []
     private var attrName: [UInt8] = []
     private var attrValue: [UInt8] = []
@@ -270,8 +272,9 @@ public struct HTMLTokenizer: Sendable {
 
     @inline(__always) private mutating func flushText() {
         if !text.isEmpty {
-            queue.append(.characters(text))
-            text = []
+            // An exact-size copy, and the buffer is kept for the next run of text (as for attributes).
+            queue.append(.characters(text.withUnsafeBufferPointer { Array($0) }))
+            text.removeAll(keepingCapacity: true)
         }
     }
 
@@ -295,7 +298,7 @@ public struct HTMLTokenizer: Sendable {
         tagName.removeAll(keepingCapacity: true)
         tagIsEnd = end
         selfClosing = false
-        attributes = []
+        attributes.removeAll(keepingCapacity: true)
         hasAttr = false
     }
 
@@ -310,7 +313,9 @@ public struct HTMLTokenizer: Sendable {
         guard hasAttr else { return }
         hasAttr = false
         let name = String(decoding: attrName, as: UTF8.self)
-        for existing in attributes where existing.name == name { return }
+        // Comparing the lengths first (constant time) spares most of the string comparisons.
+        let length = name.utf8.count
+        for existing in attributes where existing.name.utf8.count == length && existing.name == name { return }
         attributes.append(HTMLAttribute(name: name, value: String(decoding: attrValue, as: UTF8.self)))
     }
 
@@ -321,9 +326,11 @@ public struct HTMLTokenizer: Sendable {
             emit(.endTag(name))
         } else {
             lastStartTagBytes = tagName
-            emit(.startTag(HTMLTag(name: name, attributes: attributes, selfClosing: selfClosing)))
+            // Copied from a buffer pointer: an array built from a slice of the whole array would share its buffer.
+            let copy = attributes.isEmpty ? [] : attributes.withUnsafeBufferPointer { Array($0) }
+            emit(.startTag(HTMLTag(name: name, attributes: copy, selfClosing: selfClosing)))
         }
-        attributes = []
+        attributes.removeAll(keepingCapacity: true)
     }
 
     private mutating func emitComment() {
