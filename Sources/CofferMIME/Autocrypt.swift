@@ -77,7 +77,12 @@ public struct AutocryptHeader: Sendable, Hashable {
     /// are counted; exactly one is taken. Several valid fields, or none, give `nil` (the message counts as one
     /// without the header).
     public static func find(in message: MIMEMessage) -> AutocryptHeader? {
-        let from = message.from
+        find(in: message, from: message.from)
+    }
+
+    /// ``find(in:)`` for a caller that has already read the message's From addresses (`from`), so that the header
+    /// is not parsed again.
+    public static func find(in message: MIMEMessage, from: [MailAddress]) -> AutocryptHeader? {
         guard from.count == 1 else { return nil }
         let sender = from[0].address.lowercased()
         let valid = message.root.headers(named: "Autocrypt").prefix(16).compactMap { field -> AutocryptHeader? in

@@ -29,6 +29,22 @@ public struct HeaderField: Sendable, Hashable, Codable {
         }
         return String(result)
     }
+
+    /// Whether this field's name is `name`, ignoring the case of ASCII letters only.
+    ///
+    /// Field names are printable US-ASCII (RFC 5322, section 2.2), so no Unicode case folding applies: a name with
+    /// another byte (a Kelvin sign for a "K", say) is a different name. Byte by byte, without Foundation's
+    /// locale-aware comparison, which was about 4% of an import.
+    public func hasName(_ name: String) -> Bool {
+        let own = self.name.utf8
+        let other = name.utf8
+        guard own.count == other.count else { return false }
+        for (left, right) in zip(own, other) where left != right {
+            // ASCII letters differ from their other case only in bit 0x20.
+            guard left ^ right == 0x20, (left | 0x20) >= 0x61, (left | 0x20) <= 0x7A else { return false }
+        }
+        return true
+    }
 }
 
 /// A MIME media type with its parameters.
@@ -129,12 +145,12 @@ public struct MIMEPart: Sendable, Hashable {
 
     /// The first header field with this name (case-insensitive).
     public func header(_ name: String) -> HeaderField? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        headers.first { $0.hasName(name) }
     }
 
     /// All header fields with this name (case-insensitive), in order.
     public func headers(named name: String) -> [HeaderField] {
-        headers.filter { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        headers.filter { $0.hasName(name) }
     }
 
     /// Whether the part is a multipart container with parsed children.

@@ -139,19 +139,18 @@ extension MailStore {
     }
 
     /// What Autocrypt Level 1 reads of a parsed received message: the one From address and the message's effective
-    /// date (its Date, or now when it has none or one in the future), with the one valid `Autocrypt` header for
+    /// date (`time`, its Date or else now, capped at `now`), with the one valid `Autocrypt` header for
     /// that address (``AutocryptHeader/find(in:)``). `nil` for a message with no or several From addresses and for
     /// a `multipart/report` (a bounce or automatic reply), which Level 1 leaves out of the peer state.
-    static func autocryptSighting(_ message: MIMEMessage, now: Int64) -> AutocryptSighting? {
+    static func autocryptSighting(_ message: MIMEMessage, time: Int64, now: Int64) -> AutocryptSighting? {
         let from = message.from
         guard from.count == 1, let address = autocryptAddress(from[0].address),
             message.root.contentType.mimeType != "multipart/report"
         else { return nil }
-        let date = message.date.map(Schema.seconds) ?? now
         return AutocryptSighting(
             address: address,
-            effectiveDate: min(date, now),
-            header: AutocryptHeader.find(in: message)
+            effectiveDate: min(time, now),
+            header: AutocryptHeader.find(in: message, from: from)
         )
     }
 

@@ -182,7 +182,7 @@ extension MailStore {
             statusHeaders: statusHeaders
         )
         noteOpenPGP(&prepared, message: message, raw: raw, statusHeaders: statusHeaders)
-        prepared.autocrypt = autocryptSighting(message, now: now)
+        prepared.autocrypt = autocryptSighting(message, time: prepared.time, now: now)
         return .success(prepared)
     }
 

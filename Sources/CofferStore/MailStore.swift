@@ -25,6 +25,8 @@ import Foundation
 public final class MailStore: Sendable {
     /// The database file's name inside the store folder.
     public static let databaseName = "mail.sqlite"
+    /// The writer connection's page cache, in KiB (SQLite's default is 2,000).
+    static let writerCacheKiB = 16384
     /// Messages per write transaction during batch imports.
     public static let defaultBatchSize = 500
 
@@ -84,6 +86,10 @@ public final class MailStore: Sendable {
                     PRAGMA journal_size_limit = 1048576;
                     """
             )
+            // The writer's page cache holds the search index's b-tree pages that an import touches at random: at
+            // SQLite's 2 MiB default a 10,000-message import spent about 8% of its time re-reading pages with
+            // pread. Sealed cells and keyed hashes only; no plaintext is ever in a page.
+            if !db.configuration.readonly { try db.execute(sql: "PRAGMA cache_size = -\(Self.writerCacheKiB)") }
         }
         do {
             database = try DatabasePool(path: "\(folder)/\(Self.databaseName)", configuration: configuration)

@@ -15,6 +15,21 @@ private func parse(_ text: String) throws -> MIMEMessage {
         #expect(message.header("Subject")?.rawValue == " a long\r\n  subject line")
     }
 
+    /// Field names match ignoring ASCII case only: a Kelvin sign is not a "K", a non-letter differing by 0x20 is
+    /// another character ("@" is not "`"), and a longer or shorter name never matches.
+    @Test func fieldNamesMatchIgnoringASCIICaseOnly() throws {
+        let message = try parse("X-@: c\r\nX-Thing2: d\r\nKEYWORDS: a\r\n\r\nbody\r\n")
+        #expect(message.root.headers(named: "keywords").map(\.value) == ["a"])
+        // The parser drops a field whose name is not ASCII; a field made by hand still never matches one.
+        let kelvin = HeaderField(name: "\u{212A}eywords", rawValue: " b", value: "b")
+        #expect(!kelvin.hasName("keywords") && !kelvin.hasName("Keywords") && kelvin.hasName("\u{212A}eywords"))
+        #expect(message.header("x-`") == nil)
+        #expect(message.header("X-@")?.value == "c")
+        #expect(message.header("x-thing") == nil)
+        #expect(message.header("x-thing2")?.value == "d")
+        #expect(message.header("x-thing22") == nil)
+    }
+
     @Test(arguments: [
         ("=?utf-8?q?caf=C3=A9?=", "café"),
         ("=?UTF-8?B?w6kgw6A=?=", "é à"),
