@@ -154,7 +154,7 @@ final class TreeBuilder {
             boundaryPositions[slot].removeLast()
         }
         if node.namespace == .html {
-            namePositions[node.name]?.removeLast()
+            if let entry = namePositions.index(forKey: node.name) { namePositions.values[entry].removeLast() }
             if sawSelectedContent && node.name == "option" { maybeCloneIntoSelectedContent(node) }
         }
         return node
