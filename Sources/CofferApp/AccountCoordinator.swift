@@ -115,7 +115,7 @@ public struct AccountCoordinator: Sendable {
         case .sync(let server, let folders, let batch):
             let chosen = try await Self.serverAccount(server, in: store).id
             return .synced(
-                try await Syncer(store: store, batchSize: max(1, batch ?? 50)).sync(
+                try await Syncer(store: store, batchSize: max(1, batch ?? Syncer.defaultBatchSize)).sync(
                     accountID: chosen,
                     folders: folders,
                     progress: progress

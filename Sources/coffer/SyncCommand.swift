@@ -29,7 +29,7 @@ struct SyncCommand: AsyncParsableCommand {
     var folder: [String] = []
     @Option(name: .long, help: "The mail server account (from `coffer account show`; default the only one).")
     var id: Int64?
-    @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = 50
+    @Option(name: .long, help: "Messages per fetch and per store transaction.") var batch = Syncer.defaultBatchSize
     @Flag(name: .long, help: "Keep running: wait for changes with IDLE on the first folder and sync again.")
     var watch = false
 
