@@ -83,35 +83,37 @@ enum NotifyBench {
             return event(uid: uid)
         }
         for _ in 0..<20 { _ = try await service.handle(nextEvent()) }
-        var rates: [Double] = []
-        var cpuShares: [Double] = []
-        for _ in 0..<rounds {
-            let cpuStart = cpuSeconds()
-            let start = Timer.now()
+        // Pushes queued per second and the process's CPU share, medians of `rounds` rounds of `events` events each.
+        func measure(_ round: () async throws -> Int) async throws -> (rate: Double, share: Double) {
+            var rates: [Double] = []
+            var shares: [Double] = []
+            for _ in 0..<rounds {
+                let cpuStart = cpuSeconds()
+                let start = Timer.now()
+                let queued = try await round()
+                let wall = Double(Timer.now() - start) / 1e9
+                guard queued == events * sessions else {
+                    throw BenchError("notify: \(queued) pushes queued for \(events) events to \(sessions) sessions")
+                }
+                rates.append(Double(queued) / wall)
+                shares.append((cpuSeconds() - cpuStart) / wall)
+            }
+            return (percentiles(rates).p50, percentiles(shares).p50)
+        }
+        let (handleRate, cpuShare) = try await measure {
             var queued = 0
             for _ in 0..<events { queued += try await service.handle(nextEvent()) }
-            let wall = Double(Timer.now() - start) / 1e9
-            guard queued == events * sessions else {
-                throw BenchError("notify: \(queued) pushes queued for \(events) events to \(sessions) sessions")
-            }
-            rates.append(Double(queued) / wall)
-            cpuShares.append((cpuSeconds() - cpuStart) / wall)
+            return queued
         }
-        let handleRate = percentiles(rates).p50
-        let cpuShare = percentiles(cpuShares).p50
 
         // The same events, ``inFlight`` at a time from one task (a task group, as `serve` runs concurrent requests):
         // events that arrive together share one commit (``GroupCommit``). The children run on the cooperative pool,
         // so this row may use both cores; its CPU share is printed.
         let concurrent = service
-        var groupRates: [Double] = []
-        var groupShares: [Double] = []
-        for _ in 0..<rounds {
-            let cpuStart = cpuSeconds()
-            let start = Timer.now()
+        let (groupRate, groupShare) = try await measure {
             let first = uid
             uid += UInt32(events)
-            let queued = try await withThrowingTaskGroup(of: Int.self) { group in
+            return try await withThrowingTaskGroup(of: Int.self) { group in
                 var queued = 0
                 for index in 0..<events {
                     if index >= inFlight, let done = try await group.next() { queued += done }
@@ -121,15 +123,7 @@ enum NotifyBench {
                 for try await done in group { queued += done }
                 return queued
             }
-            let wall = Double(Timer.now() - start) / 1e9
-            guard queued == events * sessions else {
-                throw BenchError("notify: \(queued) pushes queued for \(events) events to \(sessions) sessions")
-            }
-            groupRates.append(Double(queued) / wall)
-            groupShares.append((cpuSeconds() - cpuStart) / wall)
         }
-        let groupRate = percentiles(groupRates).p50
-        let groupShare = percentiles(groupShares).p50
 
         // The seal alone: the same message to one of the same subscriptions, nothing stored.
         let message = PushMessage(event: event(uid: 1))
