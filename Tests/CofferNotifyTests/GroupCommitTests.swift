@@ -27,15 +27,7 @@ import Testing
 
     /// A harness with one session of Alice's; returns its id.
     static func session(_ harness: Harness) async throws -> String {
-        let device = Device()
-        return try await harness.service.register(
-            user: "alice",
-            password: "alice-pw",
-            deviceName: "phone",
-            pushPublicKey: device.keys.subscription.publicKeyBytes,
-            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            client: ClientOrigin(address: "192.0.2.1")
-        ).session.id
+        try await Device().registerAlice(with: harness.service).session.id
     }
 
     /// Waits (up to 10 s) until `count` callers queue behind the commit under way.

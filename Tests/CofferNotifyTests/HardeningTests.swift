@@ -52,14 +52,7 @@ struct UnreachableMailServer: MailAuthenticator {
         let harness = try Harness { $0.maximumQueuedPerSession = 3 }
         defer { harness.remove() }
         let device = Device()
-        let (session, _) = try await harness.service.register(
-            user: "alice",
-            password: "alice-pw",
-            deviceName: "phone",
-            pushPublicKey: device.keys.subscription.publicKeyBytes,
-            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            client: ClientOrigin(address: "192.0.2.1")
-        )
+        let (session, _) = try await device.registerAlice(with: harness.service)
         var queued: [Int] = []
         for uid in 1...5 { queued.append(try await harness.service.handle(Self.event(UInt32(uid)))) }
         #expect(queued == [1, 1, 1, 0, 0])
@@ -70,14 +63,7 @@ struct UnreachableMailServer: MailAuthenticator {
         let harness = try Harness { $0.maximumStreamsPerSession = 2 }
         defer { harness.remove() }
         let device = Device()
-        let (session, _) = try await harness.service.register(
-            user: "alice",
-            password: "alice-pw",
-            deviceName: "phone",
-            pushPublicKey: device.keys.subscription.publicKeyBytes,
-            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            client: ClientOrigin(address: "192.0.2.1")
-        )
+        let (session, _) = try await device.registerAlice(with: harness.service)
         let service = harness.service
         let polls = (0..<2).map { _ in Task { try await service.pending(for: session, wait: .seconds(30)) } }
         func waiters() -> Double? {

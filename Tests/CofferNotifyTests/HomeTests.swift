@@ -54,14 +54,7 @@ import Testing
             logger: logger
         )
         let device = Device()
-        let (session, token) = try await service.register(
-            user: "alice",
-            password: "alice-pw",
-            deviceName: "phone",
-            pushPublicKey: device.keys.subscription.publicKeyBytes,
-            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            client: ClientOrigin(address: "127.0.0.1")
-        )
+        let (session, token) = try await device.registerAlice(with: service, from: "127.0.0.1")
         _ = try await service.authenticate(bearer: token.text)
         let refreshed = try await service.refresh(session)
         _ = try await service.handle(

@@ -56,14 +56,7 @@ import Testing
         let clock = Clock()
         let service = try Self.service(harness, clock: clock)
         let device = Device()
-        let (session, _) = try await service.register(
-            user: "alice",
-            password: "alice-pw",
-            deviceName: "phone",
-            pushPublicKey: device.keys.subscription.publicKeyBytes,
-            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            client: ClientOrigin(address: "192.0.2.1")
-        )
+        let (session, _) = try await device.registerAlice(with: service)
         let expires = try await Self.escrowKey(service, session, clock: clock, lifetime: 3600)
         #expect(try await service.handle(Self.event(1)) == 1)
         let queued = try await harness.storage.pending(sessionID: session.id, now: clock.now, limit: 10)

@@ -27,14 +27,7 @@ import Testing
         defer { harness.remove() }
         let device = Device()
         let subjects = ["", "Short", String(repeating: "Ünïcödé ✉️ ", count: 400)]
-        let session = try await harness.service.register(
-            user: "alice",
-            password: "alice-pw",
-            deviceName: "phone",
-            pushPublicKey: device.keys.subscription.publicKeyBytes,
-            pushAuthSecret: device.keys.authSecret.withUnsafeBytes { Array($0) },
-            client: ClientOrigin(address: "127.0.0.1")
-        ).session
+        let session = try await device.registerAlice(with: harness.service, from: "127.0.0.1").session
         var expected: [[UInt8]] = []
         for (index, subject) in subjects.enumerated() {
             let event = DovecotEvent(

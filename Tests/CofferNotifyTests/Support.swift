@@ -104,6 +104,21 @@ struct Harness {
 struct Device {
     let keys = WebPush.UserAgentKeys()
 
+    /// Registers this device as Alice's phone straight through `service` (no HTTP), from `address`.
+    func registerAlice(
+        with service: NotifyService,
+        from address: String = "192.0.2.1"
+    ) async throws -> (session: NotifySession, token: SessionToken) {
+        try await service.register(
+            user: "alice",
+            password: "alice-pw",
+            deviceName: "phone",
+            pushPublicKey: keys.subscription.publicKeyBytes,
+            pushAuthSecret: keys.authSecret.withUnsafeBytes { Array($0) },
+            client: ClientOrigin(address: address)
+        )
+    }
+
     func registration(user: String, password: String, name: String = "phone") -> RegisterRequest {
         RegisterRequest(
             user: user,
