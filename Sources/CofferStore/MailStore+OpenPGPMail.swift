@@ -425,12 +425,7 @@ extension MailStore {
             )
             try db.execute(sql: "DELETE FROM attachments WHERE messageID = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM searchTokens WHERE messageID = ?", arguments: [id])
-            for token in prepared.tokens {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO searchTokens (token, messageID) VALUES (?, ?)",
-                    arguments: [token, id]
-                )
-            }
+            try Self.insertTokens(prepared.tokens.map { SearchTokenRecord(token: $0, messageID: id) }, db: db)
             var nextAttachmentID = try Schema.nextID(db, table: "attachments")
             for (position, attachment) in prepared.attachments.enumerated() {
                 let attachmentID = nextAttachmentID

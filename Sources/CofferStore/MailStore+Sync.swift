@@ -250,6 +250,30 @@ public struct FetchedMail: Sendable {
     }
 }
 
+/// Fetched messages made ready to store (``MailStore/prepareFetchedMail(_:)``): parsed, sealed and hashed, no
+/// plaintext beyond what the write needs in memory (label names, addresses for the address book).
+public struct PreparedFetch: Sendable {
+    let prepared: [Result<PreparedMessage, MIMEError>]
+    let locations: [(uid: Int64, flags: Int64)]
+    let labels: [String]
+    let damaged: [Int: MIMEError]
+
+    init(
+        prepared: [Result<PreparedMessage, MIMEError>] = [],
+        locations: [(uid: Int64, flags: Int64)] = [],
+        labels: [String] = [],
+        damaged: [Int: MIMEError] = [:]
+    ) {
+        self.prepared = prepared
+        self.locations = locations
+        self.labels = labels
+        self.damaged = damaged
+    }
+
+    /// How many messages it holds.
+    public var count: Int { prepared.count }
+}
+
 extension MailStore {
     /// The flags kept in step with the server: `\Seen`, `\Answered`, `\Flagged`, `\Draft`.
     public static let syncedFlags: MessageFlags = [.seen, .answered, .flagged, .draft]
@@ -449,7 +473,14 @@ extension MailStore {
     ///
     /// - Returns: One outcome per message (`.stored`, `.located` or `.damaged`).
     public func storeFetchedMail(_ mails: [FetchedMail], folderID: Int64) async throws(StoreError) -> [FetchedOutcome] {
-        guard !mails.isEmpty else { return [] }
+        try await storePrepared(try await prepareFetchedMail(mails), folderID: folderID)
+    }
+
+    /// The part of ``storeFetchedMail(_:folderID:)`` that writes nothing to the database: each message parsed,
+    /// sealed and hashed (PGP/MIME opened, Autocrypt keys checked), on the caller's executor. A sync prepares one
+    /// batch while the store writes the one before (``storePrepared(_:folderID:)``), so that both cores work.
+    public func prepareFetchedMail(_ mails: [FetchedMail]) async throws(StoreError) -> PreparedFetch {
+        guard !mails.isEmpty else { return PreparedFetch() }
         let keys = try await keys()
         let now = Schema.seconds(Date())
         var reasons: [Int: MIMEError] = [:]
@@ -462,11 +493,28 @@ extension MailStore {
                 return .success(Self.prepareDamaged(raw, reason: reason, keys: keys, now: now))
             }
         }
-        let prepared = await checkAutocrypt(await openEncryptedMail(parsed, keys: keys, now: now))
-        let locations = mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) }
-        let highest = Int64(mails.map(\.uid).max() ?? 0)
-        let labels = mails.map(\.label)
-        let damaged = reasons
+        return PreparedFetch(
+            prepared: await checkAutocrypt(await openEncryptedMail(parsed, keys: keys, now: now)),
+            locations: mails.map { (uid: Int64($0.uid), flags: $0.flags.intersection(Self.syncedFlags).rawValue) },
+            labels: mails.map(\.label),
+            damaged: reasons
+        )
+    }
+
+    /// Writes a batch from ``prepareFetchedMail(_:)``, as ``storeFetchedMail(_:folderID:)`` does: one transaction
+    /// for the messages, their locations and the folder's highest UID. Batches must be written in the order they
+    /// were fetched (the highest UID then only grows past messages that are stored). Throws ``StoreError/locked``
+    /// when the store locked after the batch was prepared: nothing is written then.
+    ///
+    /// - Returns: One outcome per message (`.stored`, `.located` or `.damaged`).
+    public func storePrepared(_ batch: PreparedFetch, folderID: Int64) async throws(StoreError) -> [FetchedOutcome] {
+        guard !batch.prepared.isEmpty else { return [] }
+        let keys = try await keys()
+        let prepared = batch.prepared
+        let locations = batch.locations
+        let highest = locations.map(\.uid).max() ?? 0
+        let labels = batch.labels
+        let damaged = batch.damaged
         return try await write { db in
             let outcomes = try Self.insert(prepared, keys: keys, db: db, duplicateByMessageID: false)
             try Self.updateAutocryptPeers(prepared, keys: keys, db: db)

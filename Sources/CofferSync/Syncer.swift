@@ -92,9 +92,10 @@ public enum SyncEvent: Sendable, Equatable {
 ///
 /// Every batch of fetched messages is stored with its locations and the folder's highest UID in one transaction,
 /// so a process killed at any point leaves whole messages only, and the next sync continues after the last batch.
-/// A batch holds at most ``batchSize`` messages and ``batchBytes`` bytes of them (a larger message goes alone), and
-/// the next batch is fetched while one is stored: the server's work and the sealing overlap, and at most two batches
-/// are in memory.
+/// A batch holds at most ``batchSize`` messages and ``batchBytes`` bytes of them (a larger message goes alone). The
+/// batches flow through three stages at once: the server sends one while the one before it is parsed and sealed and
+/// the one before that is written, so the server's work, the sealing and the database's use all of the machine's
+/// cores; at most three batches are in memory.
 public struct Syncer: Sendable {
     /// The store synced into.
     public let store: MailStore
@@ -474,25 +475,35 @@ public struct Syncer: Sendable {
             Task { try await client.uidFetch(UIDSet.strings(batch).joined(separator: ","), body: true) }
         }
         var next = try await planner.next(client).map(fetch)
-        while let current = next {
-            let messages = try await current.value
-            let batch = planner.last
-            next = try await planner.next(client).map(fetch)
-            let wanted = Set(batch)
-            let mails = messages.filter { wanted.contains($0.uid) }.map { message in
-                FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
+        // Three stages at once, a batch in each: the server sends one, the next is prepared (parsed and sealed, in
+        // a child task on this task's executor) while the one before it is written. Batches are written in order.
+        var written: (batch: PreparedFetch, uids: Int)?
+        func write(_ pending: (batch: PreparedFetch, uids: Int)?) async throws {
+            guard let pending else { return }
+            for outcome in try await store.storePrepared(pending.batch, folderID: folder.id) {
+                summary.fetched += 1
+                if case .damaged = outcome { summary.damaged += 1 }
             }
-            do {
-                for outcome in try await store.storeFetchedMail(mails, folderID: folder.id) {
-                    summary.fetched += 1
-                    if case .damaged = outcome { summary.damaged += 1 }
-                }
-            } catch {
-                _ = try? await next?.value
-                throw error
-            }
-            done += batch.count
+            done += pending.uids
             progress(SyncProgress(folder: name, done: done, total: new.count))
+        }
+        do {
+            while let current = next {
+                let messages = try await current.value
+                let batch = planner.last
+                next = try await planner.next(client).map(fetch)
+                let wanted = Set(batch)
+                let mails = messages.filter { wanted.contains($0.uid) }.map { message in
+                    FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
+                }
+                async let prepared = store.prepareFetchedMail(mails)
+                try await write(written)
+                written = (try await prepared, batch.count)
+            }
+            try await write(written)
+        } catch {
+            _ = try? await next?.value
+            throw error
         }
 
         // Local flag changes (a message read here) to the server: one UID STORE per set of flags added or removed,

@@ -10,7 +10,7 @@ import Glibc
 /// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync`,
 /// `push`, `notify`, `openpgp`, `send` (not in the default set either; default: all the others; `import-rss` writes a 1 GiB
 /// mbox, `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
-/// changes that, and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
+/// changes that (`--messages 10000,100000` runs `sync`, `store` and `notmuch` at each size in turn), and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that
 /// too; `push` times 200 deliveries unlocked and 200 locked, `--deliveries N` changes that; `notify` is
 /// coffer-notify's pushes per second beside `openssl speed ecdhp256`, then `wrk` on its event endpoint with SQLite and
 /// PostgreSQL, ``NotifyBench``; `send` is a 25 MB message and 100 small ones through a loopback Dovecot submission
@@ -26,8 +26,8 @@ struct CofferBench {
     static func main() async throws {
         ProcessSettings.tuneAllocator()
         var arguments = Array(CommandLine.arguments.dropFirst())
-        let messages = positiveOption("--messages", in: &arguments) ?? 10_000
-        let deliveries = positiveOption("--deliveries", in: &arguments) ?? 200
+        let sizes = positiveOptions("--messages", in: &arguments) ?? [10_000]
+        let deliveries = positiveOptions("--deliveries", in: &arguments)?.first ?? 200
         if let flag = arguments.firstIndex(of: "--check") {
             arguments.remove(at: flag)
             var path = CheckBench.defaultPath
@@ -55,7 +55,9 @@ struct CofferBench {
         print("coffer-bench: \(nproc()) cores, sections: \(sections.joined(separator: ", "))")
         for section in sections {
             do {
-                try await run(section, messages: messages, deliveries: deliveries)
+                for messages in ["store", "sync", "notmuch"].contains(section) ? sizes : [sizes[0]] {
+                    try await run(section, messages: messages, deliveries: deliveries)
+                }
             } catch {
                 // One sentence, not a trap: a section that cannot start (a binary not built, no swtpm) says why.
                 print("coffer-bench \(section): \(error)")
@@ -64,16 +66,17 @@ struct CofferBench {
         }
     }
 
-    /// The value of `--name N` (removed from `arguments`), nil when absent; exits with a sentence when N is not a
-    /// positive number.
-    private static func positiveOption(_ name: String, in arguments: inout [String]) -> Int? {
+    /// The values of `--name N[,N...]` (removed from `arguments`), nil when absent; exits with a sentence when one
+    /// is not a positive number.
+    private static func positiveOptions(_ name: String, in arguments: inout [String]) -> [Int]? {
         guard let flag = arguments.firstIndex(of: name) else { return nil }
-        guard flag + 1 < arguments.count, let count = Int(arguments[flag + 1]), count > 0 else {
-            print("\(name) needs a positive number")
+        let values = flag + 1 < arguments.count ? arguments[flag + 1].split(separator: ",").map { Int($0) } : []
+        guard !values.isEmpty, values.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            print("\(name) needs a positive number, or several separated by commas")
             exit(2)
         }
         arguments.removeSubrange(flag...(flag + 1))
-        return count
+        return values.compactMap { $0 }
     }
 
     private static func run(_ section: String, messages: Int, deliveries: Int) async throws {
