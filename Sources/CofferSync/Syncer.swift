@@ -99,10 +99,11 @@ public enum SyncEvent: Sendable, Equatable {
 public struct Syncer: Sendable {
     /// The store synced into.
     public let store: MailStore
-    /// Messages per UID FETCH and per store transaction unless told otherwise: the store's import batch. At 50, a
-    /// 10,000-message sync took 8.6 s of client CPU and 1.7–2.2× mbsync's wall time; at 500, 6.5 s and 0.97×
-    /// (`coffer-bench sync`, 2026-11-27): each batch pays a fetch round trip and a transaction.
-    public static let defaultBatchSize = MailStore.defaultBatchSize
+    /// Messages per UID FETCH and per store transaction unless told otherwise. At 50, a 10,000-message sync took
+    /// 1.7–2.2× mbsync's wall time (each batch pays a fetch round trip and a transaction). With three batches in
+    /// flight (fetched, prepared, written), 250 is as fast as 500 and peaks at 81 MiB resident instead of 92–97 MiB
+    /// (`coffer-bench sync`, 2026-11-27).
+    public static let defaultBatchSize = 250
     /// Messages per UID FETCH and per store transaction.
     public var batchSize: Int
     /// The most message bytes (RFC822.SIZE) per UID FETCH and per store transaction; a larger message goes alone.
