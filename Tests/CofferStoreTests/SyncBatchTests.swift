@@ -34,7 +34,7 @@ struct SyncBatchTests {
             folderID: folder
         )
         #expect(outcomes.count == 2)
-        let rows = try world.rawQueue().read { db in
+        let rows = try await world.rawQueue().read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM searchTokens") ?? -1
         }
         // Every word of the first message, and of the second its three words ("few", "word7x", "alone"); the
