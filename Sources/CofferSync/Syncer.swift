@@ -495,7 +495,12 @@ public struct Syncer: Sendable {
                 next = try await planner.next(client).map(fetch)
                 let wanted = Set(batch)
                 let mails = messages.filter { wanted.contains($0.uid) }.map { message in
-                    FetchedMail(uid: message.uid, bytes: message.body ?? [], flags: Self.flags(message.flags), label: name)
+                    FetchedMail(
+                        uid: message.uid,
+                        bytes: message.body ?? [],
+                        flags: Self.flags(message.flags),
+                        label: name
+                    )
                 }
                 async let prepared = store.prepareFetchedMail(mails)
                 try await write(written)
