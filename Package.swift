@@ -176,7 +176,8 @@ let package = Package(
         .target(
             name: "CofferSync",
             dependencies: [
-                "CofferIMAP", "CofferStore", "CofferTransport", .product(name: "NIOCore", package: "swift-nio"),
+                "CofferCrypto", "CofferIMAP", "CofferStore", "CofferTransport",
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by

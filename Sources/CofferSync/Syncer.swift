@@ -1,3 +1,4 @@
+import CofferCrypto
 import CofferIMAP
 import CofferStore
 import CofferTransport
@@ -477,7 +478,7 @@ public struct Syncer: Sendable {
         }
         var next = try await planner.next(client).map(fetch)
         // Three stages at once, a batch in each: the server sends one, the next is prepared (parsed and sealed, in
-        // a child task on this task's executor) while the one before it is written. Batches are written in order.
+        // a child task on the blocking pool) while the one before it is written. Batches are written in order.
         var written: (batch: PreparedFetch, uids: Int)?
         func write(_ pending: (batch: PreparedFetch, uids: Int)?) async throws {
             guard let pending else { return }
@@ -502,7 +503,11 @@ public struct Syncer: Sendable {
                         label: name
                     )
                 }
-                async let prepared = store.prepareFetchedMail(mails)
+                // Parsing and sealing is CPU work: on the blocking pool, never the cooperative pool, where it would
+                // starve other tasks (TLS handshakes timed out beside a large sync in the test process).
+                async let prepared = withTaskExecutorPreference(BlockingPool.taskExecutor) {
+                    try await store.prepareFetchedMail(mails)
+                }
                 try await write(written)
                 written = (try await prepared, batch.count)
             }
