@@ -76,7 +76,7 @@ extension MailStore {
                 (.messageSnippet, CellWriter.text(text)),
                 (.messageSummary, CellWriter.summary(subject: damagedSubject, from: [])),
             ],
-            tokens: Array(tokens),
+            searchDocument: SearchIndex.document(tokens),
             attachments: [(info.bytes, body.bytes)],
             labels: raw.labels
         )

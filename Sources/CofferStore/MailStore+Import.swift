@@ -18,7 +18,8 @@ struct PreparedMessage: Sendable {
     /// Keyed hashes of the Message-IDs this one replies to, nearest first.
     var parentHashes: [Data]
     var cells: [(SealedColumn, [UInt8])]
-    var tokens: [Int64]
+    /// The message's row of the blind index (``SearchIndex/document(_:)``), empty when nothing is indexed.
+    var searchDocument: String
     var attachments: [(info: [UInt8], body: [UInt8])]
     var labels: [String]
     /// The From, To and Cc addresses, counted in the address book when the message is stored.
@@ -286,7 +287,7 @@ extension MailStore {
             contentHash: contentHash,
             parentHashes: parents,
             cells: cells,
-            tokens: Array(tokens),
+            searchDocument: SearchIndex.document(tokens),
             attachments: sealedAttachments,
             labels: labels,
             sightings: from + to + message.cc,
@@ -334,7 +335,6 @@ extension MailStore {
         let duplicateByContent = try db.cachedStatement(sql: "SELECT 1 FROM messages WHERE contentHash = ?")
         let duplicateByID = try db.cachedStatement(sql: "SELECT 1 FROM messages WHERE messageIDHash = ?")
         let conversation = try db.cachedStatement(sql: "SELECT conversationID FROM messages WHERE messageIDHash = ?")
-        var tokens: [SearchTokenRecord] = []
         var outcomes: [ImportOutcome] = []
         outcomes.reserveCapacity(prepared.count)
         var seen: [(MailAddress, Int64)] = []
@@ -387,7 +387,7 @@ extension MailStore {
                 }
                 try MessageLabelRecord(labelID: labelID, time: message.time, messageID: id).insert(db)
             }
-            tokens += message.tokens.lazy.map { SearchTokenRecord(token: $0, messageID: id) }
+            try SearchIndex.insert(message.searchDocument, messageID: id, db: db)
             for (position, attachment) in message.attachments.enumerated() {
                 let attachmentID = nextAttachmentID
                 nextAttachmentID += 1
@@ -404,43 +404,11 @@ extension MailStore {
             outcomes.append(.imported(id))
             for address in message.sightings { seen.append((address, message.time)) }
         }
-        try insertTokens(tokens, db: db)
         // The address book counts the addresses of the messages stored, in the same transaction.
         for (address, sighting) in sightings(seen) {
             try upsertContact(sighting, address: address, source: .mail, keys: keys, db: db)
         }
         return outcomes
-    }
-
-    /// Rows of tokens to insert in one statement: 500 bound values, under SQLite's oldest limit of 999.
-    static let tokensPerStatement = 250
-
-    /// Adds blind-index entries (a duplicate is ignored): in the index's order, so that consecutive inserts land on
-    /// the same b-tree pages, and ``tokensPerStatement`` rows per statement. A batch's tokens go in together: one
-    /// statement per row cost about a third of a sync's database time (`coffer-bench sync`, 2026-11-27).
-    static func insertTokens(_ tokens: [SearchTokenRecord], db: Database) throws {
-        let sorted = tokens.sorted { ($0.token, $0.messageID) < ($1.token, $1.messageID) }
-        let row = "(?, ?)"
-        let many = try db.cachedStatement(
-            sql: "INSERT OR IGNORE INTO searchTokens (token, messageID) VALUES "
-                + Array(repeating: row, count: tokensPerStatement).joined(separator: ", ")
-        )
-        let one = try db.cachedStatement(sql: "INSERT OR IGNORE INTO searchTokens (token, messageID) VALUES \(row)")
-        var start = 0
-        while start < sorted.count {
-            let rows = sorted[start..<min(sorted.count, start + tokensPerStatement)]
-            var values: [DatabaseValue] = []
-            values.reserveCapacity(rows.count * 2)
-            for token in rows { values += [token.token.databaseValue, token.messageID.databaseValue] }
-            if rows.count == tokensPerStatement {
-                try many.execute(arguments: StatementArguments(values))
-            } else {
-                for pair in stride(from: 0, to: values.count, by: 2) {
-                    try one.execute(arguments: StatementArguments(values[pair..<pair + 2]))
-                }
-            }
-            start += rows.count
-        }
     }
 
     /// The id of the label called `name`, created if missing (found by a keyed hash of the name).

@@ -380,7 +380,7 @@ extension MailStore {
             contentHash: Data(),
             parentHashes: [],
             cells: [],
-            tokens: [],
+            searchDocument: "",
             attachments: [],
             labels: []
         )
@@ -424,8 +424,8 @@ extension MailStore {
                 arguments: [id]
             )
             try db.execute(sql: "DELETE FROM attachments WHERE messageID = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM searchTokens WHERE messageID = ?", arguments: [id])
-            try Self.insertTokens(prepared.tokens.map { SearchTokenRecord(token: $0, messageID: id) }, db: db)
+            try SearchIndex.remove(messageID: id, db: db)
+            try SearchIndex.insert(prepared.searchDocument, messageID: id, db: db)
             var nextAttachmentID = try Schema.nextID(db, table: "attachments")
             for (position, attachment) in prepared.attachments.enumerated() {
                 let attachmentID = nextAttachmentID

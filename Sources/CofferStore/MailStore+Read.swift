@@ -139,21 +139,14 @@ extension MailStore {
         guard !hashes.isEmpty else { return [] }
         let terms = Array(hashes.prefix(32))
         let rows: [SummaryRow] = try await read { db in
-            let intersection = Array(
-                repeating: "SELECT messageID FROM searchTokens WHERE token = ?",
-                count: terms.count
-            )
-            .joined(separator: " INTERSECT ")
-            var arguments = StatementArguments(terms)
-            arguments += [limit, offset]
-            return try SummaryRow.fetchAll(
+            try SummaryRow.fetchAll(
                 db,
                 sql: """
-                    WITH hits(id) AS (\(intersection))
+                    WITH hits(id) AS (SELECT rowid FROM searchIndex WHERE searchIndex MATCH ?)
                     SELECT \(SummaryRow.columns) FROM hits JOIN messages m ON m.id = hits.id
                     ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
                     """,
-                arguments: arguments
+                arguments: [SearchIndex.query(terms), limit, offset]
             )
         }
         return await summaries(rows, keys: keys)

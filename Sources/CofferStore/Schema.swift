@@ -99,6 +99,7 @@ enum Schema {
         registerContactKeysMigration(&migrator)
         registerAutocryptMigration(&migrator)
         registerOpenPGPPendingMigration(&migrator)
+        registerSearchIndexMigration(&migrator)
         return migrator
     }
 
@@ -315,13 +316,6 @@ struct AttachmentRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     /// The name of the body's sealed file in `outgoing/` (migration `v6-attachment-files`); nil when the body is in
     /// ``body``.
     var file: String?
-}
-
-/// A row of `searchTokens`: one blind-index entry (a truncated keyed hash of a token, and the message).
-struct SearchTokenRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
-    static let databaseTableName = "searchTokens"
-    var token: Int64
-    var messageID: Int64
 }
 
 /// A row of `settings`: the setting's name (clear) and its sealed value.

@@ -170,7 +170,7 @@ struct MailStoreTests {
         try await world.store.deleteMessage(id)
         #expect(try await world.store.count() == 0)
         let leftovers = try await world.rawQueue().read { db in
-            try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM searchTokens) + (SELECT count(*) FROM attachments)")
+            try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM searchIndex) + (SELECT count(*) FROM attachments)")
         }
         #expect(leftovers == 0)
         await #expect(throws: StoreError.messageNotFound(id)) { try await world.store.deleteMessage(id) }
