@@ -41,11 +41,22 @@ struct SyncStoreTests {
                 // Today's insert also writes v3-summary's cell; a v1 file has no such column, so it is there only
                 // for the insert. The rows are then v1 rows: subject and senders in their own cells, no summary.
                 // So is v8-openpgp-mail's (NULL for these plain messages).
+                // The same for v12-search-fts5's index: its rows become v1's `searchTokens` rows, the same hashes.
                 try db.execute(sql: "ALTER TABLE messages ADD COLUMN summary BLOB")
                 try db.execute(sql: "ALTER TABLE messages ADD COLUMN openPGP BLOB")
+                try db.execute(sql: "CREATE VIRTUAL TABLE searchIndex USING fts5(tokens, tokenize='ascii')")
                 _ = try MailStore.insert(prepared, keys: keys, db: db)
                 try db.execute(sql: "ALTER TABLE messages DROP COLUMN summary")
                 try db.execute(sql: "ALTER TABLE messages DROP COLUMN openPGP")
+                for row in try Row.fetchAll(db, sql: "SELECT rowid, tokens FROM searchIndex") {
+                    for term in (row["tokens"] as String).split(separator: " ") {
+                        try db.execute(
+                            sql: "INSERT INTO searchTokens (token, messageID) VALUES (?, ?)",
+                            arguments: [Int64(bitPattern: try #require(UInt64(term, radix: 16))), row["rowid"]]
+                        )
+                    }
+                }
+                try db.execute(sql: "DROP TABLE searchIndex")
                 var writer = CellWriter()
                 writer.string("old-user")
                 writer.string(nil)
@@ -60,6 +71,7 @@ struct SyncStoreTests {
         #expect(try await upgraded.count() == 2)
         #expect(try await upgraded.accounts().map(\.username) == ["old-user"])
         #expect(try await upgraded.search("oldtwo").count == 1)
+        #expect(try await upgraded.search("oldone").count == 1)
         #expect(try await upgraded.serverAccounts().isEmpty)
         // The new tables work on the upgraded file.
         let synced = try await upgraded.addSyncFolder(accountID: 1, name: "INBOX", uidValidity: 7)
