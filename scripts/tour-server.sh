@@ -11,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${COFFER_TOUR_BIN:-}
 if [ -z "$BIN" ]; then
-  swift build -c release --product coffer >/dev/null
-  swift build -c release --product coffer-notify >/dev/null
+  swift build -c release --static-swift-stdlib --product coffer >/dev/null
+  swift build -c release --static-swift-stdlib --product coffer-notify >/dev/null
   BIN=.build/release
 fi
 BIN=$(cd "$BIN" && pwd)

@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [ "${1:-}" = "--server" ]; then exec bash scripts/tour-server.sh; fi
-swift build -c release --product coffer
+swift build -c release --static-swift-stdlib --product coffer
 exec .build/release/coffer "$@"

@@ -6,8 +6,8 @@ import Glibc
 
 /// `coffer-bench`: measures Coffer beside its references in the same run and prints ratio tables.
 ///
-/// Build and run in release: `swift run -c release coffer-bench [section ...]`. Sections: `crypto`, `stream`,
-/// `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync`,
+/// Build and run in release: `swift run -c release --static-swift-stdlib coffer-bench [section ...]`. Sections:
+/// `crypto`, `stream`, `unlock`, `tpm` (a private swtpm; not in the default set), `store`, `agent`, `sanitize`, `import-rss`, `sync`,
 /// `push`, `notify`, `openpgp`, `send` (not in the default set either; default: all the others; `import-rss` writes a 1 GiB
 /// mbox, `COFFER_BENCH_MBOX_MB` changes that; `sync` delivers 10,000 messages to a loopback Dovecot, `--messages N`
 /// changes that (`--messages 10000,100000` runs `sync`, `store` and `notmuch` at each size in turn), and needs `mbsync` from Debian's isync; `store` imports 10,000 messages, `--messages N` changes that

@@ -17,6 +17,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add an IMAP account after checking that it logs in; it is stored sealed under the MainKey.",
             discussion: """
                 The password is read from the terminal without echo, or with --password-stdin from the next line \
@@ -215,7 +216,10 @@ struct AccountCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the IMAP accounts (never the password).")
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "List the IMAP accounts (never the password)."
+        )
 
         @OptionGroup var home: HomeOptions
         @OptionGroup var pinOptions: PINOptions
@@ -255,6 +259,7 @@ struct AccountCommand: AsyncParsableCommand {
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove an IMAP account, its password, its sync state and the mail synced only through it."
         )
 

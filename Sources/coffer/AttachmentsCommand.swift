@@ -40,6 +40,7 @@ struct AttachmentCommand: AsyncParsableCommand {
 
     struct Open: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "open",
             abstract: "Decrypt to a private temporary folder, run the viewer, and delete the file when it returns."
         )
 
@@ -71,6 +72,7 @@ struct AttachmentCommand: AsyncParsableCommand {
 
     struct Save: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "save",
             abstract: "Save a cleartext copy (mode 0600): the only way to keep one outside Coffer."
         )
 

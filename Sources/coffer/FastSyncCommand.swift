@@ -29,7 +29,10 @@ struct FastSyncCommand: AsyncParsableCommand {
     }
 
     struct On: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Turn FastSync on, or renew it (PIN required).")
+        static let configuration = CommandConfiguration(
+            commandName: "on",
+            abstract: "Turn FastSync on, or renew it (PIN required)."
+        )
 
         @OptionGroup var home: HomeOptions
         @OptionGroup var pinOptions: PINOptions
@@ -72,6 +75,7 @@ struct FastSyncCommand: AsyncParsableCommand {
 
     struct Off: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "off",
             abstract: "Turn FastSync off: the record is deleted here and the key on the service."
         )
 
@@ -106,7 +110,10 @@ struct FastSyncCommand: AsyncParsableCommand {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show whether FastSync is on and until when.")
+        static let configuration = CommandConfiguration(
+            commandName: "status",
+            abstract: "Show whether FastSync is on and until when."
+        )
 
         @OptionGroup var home: HomeOptions
 

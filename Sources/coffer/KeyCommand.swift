@@ -18,6 +18,7 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key generate`.
     struct Generate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "generate",
             abstract: "Generate an OpenPGP key (Ed25519, with an X25519 encryption subkey) and seal it in the store.",
             discussion: """
                 The key has no OpenPGP passphrase: the account's MainKey protects it, as it protects your mail. \
@@ -48,6 +49,7 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key import FILE`.
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "import",
             abstract:
                 "Import your OpenPGP secret key, or a correspondent's public key, from a file; sealed in the store.",
             discussion: """
@@ -97,6 +99,7 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key export --public [FINGERPRINT]`.
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "export",
             abstract: "Print the public key (certificate) of one of your OpenPGP keys, ASCII-armored.",
             discussion: "Secret keys are never exported."
         )
@@ -126,6 +129,7 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key autocrypt`.
     struct Autocrypt: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "autocrypt",
             abstract:
                 "Autocrypt: show or set prefer-encrypt; write or send a Setup Message of your key; import one.",
             discussion: """
@@ -226,6 +230,7 @@ struct KeyCommand: AsyncParsableCommand {
     /// `coffer key list`.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List your OpenPGP keys: fingerprint, when added, the default one, user ids."
         )
 

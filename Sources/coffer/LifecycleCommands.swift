@@ -4,7 +4,10 @@ import CofferCrypto
 import CofferKeymaker
 
 struct Init: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Log in: create the account's MainKey on this device.")
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Log in: create the account's MainKey on this device."
+    )
 
     @OptionGroup var home: HomeOptions
 
@@ -25,6 +28,7 @@ struct Init: AsyncParsableCommand {
 
 struct Protect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "protect",
         abstract: "Add or remove a protection strategy (rewraps only the MainKey, never the data).",
         discussion: """
             `protect pin` sets or changes the PIN (`--tpm`: bound to this machine's TPM, which counts wrong PINs \
@@ -111,7 +115,10 @@ struct Protect: AsyncParsableCommand {
 }
 
 struct Unlock: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Authenticate and put the MainKey in memory.")
+    static let configuration = CommandConfiguration(
+        commandName: "unlock",
+        abstract: "Authenticate and put the MainKey in memory."
+    )
 
     @OptionGroup var home: HomeOptions
     @OptionGroup var pinOptions: PINOptions
@@ -151,7 +158,7 @@ struct Unlock: AsyncParsableCommand {
 }
 
 struct Lock: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Remove the MainKey from memory.")
+    static let configuration = CommandConfiguration(commandName: "lock", abstract: "Remove the MainKey from memory.")
 
     @OptionGroup var home: HomeOptions
 
@@ -171,7 +178,10 @@ struct Lock: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show accounts, their protection and the mode.")
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show accounts, their protection and the mode."
+    )
 
     @OptionGroup var home: HomeOptions
 
@@ -282,6 +292,7 @@ struct AutolockCommand: AsyncParsableCommand {
 
 struct Logout: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "logout",
         abstract: "Log out: destroy the account's MainKey, which makes all its sealed data unreadable.",
         discussion: """
             A protected account needs its current PIN (or presence) even when unlocked; with --pin-stdin the PIN is \

@@ -14,6 +14,7 @@ struct NotifyCommand: AsyncParsableCommand {
 
     struct Register: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "register",
             abstract: "Register a push session with the service, proving the IMAP account's credentials.",
             discussion: """
                 Makes a fresh P-256 key pair and auth secret for this session (never reused), keeps them in the \
@@ -73,6 +74,7 @@ struct NotifyCommand: AsyncParsableCommand {
 
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Show the account's push session (needs no PIN; the token stays sealed)."
         )
 
@@ -110,6 +112,7 @@ struct NotifyCommand: AsyncParsableCommand {
 
     struct Unregister: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "unregister",
             abstract: "Revoke the push session on the service and delete its keys on this device.",
             discussion: """
                 Needs the account unlocked (the token is sealed under the MainKey). When the service cannot be \

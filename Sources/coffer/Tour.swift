@@ -15,6 +15,7 @@ import Glibc
 /// `coffer` with no command: the MainKey lifecycle on a throwaway home, narrated.
 struct Tour: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "tour",
         abstract: "A short tour of the MainKey lifecycle on a throwaway home folder (the default command)."
     )
 
