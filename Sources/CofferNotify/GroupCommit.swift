@@ -7,8 +7,9 @@ import NIOConcurrencyHelpers
 /// wait; when it ends, the first of them leads the next commit, which holds every message queued meanwhile. Every
 /// caller returns only after the transaction holding its messages committed, and a failing commit fails every caller
 /// whose messages it held, so an answered event is never one that was not stored. An event's messages are never
-/// split between transactions (``NotifyStorage/enqueue(_:)``'s all or none holds per event). No task is started:
-/// the leader commits on its own request's task.
+/// split between transactions (``NotifyStorage/enqueue(_:)``'s all or none holds per event). The leader runs the
+/// commit in a task it awaits, so that its own request's cancellation does not fail the other callers' events; the
+/// task ends with the commit, before the leader returns.
 public final class GroupCommit: Sendable {
     private enum Turn {
         case committed(Result<Void, NotifyError>)
@@ -77,13 +78,17 @@ public final class GroupCommit: Sendable {
             }
             var all = messages
             for waiter in batch { all.append(contentsOf: waiter.messages) }
-            let result: Result<Void, NotifyError>
-            do throws(NotifyError) {
-                try await commit(all)
-                result = .success(())
-            } catch {
-                result = .failure(error)
-            }
+            // The commit runs in a task of its own, which the leader awaits: the batch holds other callers' events, so
+            // the leader's own cancellation (its client hung up) must not cancel the transaction under them.
+            let commit = self.commit
+            let result = await Task { () async -> Result<Void, NotifyError> in
+                do throws(NotifyError) {
+                    try await commit(all)
+                    return .success(())
+                } catch {
+                    return .failure(error)
+                }
+            }.value
             for waiter in batch { waiter.continuation.resume(returning: .committed(result)) }
             // The next leader is the first caller that arrived during this commit; none: the next caller leads.
             let next = state.withLockedValue { state -> Waiter? in

@@ -121,6 +121,51 @@ import Testing
         #expect(try await storage.pendingCount(sessionID: sessionID, now: Date()) == 2)
     }
 
+    @Test func aLeaderWhoseRequestIsCancelledStillCommitsItsBatchForEveryCaller() async throws {
+        let harness = try Harness()
+        defer { harness.remove() }
+        let sessionID = try await Self.session(harness)
+        let storage = harness.storage
+        let recorder = Recorder()
+        let first = AsyncStream<Void>.makeStream()
+        let second = AsyncStream<Void>.makeStream()
+        let commits = GroupCommit { (messages: [PendingMessage]) async throws(NotifyError) in
+            switch await recorder.record(messages) {
+            case 1: for await _ in first.stream { break }
+            case 2: for await _ in second.stream { break }
+            default: break
+            }
+            try await storage.enqueue(messages)
+        }
+        func caller(_ index: Int) -> Task<NotifyError?, Never> {
+            Task {
+                do throws(NotifyError) {
+                    try await commits.enqueue([Self.message(sessionID, index)])
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        let zero = caller(0)
+        while await recorder.batches.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        // Caller 1 queues first, so it leads the second transaction, which holds callers 1 to 5.
+        let one = caller(1)
+        try await Self.waitForQueue(commits, 1)
+        let others = (2..<6).map(caller)
+        try await Self.waitForQueue(commits, 5)
+        first.continuation.yield()
+        while await recorder.batches.count < 2 { try await Task.sleep(for: .milliseconds(5)) }
+        // The leader's client hangs up while its transaction is under way: its request's task is cancelled.
+        one.cancel()
+        second.continuation.yield()
+        #expect(await zero.value == nil)
+        #expect(await one.value == nil)
+        for task in others { #expect(await task.value == nil) }
+        #expect(await recorder.batches.map(\.count) == [1, 5])
+        #expect(try await storage.pendingCount(sessionID: sessionID, now: Date()) == 6)
+    }
+
     @Test func concurrentEventsThroughTheServiceAreAllQueuedAndTheWriterSyncsEveryCommit() async throws {
         let harness = try Harness()
         defer { harness.remove() }
