@@ -109,7 +109,7 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
                 var current = 0
                 let rows = try await connection.query("SELECT MAX(version) FROM notify_schema", logger: logger)
                 for try await version in rows.decode(Int?.self) { current = version ?? 0 }
-                if current > 7 {
+                if current > 8 {
                     throw NotifyError.storage("the database has schema version \(current), newer than this build")
                 }
                 // Version 6 (issue 24, SQLite's v5 and escrow-v2): every user name in its canonical form
@@ -148,6 +148,16 @@ public final class PostgresNotifyStorage: NotifyStorage, EscrowRecords {
                         "ALTER TABLE pending_message ADD COLUMN IF NOT EXISTS holds_key BOOLEAN NOT NULL DEFAULT TRUE",
                         "ALTER TABLE pending_message ALTER COLUMN holds_key SET DEFAULT FALSE",
                         "UPDATE notify_schema SET version = 7 WHERE version < 7",
+                    ] {
+                        _ = try await connection.query(statement, logger: logger)
+                    }
+                }
+                // Version 8 (SQLite's v7): the count of a session's unexpired pushes, made at every event, reads an
+                // index of (session_id, expires) instead of fetching each row.
+                if current < 8 {
+                    for statement: PostgresQuery in [
+                        "CREATE INDEX IF NOT EXISTS pending_message_expiry ON pending_message(session_id, expires)",
+                        "UPDATE notify_schema SET version = 8 WHERE version < 8",
                     ] {
                         _ = try await connection.query(statement, logger: logger)
                     }

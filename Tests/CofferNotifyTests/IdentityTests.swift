@@ -239,4 +239,47 @@ import Testing
         #expect(try await second.sealedEscrowPrivateKey(user: "user1") == [2])
         #expect(try await second.sealedEscrowPrivateKey(user: "USER1") == nil)
     }
+
+    @Test(.enabled(if: Engine.postgresAddress != nil, "set COFFER_TEST_POSTGRES (scripts/postgres.sh start)"))
+    func aVersion7PostgreSQLDatabaseGetsTheExpiryIndexOfVersion8() async throws {
+        let configuration = try await Engine.freshPostgresDatabase()
+        func schema() async throws -> (version: Int?, indexed: Bool) {
+            let admin = PostgresClient(configuration: configuration, backgroundLogger: Engine.quietLogger)
+            return try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await admin.run() }
+                defer { group.cancelAll() }
+                var version: Int?
+                for try await value in try await admin.query(
+                    "SELECT MAX(version) FROM notify_schema",
+                    logger: Engine.quietLogger
+                ).decode(Int?.self) { version = value }
+                var indexed = false
+                for try await _ in try await admin.query(
+                    "SELECT indexname FROM pg_indexes WHERE indexname = 'pending_message_expiry'",
+                    logger: Engine.quietLogger
+                ).decode(String.self) { indexed = true }
+                return (version, indexed)
+            }
+        }
+        func open() async throws {
+            try await PostgresNotifyStorage(
+                configuration: configuration,
+                masterKey: testMasterKey,
+                logger: Engine.quietLogger
+            ).shutdown()
+        }
+        try await open()
+        #expect(try await schema() == (8, true))
+        // Back to version 7: no index.
+        let admin = PostgresClient(configuration: configuration, backgroundLogger: Engine.quietLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await admin.run() }
+            try await admin.query("DROP INDEX pending_message_expiry", logger: Engine.quietLogger)
+            try await admin.query("UPDATE notify_schema SET version = 7", logger: Engine.quietLogger)
+            group.cancelAll()
+        }
+        #expect(try await schema() == (7, false))
+        try await open()
+        #expect(try await schema() == (8, true))
+    }
 }
