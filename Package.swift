@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferAttachments", targets: ["CofferAttachments"]),
         .library(name: "CofferCompose", targets: ["CofferCompose"]),
+        .library(name: "CofferModel", targets: ["CofferModel"]),
         .library(name: "CofferAgentProtocol", targets: ["CofferAgentProtocol"]),
         .library(name: "CofferApp", targets: ["CofferApp"]),
         .library(name: "CofferAgent", targets: ["CofferAgent"]),
@@ -80,13 +81,17 @@ let package = Package(
         .target(name: "CofferHTML"),
         // Pure Swift, Foundation and the lock only: RFC 5322 / MIME parsing, mbox and Maildir readers.
         .target(name: "CofferMIME", dependencies: [locks]),
+        // The values the agent protocol carries that the store, sync, push and outbox make (message summaries and
+        // details, sync and outbox reports, a push, a notification server): no store, network or cryptography, so
+        // that a client of the agent links none of them. Each module that made one of them re-exports this one.
+        .target(name: "CofferModel", dependencies: ["CofferMIME"]),
         // Sanitizer, CSS filter, Content Security Policy and remote-content policy over CofferHTML's tree.
         .target(name: "CofferContent", dependencies: ["CofferHTML"]),
         // The GRDB mail store with sealed columns and a blind search index.
         .target(
             name: "CofferStore",
             dependencies: [
-                "CofferCrypto", "CofferKeymaker", "CofferMIME", "CofferTransport", "CofferOpenPGP",
+                "CofferCrypto", "CofferKeymaker", "CofferMIME", "CofferModel", "CofferTransport", "CofferOpenPGP",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
@@ -106,7 +111,7 @@ let package = Package(
             name: "CofferAgentProtocol",
             dependencies: [
                 locks,
-                "CofferCrypto", "CofferStore", "CofferSync", "CofferNotifyClient", "CofferPush", "CofferOutbox",
+                "CofferCrypto", "CofferMIME", "CofferModel",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: startupSettings
@@ -176,7 +181,7 @@ let package = Package(
             name: "CofferOutbox",
             dependencies: [
                 locks,
-                "CofferCrypto", "CofferIMAP", "CofferMIME", "CofferSMTP", "CofferStore", "CofferSync",
+                "CofferCrypto", "CofferIMAP", "CofferMIME", "CofferModel", "CofferSMTP", "CofferStore", "CofferSync",
                 "CofferTransport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -185,13 +190,13 @@ let package = Package(
         .target(
             name: "CofferSync",
             dependencies: [
-                "CofferCrypto", "CofferIMAP", "CofferStore", "CofferTransport",
+                "CofferCrypto", "CofferIMAP", "CofferModel", "CofferStore", "CofferTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // RFC 8188 aes128gcm content coding, RFC 8291 Web Push message encryption and RFC 8292 VAPID, shared by
         // coffer-notify (the sender) and the client's push handler (the receiver).
-        .target(name: "CofferPush", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "CofferPush", dependencies: ["CofferModel", .product(name: "Crypto", package: "swift-crypto")]),
         // tpm2-tss (Debian's libtss2-dev): ESAPI, the TCTI loader, response-code decoding and TPM2B marshaling.
         .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys", providers: [.apt(["libtss2-dev"])]),
         // A TPM 2.0 through tpm2-tss: a storage key, secrets sealed under a PIN-derived auth value with the TPM's
@@ -233,8 +238,8 @@ let package = Package(
         .target(
             name: "CofferNotifyClient",
             dependencies: [
-                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferPush", "CofferStore", "CofferSync",
-                "CofferTransport", .product(name: "Crypto", package: "swift-crypto"),
+                "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferModel", "CofferPush", "CofferStore",
+                "CofferSync", "CofferTransport", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
             ]

@@ -1,5 +1,4 @@
 import CofferCrypto
-import CofferStore
 import Foundation
 
 #if canImport(Glibc)

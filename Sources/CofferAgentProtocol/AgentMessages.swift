@@ -1,10 +1,4 @@
 import CofferMIME
-import CofferNotifyClient
-import CofferOutbox
-import CofferPush
-import CofferStore
-import CofferSync
-import CofferTransport
 import Foundation
 
 /// The name of a request's operation: what logs, limits and the FORMAT tables speak of.
@@ -334,37 +328,31 @@ public struct ServerSettings: Codable, Sendable, Equatable {
     /// The SMTP submission server mail is sent through, or nil.
     public var submission: SubmissionSettings?
 
-    /// Settings from an account record (its password left out).
-    public init(_ server: ServerAccount, id: Int64? = nil) {
+    /// Creates them from their fields (the conversions from and to the store's records are in CofferApp).
+    package init(
+        id: Int64?,
+        host: String,
+        port: Int,
+        startTLS: Bool,
+        username: String,
+        pins: [String],
+        caFile: String?,
+        connectAddress: String?,
+        pinReportURL: String?,
+        pinExpires: Int64?,
+        submission: SubmissionSettings?
+    ) {
         self.id = id
-        host = server.endpoint.host
-        port = server.endpoint.port
-        startTLS = server.endpoint.security == .startTLS
-        username = server.username
-        pins = server.endpoint.pins
-        caFile = server.endpoint.caFile
-        connectAddress = server.endpoint.connectAddress
-        pinReportURL = server.endpoint.pinReportURL
-        pinExpires = server.endpoint.pinExpires.map { Int64($0.timeIntervalSince1970) }
-        submission = server.submission.map(SubmissionSettings.init)
-    }
-
-    /// The account record with `password` (the submission server, if any, logs in with the same).
-    public func account(password: String) -> ServerAccount {
-        var account = ServerAccount(
-            host: host,
-            port: port,
-            username: username,
-            password: password,
-            pins: pins,
-            caFile: caFile,
-            connectAddress: connectAddress,
-            startTLS: startTLS,
-            pinReportURL: pinReportURL,
-            pinExpires: pinExpires.map { Date(timeIntervalSince1970: TimeInterval($0)) }
-        )
-        account.submission = submission?.server
-        return account
+        self.host = host
+        self.port = port
+        self.startTLS = startTLS
+        self.username = username
+        self.pins = pins
+        self.caFile = caFile
+        self.connectAddress = connectAddress
+        self.pinReportURL = pinReportURL
+        self.pinExpires = pinExpires
+        self.submission = submission
     }
 }
 
@@ -407,36 +395,6 @@ public struct SubmissionSettings: Codable, Sendable, Equatable {
         self.connectAddress = connectAddress
         self.address = address
         self.username = username
-    }
-
-    /// The settings of a stored submission server (its password left out).
-    public init(_ server: SubmissionServer) {
-        self.init(
-            host: server.endpoint.host,
-            port: server.endpoint.port,
-            startTLS: server.endpoint.security == .startTLS,
-            pins: server.endpoint.pins,
-            caFile: server.endpoint.caFile,
-            connectAddress: server.endpoint.connectAddress,
-            address: server.address,
-            username: server.username
-        )
-    }
-
-    /// The record.
-    public var server: SubmissionServer {
-        SubmissionServer(
-            endpoint: ServerEndpoint(
-                host: host,
-                port: port,
-                security: startTLS ? .startTLS : .implicitTLS,
-                pins: pins,
-                caFile: caFile,
-                connectAddress: connectAddress
-            ),
-            address: address,
-            username: username
-        )
     }
 }
 

@@ -1,5 +1,4 @@
 import CofferMIME
-import CofferStore
 import Foundation
 
 /// The binary encoding of a page of message summaries, the payload of an agent `summaries` frame (kind 6): the one
