@@ -40,6 +40,7 @@ let package = Package(
         .library(name: "CofferNotify", targets: ["CofferNotify"]),
         .library(name: "CofferNotifyClient", targets: ["CofferNotifyClient"]),
         .executable(name: "coffer", targets: ["coffer"]),
+        .executable(name: "coffer-core", targets: ["coffer-core"]),
         .executable(name: "coffer-bench", targets: ["coffer-bench"]),
         .executable(name: "coffer-notify", targets: ["coffer-notify"]),
     ],
@@ -257,9 +258,26 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The options and output of the commands both programs answer (list, search, show), over any caller of the
+        // agent protocol.
+        .target(
+            name: "CofferCommandLine",
+            dependencies: [
+                "CofferAgentProtocol", "CofferMIME", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: startupSettings
+        ),
+        // `coffer`: answers list, search and show through a running agent, and becomes `coffer-core` for the rest.
         .executableTarget(
             name: "coffer",
+            dependencies: ["CofferAgentProtocol", "CofferCommandLine", "CofferCrypto"],
+            swiftSettings: startupSettings
+        ),
+        // Every command: the agent, one-shot commands in process, the tour.
+        .executableTarget(
+            name: "coffer-core",
             dependencies: [
+                "CofferCommandLine",
                 locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferSampleMail", "CofferCompose", "CofferOutbox",

@@ -1,3 +1,4 @@
+import CofferAgentProtocol
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker

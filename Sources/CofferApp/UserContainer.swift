@@ -1,3 +1,4 @@
+import CofferAgentProtocol
 import CofferAttachments
 import CofferKeychain
 import CofferKeymaker

@@ -82,3 +82,25 @@ extension PushMessage: CustomStringConvertible, CustomDebugStringConvertible, Cu
         )
     }
 }
+
+/// How the device shows a push (``PushMessage``, docs/FORMAT.md "coffer-notify push message").
+extension PushMessage {
+    /// The one line shown when there is no desktop notification service.
+    public var line: String {
+        let sender = Self.clean(from ?? "unknown sender")
+        let title = Self.clean(subject ?? "(no subject)")
+        return "New mail in \(Self.clean(folder ?? "INBOX")) from \(sender): \(title)"
+    }
+
+    /// Drops control characters (a subject must not move the terminal's cursor) and cuts to 200 characters.
+    public static func clean(_ text: String) -> String {
+        String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.filter {
+                    !$0.properties.isDefaultIgnorableCodePoint && $0.value >= 0x20 && $0.value != 0x7F
+                        && !(0x80..<0xA0).contains($0.value)
+                }
+            ).prefix(200)
+        )
+    }
+}

@@ -2,28 +2,6 @@ import CofferCrypto
 import CofferPush
 import Foundation
 
-/// How the device shows a push (``PushMessage``, docs/FORMAT.md "coffer-notify push message").
-extension PushMessage {
-    /// The one line shown when there is no desktop notification service.
-    public var line: String {
-        let sender = Self.clean(from ?? "unknown sender")
-        let title = Self.clean(subject ?? "(no subject)")
-        return "New mail in \(Self.clean(folder ?? "INBOX")) from \(sender): \(title)"
-    }
-
-    /// Drops control characters (a subject must not move the terminal's cursor) and cuts to 200 characters.
-    public static func clean(_ text: String) -> String {
-        String(
-            String.UnicodeScalarView(
-                text.unicodeScalars.filter {
-                    !$0.properties.isDefaultIgnorableCodePoint && $0.value >= 0x20 && $0.value != 0x7F
-                        && !(0x80..<0xA0).contains($0.value)
-                }
-            ).prefix(200)
-        )
-    }
-}
-
 /// The notification extension's work: open one push with the session's key, without the MainKey, and read it.
 public enum PushHandler {
     /// Opens and parses one push body (the raw 4096-byte RFC 8291 message).

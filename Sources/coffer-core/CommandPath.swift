@@ -3,6 +3,7 @@ import CofferAgent
 import CofferAgentProtocol
 import CofferApp
 import CofferAttachments
+import CofferCommandLine
 import CofferCrypto
 import CofferKeychain
 import CofferNotifyClient
@@ -212,12 +213,6 @@ final class CommandPath: Sendable {
             await path.close()
             throw error
         }
-    }
-
-    /// `path` made absolute against the current folder (the agent runs elsewhere).
-    static func absolute(_ path: String) -> String {
-        if path.hasPrefix("/") { return path }
-        return FileManager.default.currentDirectoryPath + "/" + path
     }
 }
 

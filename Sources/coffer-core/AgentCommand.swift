@@ -2,6 +2,7 @@ import ArgumentParser
 import CofferAgent
 import CofferAgentProtocol
 import CofferApp
+import CofferCommandLine
 import CofferCrypto
 import Foundation
 import Logging
@@ -83,7 +84,7 @@ struct AgentCommand: AsyncParsableCommand {
         let binary = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "coffer"
         var start = "\(binary) agent"
         let chosenHome = home ?? environment["COFFER_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-        if let chosenHome { start += " --home \(CommandPath.absolute(chosenHome))" }
+        if let chosenHome { start += " --home \(absolutePath(chosenHome))" }
         let text = """
             [Unit]
             Description=Coffer agent: holds unlocked mail keys with autolock, serves the coffer CLI

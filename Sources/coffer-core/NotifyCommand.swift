@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferAgentProtocol
+import CofferCommandLine
 import CofferNotifyClient
 import CofferPush
 import Foundation

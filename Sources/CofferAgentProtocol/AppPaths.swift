@@ -1,4 +1,3 @@
-import CofferAgentProtocol
 import CofferCrypto
 import Crypto
 

@@ -1,41 +1,44 @@
 import ArgumentParser
 import CofferAgentProtocol
-import CofferApp
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Options every command shares: where the data is and which account.
-struct HomeOptions: ParsableArguments {
+public struct HomeOptions: ParsableArguments {
     @Option(name: .long, help: "Folder for all of Coffer's data (default: $COFFER_HOME, else the XDG folders).")
-    var home: String?
+    public var home: String?
 
     @Option(name: .long, help: "The account (default: the only account on this device).")
-    var account: String?
+    public var account: String?
+
+    /// Options with nothing given.
+    public init() {}
 
     /// Refuses a hostile `--account` before any command touches a file (the rule is ``AccountName``'s).
-    func validate() throws {
+    public func validate() throws {
         if let account, let problem = AccountName.problem(account) {
             throw ValidationError(AppError.invalidAccountName(problem).description)
         }
     }
 
     /// The home's folders.
-    func paths() throws(CLIError) -> AppPaths { try Self.paths(home: home) }
+    public func paths() throws(CLIError) -> AppPaths { try Self.paths(home: home) }
 
     /// Where Coffer keeps its files. With `--home H` (or `$COFFER_HOME`): `H/data` (store and cache), `H/keychain`,
     /// `H/state` (device secret, software secure element). Without: `$XDG_DATA_HOME/coffer` (default
     /// `~/.local/share/coffer`) for data and keychain, and `$XDG_STATE_HOME/coffer` (default `~/.local/state/coffer`)
     /// for the device secret and the secure element, so a copy of the data folder alone opens nothing.
-    static func paths(home: String?) throws(CLIError) -> AppPaths {
+    public static func paths(home: String?) throws(CLIError) -> AppPaths {
         let environment = { (name: String) -> String? in
             guard let value = getenv(name) else { return nil }
             let text = String(cString: value)
             return text.isEmpty ? nil : text
         }
         if let root = home ?? environment("COFFER_HOME") {
-            let absolute = CommandPath.absolute(root)
+            let absolute = absolutePath(root)
             return AppPaths(data: "\(absolute)/data", keychain: "\(absolute)/keychain", state: "\(absolute)/state")
         }
         guard let userHome = environment("HOME") else {
@@ -52,29 +55,25 @@ struct HomeOptions: ParsableArguments {
 }
 
 /// How a PIN is entered.
-struct PINOptions: ParsableArguments {
+public struct PINOptions: ParsableArguments {
     @Flag(name: .long, help: "Read the PIN from the first line of standard input instead of the terminal.")
-    var pinStdin = false
+    public var pinStdin = false
+
+    /// Options with nothing given.
+    public init() {}
 }
 
-/// How a server is trusted: `coffer account add` and `coffer notify register` take the same three options.
-struct PinnedServerOptions: ParsableArguments {
-    @Option(name: .customLong("pin-sha256"), help: "An SPKI pin (base64 SHA-256); repeat for the backup key.")
-    var pins: [String] = []
-    @Option(name: .customLong("ca-file"), help: "Trust only the CAs of this PEM bundle (else the system's).")
-    var caFile: String?
-    @Option(name: .long, help: "Connect to this address instead of HOST (the certificate must still name HOST).")
-    var connect: String?
+/// An error for the person at the terminal: one sentence, printed to standard error.
+public struct CLIError: Error, CustomStringConvertible {
+    /// The sentence.
+    public let description: String
 
-    /// A pin set needs a backup: at least two pins, or none.
-    func validate() throws {
-        if !pins.isEmpty && pins.count < 2 {
-            throw ValidationError(
-                "Give at least two --pin-sha256: the server's key and a backup key it does not use yet."
-            )
-        }
-    }
+    /// An error that says `sentence`.
+    public init(_ sentence: String) { description = sentence }
+}
 
-    /// The CA bundle's absolute path (the agent may run in another folder).
-    var absoluteCAFile: String? { caFile.map(CommandPath.absolute) }
+/// `path` made absolute against the current folder (the agent runs elsewhere).
+public func absolutePath(_ path: String) -> String {
+    if path.hasPrefix("/") { return path }
+    return FileManager.default.currentDirectoryPath + "/" + path
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferApp
+import CofferCommandLine
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker

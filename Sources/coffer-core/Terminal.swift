@@ -1,3 +1,4 @@
+import CofferCommandLine
 import CofferCrypto
 import CofferKeymaker
 

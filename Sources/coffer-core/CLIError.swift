@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferAgentProtocol
+import CofferCommandLine
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
@@ -10,12 +11,7 @@ import CofferSync
 import Glibc
 #endif
 
-/// An error for the person at the terminal: one sentence, printed to standard error.
-struct CLIError: Error, CustomStringConvertible {
-    let description: String
-
-    init(_ sentence: String) { description = sentence }
-
+extension CLIError {
     /// Nothing has been set up in this home.
     static let noAccount = CLIError("There is no account on this device yet; run `coffer init --account NAME`.")
 
@@ -33,12 +29,12 @@ struct CLIError: Error, CustomStringConvertible {
         } else if case AppError.noAccount = error {
             self = .noAccount
         } else if case AppError.unknownAccount = error {
-            description = "\(error) Run `coffer init --account NAME` to make one."
+            self.init("\(error) Run `coffer init --account NAME` to make one.")
         } else if case AppError.locked = error {
             // The dispatcher and the agent client turn every module's "locked" into this one case.
-            description = "\(error) Run `coffer unlock` to give Coffer the key again."
+            self.init("\(error) Run `coffer unlock` to give Coffer the key again.")
         } else if let hint = Self.hint(for: error) {
-            description = "\(error) \(hint)"
+            self.init("\(error) \(hint)")
         } else if let keychain = Self.keychainError(in: error),
             keychain == .deviceMismatch
                 || keychain == .deviceSecretMissing
@@ -46,7 +42,7 @@ struct CLIError: Error, CustomStringConvertible {
             self = .otherDevice
         } else {
             // Every module error's description is a sentence written for people (on Linux every error has one).
-            description = String(describing: error)
+            self.init(String(describing: error))
         }
     }
 }

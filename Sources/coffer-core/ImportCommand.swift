@@ -1,12 +1,13 @@
 import ArgumentParser
 import CofferAgentProtocol
+import CofferCommandLine
 import CofferStore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-extension CommandPath {
+extension CommandPath: MailCaller {
     /// The chosen account for a command that needs its key, and returns its name: one-shot, it is unlocked here
     /// first; an agent is asked as it is, and answers `locked` while it does not hold the key (`coffer unlock`
     /// gives it the key; a mail command never unlocks the agent on the side).
@@ -14,32 +15,9 @@ extension CommandPath {
         if isAgent { return try await account(home).account }
         return try await unlock(home, pinFromStdin: pin.pinStdin).status.account
     }
-}
 
-/// One line per message: id, date, flags, sender and subject.
-enum MessageLine {
-    static func format(_ summary: MessageSummary) -> String {
-        if summary.isCorrupt { return "\(summary.id)\t\(date(summary))\t!\t(damaged message)" }
-        var flags = ""
-        flags += summary.flags.contains(.seen) ? " " : "N"
-        flags += summary.flags.contains(.flagged) ? "F" : " "
-        flags += summary.flags.contains(.hasAttachments) ? "@" : " "
-        let sender = summary.from.first.map { $0.name ?? $0.address } ?? "(no sender)"
-        return "\(summary.id)\t\(date(summary))\t\(flags)\t\(sender)\t\(summary.subject ?? "(no subject)")"
-    }
-
-    static func date(_ summary: MessageSummary) -> String {
-        // Any stored time (a changed file can hold Int64.min or .max) formats without trapping.
-        let unknown = "????-??-?? ??:??"
-        let interval = summary.date.timeIntervalSince1970.rounded(.down)
-        guard interval.isFinite, interval >= -0x1p63, interval < 0x1p63 else { return unknown }
-        var seconds = time_t(interval)
-        var parts = tm()
-        guard gmtime_r(&seconds, &parts) != nil else { return unknown }
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(Int(parts.tm_year) + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min))"
-    }
+    /// Runs `request` by this path.
+    func reply(to request: AgentRequest) async throws -> AgentReply { try await call(request) }
 }
 
 struct ImportCommand: AsyncParsableCommand {
@@ -69,7 +47,7 @@ struct ImportCommand: AsyncParsableCommand {
                 let line = ProgressLine(descriptor: 1)
                 let request = AgentRequest.import(
                     account: account,
-                    path: CommandPath.absolute(self.path),
+                    path: absolutePath(self.path),
                     label: label,
                     batch: batch
                 )

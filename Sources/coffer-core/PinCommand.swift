@@ -1,4 +1,5 @@
 import ArgumentParser
+import CofferCommandLine
 import CofferTransport
 import Foundation
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferAgentProtocol
+import CofferCommandLine
 import CofferCrypto
 import CofferMIME
 import CofferStore

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferAgentProtocol
+import CofferCommandLine
 
 struct AttachmentsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -85,7 +86,7 @@ struct AttachmentCommand: AsyncParsableCommand {
             try await runReportingErrors {
                 try await CommandPath.with(home) { path in
                     let account = try await path.mailAccount(home, pinOptions)
-                    try await path.call(.save(account: account, id: id, path: CommandPath.absolute(to)))
+                    try await path.call(.save(account: account, id: id, path: absolutePath(to)))
                 }
                 print("Saved attachment \(id) to \(to).")
             }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CofferAgentProtocol
 import CofferApp
 import CofferAttachments
+import CofferCommandLine
 import CofferCompose
 import CofferMIME
 import CofferOutbox
@@ -393,7 +394,7 @@ enum Composer {
                 }
                 draft = edited
             }
-            let attach = draft.attachmentPaths.map(CommandPath.absolute)
+            let attach = draft.attachmentPaths.map(absolutePath)
             let fields = WritingHandler.fields(draft)
             // Sent at once (--send), the files go straight into the outbox with the send: the draft, saved first so
             // nothing written is lost, holds only the text until then.

@@ -1,3 +1,4 @@
+import CofferCommandLine
 import CofferKeymaker
 import CofferKeymakerTPM
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferAgentProtocol
 import CofferApp
+import CofferCommandLine
 import CofferCrypto
 import CofferNotifyClient
 import CofferPush
@@ -72,7 +73,7 @@ struct KeyCommand: AsyncParsableCommand {
             try await runReportingErrors {
                 try await CommandPath.with(home) { path in
                     let account = try await path.mailAccount(home, pinOptions)
-                    let file = CommandPath.absolute(file)
+                    let file = absolutePath(file)
                     let reply: AgentReply
                     do {
                         reply = try await path.call(.keyImport(account: account, path: file, passphrase: false))
@@ -171,7 +172,7 @@ struct KeyCommand: AsyncParsableCommand {
                 try await CommandPath.with(home) { path in
                     let account = try await path.mailAccount(home, pinOptions)
                     if let setupMessage {
-                        try await writeSetupMessage(to: CommandPath.absolute(setupMessage), account: account, path)
+                        try await writeSetupMessage(to: absolutePath(setupMessage), account: account, path)
                         return
                     }
                     if let importSetup {

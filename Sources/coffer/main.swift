@@ -1,0 +1,68 @@
+import CofferAgentProtocol
+import CofferCommandLine
+import CofferCrypto
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// `coffer`, the program people run. `list`, `search` and `show` (as text) are answered here, over the agent's
+// socket, when an agent runs for the home: this program links the agent protocol and nothing of the store, the
+// network or OpenPGP, so it starts in a fraction of the time `coffer-core` takes. Every other command, and these
+// three whenever this path cannot finish (no agent, a locked account, a failure, `--help`, bad options), is
+// `coffer-core`, beside this program, which this process becomes with the same arguments: it has printed nothing by
+// then, and those three commands only read, so running one again there is safe. docs/APP.md, "Two programs".
+
+/// Runs `arguments` through the agent if it is a command this program answers.
+///
+/// - Returns: Whether it ran to the end.
+func answeredHere(_ arguments: [String]) async -> Bool {
+    guard arguments.count >= 2 else { return false }
+    let rest = Array(arguments.dropFirst(2))
+    do {
+        switch arguments[1] {
+        case "list":
+            let options = try ListOptions.parse(rest)
+            return try await throughAgent(options.home) { try await options.run($0) }
+        case "search":
+            let options = try SearchOptions.parse(rest)
+            return try await throughAgent(options.home) { try await options.run($0) }
+        case "show":
+            let options = try ShowOptions.parse(rest)
+            guard !options.html else { return false }
+            return try await throughAgent(options.home) { try await options.runText($0) }
+        default:
+            return false
+        }
+    } catch {
+        return false
+    }
+}
+
+/// Runs `body` with a connection to the agent of `home`.
+///
+/// - Returns: `false` when no agent runs there.
+func throughAgent(_ home: HomeOptions, _ body: (AgentClient) async throws -> Void) async throws -> Bool {
+    guard let client = try AgentClient.connect(socketPath: try home.paths().agentSocket) else { return false }
+    defer { client.close() }
+    try await body(client)
+    return true
+}
+
+/// Becomes `coffer-core` (the file of that name in this program's folder) with these arguments.
+func becomeCore() -> Never {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let length = readlink("/proc/self/exe", &buffer, Int(PATH_MAX))
+    let own = length > 0 ? String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+    let core = String(own[..<(own.lastIndex(of: "/") ?? own.startIndex)]) + "/coffer-core"
+    execv(core, CommandLine.unsafeArgv)
+    let reason = String(cString: strerror(errno))
+    let message = "coffer: could not start \(core) (\(reason)); it is built and installed beside coffer.\n"
+    _ = Array(message.utf8).withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    exit(127)
+}
+
+// The mail text this process prints is kept from other processes of the user as in coffer-core.
+_ = ProcessSettings.hardenMemory()
+if await answeredHere(CommandLine.arguments) { exit(0) }
+becomeCore()
