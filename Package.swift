@@ -71,27 +71,29 @@ let package = Package(
                 "CCofferSystem", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                // BlockingPool: the one NIOThreadPool blocking work runs on (ARCHITECTURE.md, "Concurrency").
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // BlockingPool: the one NIOThreadPool blocking work runs on (ARCHITECTURE.md, "Concurrency"), and the child
+        // processes started from it. Apart from CofferCrypto, so that a client of the agent links no NIO.
+        .target(name: "CofferBlocking", dependencies: [locks, .product(name: "NIOPosix", package: "swift-nio")]),
         .target(name: "CofferKeychain", dependencies: [locks, "CofferCrypto"]),
-        .target(name: "CofferKeymaker", dependencies: [locks, "CofferCrypto", "CofferKeychain"]),
+        .target(name: "CofferKeymaker", dependencies: ["CofferBlocking", locks, "CofferCrypto", "CofferKeychain"]),
         .target(name: "CofferTesting", dependencies: [locks, "CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
         // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
         .target(name: "CofferHTML"),
         // Pure Swift, Foundation and the lock only: RFC 5322 / MIME parsing, mbox and Maildir readers.
-        .target(name: "CofferMIME", dependencies: [locks]),
+        .target(name: "CofferMIME", dependencies: [locks], swiftSettings: startupSettings),
         // The values the agent protocol carries that the store, sync, push and outbox make (message summaries and
         // details, sync and outbox reports, a push, a notification server): no store, network or cryptography, so
         // that a client of the agent links none of them. Each module that made one of them re-exports this one.
-        .target(name: "CofferModel", dependencies: ["CofferMIME"]),
+        .target(name: "CofferModel", dependencies: ["CofferMIME"], swiftSettings: startupSettings),
         // Sanitizer, CSS filter, Content Security Policy and remote-content policy over CofferHTML's tree.
         .target(name: "CofferContent", dependencies: ["CofferHTML"]),
         // The GRDB mail store with sealed columns and a blind search index.
         .target(
             name: "CofferStore",
             dependencies: [
+                "CofferBlocking",
                 "CofferCrypto", "CofferKeymaker", "CofferMIME", "CofferModel", "CofferTransport", "CofferOpenPGP",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
@@ -99,12 +101,12 @@ let package = Package(
         // Generated sample mail (SyntheticMail, SplitMix) for the tour, coffer-bench and tests; not store code.
         .target(name: "CofferSampleMail"),
         // The encrypted attachment cache: streaming AEAD files with expiry, and previews.
-        .target(name: "CofferAttachments", dependencies: [locks, "CofferCrypto", "CofferKeymaker"]),
+        .target(name: "CofferAttachments", dependencies: ["CofferBlocking", locks, "CofferCrypto", "CofferKeymaker"]),
         // Writing mail: the editor's template (headers and a plain-text body), replies and forwards built from a
         // received message, and the editor session on a cleartext file in a private runtime folder.
         .target(
             name: "CofferCompose",
-            dependencies: ["CofferMIME", "CofferContent", "CofferCrypto", "CofferAttachments"]
+            dependencies: ["CofferBlocking", "CofferMIME", "CofferContent", "CofferCrypto", "CofferAttachments"]
         ),
         // The agent's wire protocol: frames, the typed requests, replies and events, the account-name rule, and the
         // client (a blocking socket: a command does one thing at a time). No NIO, no containers, no server.
@@ -122,6 +124,7 @@ let package = Package(
         .target(
             name: "CofferApp",
             dependencies: [
+                "CofferBlocking",
                 locks,
                 "CofferAgentProtocol", "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore",
                 "CofferAttachments", "CofferSync", "CofferNotifyClient", "CofferContent", "CofferKeymakerTPM",
@@ -134,6 +137,7 @@ let package = Package(
         .target(
             name: "CofferAgent",
             dependencies: [
+                "CofferBlocking",
                 locks,
                 "CofferAgentProtocol", "CofferApp", "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore",
                 "CofferAttachments", "CofferSync", "CofferNotifyClient", "CofferPush", "CofferContent",
@@ -181,6 +185,7 @@ let package = Package(
         .target(
             name: "CofferOutbox",
             dependencies: [
+                "CofferBlocking",
                 locks,
                 "CofferCrypto", "CofferIMAP", "CofferMIME", "CofferModel", "CofferSMTP", "CofferStore", "CofferSync",
                 "CofferTransport",
@@ -191,6 +196,7 @@ let package = Package(
         .target(
             name: "CofferSync",
             dependencies: [
+                "CofferBlocking",
                 "CofferCrypto", "CofferIMAP", "CofferModel", "CofferStore", "CofferTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
@@ -210,7 +216,7 @@ let package = Package(
         .systemLibrary(name: "CRNP", pkgConfig: "librnp", providers: [.apt(["librnp-dev"])]),
         // OpenPGP through RNP: keys generated and imported in memory only, encryption, decryption with verification,
         // detached signatures. No RNP keyring file is ever read or written.
-        .target(name: "CofferOpenPGP", dependencies: [locks, "CRNP", "CofferCrypto"]),
+        .target(name: "CofferOpenPGP", dependencies: ["CofferBlocking", locks, "CRNP", "CofferCrypto"]),
         // The Keymaker's TPM: TPMPINBinder and TPMKeySealer, injected by the composition root (CofferApp, the CLI),
         // so that the Keymaker and everything above it but the app build without libtss2.
         .target(name: "CofferKeymakerTPM", dependencies: ["CofferCrypto", "CofferKeymaker", "CofferTPM"]),
@@ -218,6 +224,7 @@ let package = Package(
         .target(
             name: "CofferNotify",
             dependencies: [
+                "CofferBlocking",
                 "CofferCrypto", "CofferPush", "CofferIMAP", "CofferTransport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -239,6 +246,7 @@ let package = Package(
         .target(
             name: "CofferNotifyClient",
             dependencies: [
+                "CofferBlocking",
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferModel", "CofferPush", "CofferStore",
                 "CofferSync", "CofferTransport", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
@@ -270,13 +278,17 @@ let package = Package(
         // `coffer`: answers list, search and show through a running agent, and becomes `coffer-core` for the rest.
         .executableTarget(
             name: "coffer",
-            dependencies: ["CofferAgentProtocol", "CofferCommandLine", "CofferCrypto"],
+            dependencies: [
+                "CofferAgentProtocol", "CofferCommandLine", "CofferCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: startupSettings
         ),
         // Every command: the agent, one-shot commands in process, the tour.
         .executableTarget(
             name: "coffer-core",
             dependencies: [
+                "CofferBlocking",
                 "CofferCommandLine",
                 locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
@@ -310,6 +322,7 @@ let package = Package(
         .testTarget(
             name: "CofferKeymakerTests",
             dependencies: [
+                "CofferBlocking",
                 locks,
                 "CofferKeymaker", "CofferTesting", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -333,7 +346,10 @@ let package = Package(
         .testTarget(name: "CofferContentTests", dependencies: ["CofferContent", "CofferHTML", "CofferSampleMail"]),
         .testTarget(
             name: "CofferStoreTests",
-            dependencies: ["CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail", "CofferOpenPGP"],
+            dependencies: [
+                "CofferBlocking", "CofferStore", "CofferAttachments", "CofferTesting", "CofferSampleMail",
+                "CofferOpenPGP",
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(
@@ -379,6 +395,7 @@ let package = Package(
         .testTarget(
             name: "CofferAppTests",
             dependencies: [
+                "CofferBlocking",
                 locks,
                 "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferTesting", "CofferKeymaker", "CofferKeychain",
                 "CofferStore", "CofferAttachments", "CofferSync", "CofferSampleMail",

@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${COFFER_TOUR_BIN:-}
 if [ -z "$BIN" ]; then
+  swift build -c release --static-swift-stdlib --product coffer-core >/dev/null
   swift build -c release --static-swift-stdlib --product coffer >/dev/null
   swift build -c release --static-swift-stdlib --product coffer-notify >/dev/null
   BIN=.build/release

@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 if [ "${1:-}" = "--server" ]; then exec bash scripts/tour-server.sh; fi
+# `coffer` becomes `coffer-core` (beside it) for every command but a read through a running agent: both are built.
+swift build -c release --static-swift-stdlib --product coffer-core
 swift build -c release --static-swift-stdlib --product coffer
 exec .build/release/coffer "$@"

@@ -1,6 +1,7 @@
 import CofferAgentProtocol
 import CofferApp
 import CofferAttachments
+import CofferBlocking
 import CofferCrypto
 import CofferKeymaker
 import CofferStore

@@ -1,5 +1,6 @@
 import CofferAgentProtocol
 import CofferApp
+import CofferBlocking
 import CofferCrypto
 import CofferKeymaker
 import CofferStore

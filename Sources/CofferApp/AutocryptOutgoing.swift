@@ -1,3 +1,4 @@
+import CofferBlocking
 import CofferMIME
 import CofferOpenPGP
 import CofferStore

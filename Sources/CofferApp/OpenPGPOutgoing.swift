@@ -1,4 +1,5 @@
 import CofferAgentProtocol
+import CofferBlocking
 import CofferCrypto
 import CofferMIME
 import CofferOpenPGP

@@ -1,4 +1,5 @@
 import CofferAttachments
+import CofferBlocking
 import CofferCrypto
 import Foundation
 

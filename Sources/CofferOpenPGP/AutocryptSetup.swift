@@ -1,4 +1,5 @@
 import CRNP
+import CofferBlocking
 import CofferCrypto
 
 /// The payload of an Autocrypt Setup Message (Autocrypt Level 1, "Autocrypt Setup Message"): the user's secret key,

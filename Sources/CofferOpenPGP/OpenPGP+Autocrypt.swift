@@ -1,4 +1,5 @@
 import CRNP
+import CofferBlocking
 
 extension OpenPGPPublicKey {
     /// The minimal certificate Autocrypt Level 1 puts in the `Autocrypt` header's `keydata`: the primary key, the

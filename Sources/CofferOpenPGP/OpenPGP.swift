@@ -1,4 +1,5 @@
 import CRNP
+import CofferBlocking
 import CofferCrypto
 
 /// OpenPGP (RFC 4880) through RNP, the library Thunderbird uses: key generation and import, encryption and

@@ -1,3 +1,4 @@
+import CofferBlocking
 /// An OpenPGP certificate (a transferable public key: the primary key, its user ids and subkeys), checked by RNP.
 ///
 /// Made by ``init(bytes:)`` from stored or received bytes, or by ``OpenPGP/generateKey(userID:)`` and

@@ -1,4 +1,5 @@
 import CRNP
+import CofferBlocking
 import CofferCrypto
 
 /// An unprotected OpenPGP secret key (a transferable secret key with its subkeys), held in locked memory that is

@@ -1,3 +1,4 @@
+import CofferBlocking
 import CofferCrypto
 import NIOConcurrencyHelpers
 

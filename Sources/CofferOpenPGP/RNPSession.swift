@@ -1,4 +1,5 @@
 import CRNP
+import CofferBlocking
 import CofferCrypto
 
 #if canImport(Glibc)

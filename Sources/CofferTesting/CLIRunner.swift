@@ -26,6 +26,8 @@ public struct CLIRunner: Sendable {
     public let runtime: TemporaryDirectory?
     /// Variables added to every command's environment.
     public var extraEnvironment: [String: String] = [:]
+    /// The program every command runs: ``binary`` unless a test chooses another (`coffer-core`, or a copy).
+    public var executable = CLIRunner.binary
 
     /// A runner with a fresh home; with `ownRuntime`, also a fresh `XDG_RUNTIME_DIR`.
     public init(prefix: String = "coffer-cli", ownRuntime: Bool = false) {
@@ -38,6 +40,11 @@ public struct CLIRunner: Sendable {
     public static var binary: String {
         if let path = ProcessInfo.processInfo.environment["COFFER_BIN"], !path.isEmpty { return path }
         return TestServers.repoRoot.appendingPathComponent(".build/debug/coffer").path
+    }
+
+    /// `coffer-core`, beside ``binary``: what `coffer` becomes for every command it does not answer itself.
+    public static var coreBinary: String {
+        URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("coffer-core").path
     }
 
     /// The environment of a command: this process's, without `COFFER_HOME`, with ``extraEnvironment``.
@@ -57,7 +64,7 @@ public struct CLIRunner: Sendable {
     ) throws -> (process: Process, stdout: Pipe, stderr: Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-        var full = [Self.binary]
+        var full = [executable]
         if withHome {
             // After the command's words (`account add`), before its options.
             let words = arguments.prefix { !$0.hasPrefix("-") }.count

@@ -3,6 +3,7 @@ import CofferAgent
 import CofferAgentProtocol
 import CofferApp
 import CofferAttachments
+import CofferBlocking
 import CofferCommandLine
 import CofferCrypto
 import CofferKeychain

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferApp
 import CofferAttachments
+import CofferBlocking
 import CofferCommandLine
 import CofferContent
 import CofferCrypto

@@ -1,3 +1,4 @@
+import ArgumentParser
 import CofferAgentProtocol
 import CofferCommandLine
 import CofferCrypto
@@ -13,6 +14,28 @@ import Glibc
 // `coffer-core`, beside this program, which this process becomes with the same arguments: it has printed nothing by
 // then, and those three commands only read, so running one again there is safe. docs/APP.md, "Two programs".
 
+// The three commands as ArgumentParser parses a command installed beside its parent (`_superCommandName`, as git's
+// commands): the options are coffer-core's, and the check for a completion-script request that a root command makes
+// first (coffer-core answers that) is skipped.
+
+/// `coffer list`'s options.
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", _superCommandName: "coffer")
+    @OptionGroup var options: ListOptions
+}
+
+/// `coffer search`'s options.
+struct Search: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "search", _superCommandName: "coffer")
+    @OptionGroup var options: SearchOptions
+}
+
+/// `coffer show`'s options.
+struct Show: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "show", _superCommandName: "coffer")
+    @OptionGroup var options: ShowOptions
+}
+
 /// Runs `arguments` through the agent if it is a command this program answers.
 ///
 /// - Returns: Whether it ran to the end.
@@ -22,13 +45,13 @@ func answeredHere(_ arguments: [String]) async -> Bool {
     do {
         switch arguments[1] {
         case "list":
-            let options = try ListOptions.parse(rest)
+            let options = try List.parse(rest).options
             return try await throughAgent(options.home) { try await options.run($0) }
         case "search":
-            let options = try SearchOptions.parse(rest)
+            let options = try Search.parse(rest).options
             return try await throughAgent(options.home) { try await options.run($0) }
         case "show":
-            let options = try ShowOptions.parse(rest)
+            let options = try Show.parse(rest).options
             guard !options.html else { return false }
             return try await throughAgent(options.home) { try await options.runText($0) }
         default:

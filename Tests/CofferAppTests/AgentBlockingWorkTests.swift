@@ -1,5 +1,6 @@
 import CofferAgent
 import CofferAgentProtocol
+import CofferBlocking
 import CofferCrypto
 import CofferKeychain
 import CofferKeymaker

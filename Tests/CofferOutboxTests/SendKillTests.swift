@@ -291,10 +291,11 @@ import Glibc
         return !finished
     }
 
-    /// The coffer process of the `setsid` process `pid`: itself once it runs coffer, else its child.
+    /// The coffer process of the `setsid` process `pid`: itself once it runs coffer (which becomes coffer-core for
+    /// a send), else its child.
     static func coffer(under pid: pid_t) -> pid_t? {
         if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"),
-            exe.hasSuffix("/coffer")
+            exe.hasSuffix("/coffer") || exe.hasSuffix("/coffer-core")
         {
             return pid
         }

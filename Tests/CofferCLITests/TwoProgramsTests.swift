@@ -1,0 +1,79 @@
+import CofferTesting
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `coffer` answers `list`, `search` and `show` through a running agent by itself, and becomes `coffer-core` for the
+/// rest (docs/APP.md, "Two programs").
+@Suite(.serialized) struct TwoProgramsTests {
+    /// A home with an unlocked agent and three messages.
+    static func unlockedAgent() throws -> (CLIRunner, AgentProcess) {
+        let (cli, runtime) = AgentProcess.runner()
+        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try AgentProcess(cli, runtime: runtime)
+        #expect(try cli.run(["unlock"]).status == 0)
+        for index in 1...3 {
+            let eml = "\(cli.home.path)/\(index).eml"
+            try messageWithAttachment(canary: "C-\(index)").replacingOccurrences(
+                of: "Subject: Quarterly numbers",
+                with: "Subject: Quarterly numbers \(index)"
+            ).write(toFile: eml, atomically: true, encoding: .utf8)
+            #expect(try cli.run(["import", eml]).status == 0)
+        }
+        return (cli, agent)
+    }
+
+    static let reads = [
+        ["list"], ["list", "--limit", "1", "--offset", "1"], ["search", "quarterly", "numbers"], ["search", "nothing"],
+        ["show", "2"], ["show", "2", "--headers"],
+    ]
+
+    @Test func bothProgramsPrintTheSameForEveryRead() throws {
+        let (cli, agent) = try Self.unlockedAgent()
+        var core = cli
+        core.executable = CLIRunner.coreBinary
+        for arguments in Self.reads {
+            let small = try cli.run(arguments)
+            let full = try core.run(arguments)
+            #expect(small.status == 0 && full.status == 0, "\(arguments): \(small.stderr) \(full.stderr)")
+            #expect(!small.stdout.isEmpty && small.stdout == full.stdout, "\(arguments)")
+        }
+        agent.stop()
+    }
+
+    @Test func readsNeedNoCoreAndEverythingElseBecomesIt() throws {
+        let (cli, agent) = try Self.unlockedAgent()
+        // `coffer` alone in a folder: the reads still work, so it answered them itself.
+        let folder = TemporaryDirectory(prefix: "coffer-alone")
+        let alone = "\(folder.path)/coffer"
+        try FileManager.default.copyItem(atPath: CLIRunner.binary, toPath: alone)
+        var small = cli
+        small.executable = alone
+        for arguments in Self.reads {
+            let result = try small.run(arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        }
+        #expect(try small.run(["list"]).stdout.contains("Quarterly numbers 3"))
+        // A command it does not answer, bad options, help, a message that is not there and the HTML view each
+        // become coffer-core, which is missing here: a clear error, not a crash.
+        for arguments in [
+            ["status"], ["list", "--bogus"], ["list", "--help"], ["show", "99"], ["show", "2", "--html"],
+        ] {
+            let result = try small.run(arguments)
+            #expect(result.status == 127, "\(arguments)")
+            #expect(result.stderr.contains("could not start \(folder.path)/coffer-core"), "\(arguments)")
+            #expect(result.stdout.isEmpty, "\(arguments): nothing is printed before coffer-core runs")
+        }
+        // With coffer-core beside it, the same commands run there.
+        #expect(try cli.run(["show", "99"]).stderr.contains("There is no message 99."))
+        #expect(try cli.run(["status"]).stdout.contains("mode: agent"))
+        // Locked: coffer-core says so, with the way out.
+        #expect(try cli.run(["lock"]).status == 0)
+        let locked = try cli.run(["list"])
+        #expect(locked.status == 1 && locked.stderr.contains("Run `coffer unlock`"), "\(locked.stderr)")
+        agent.stop()
+    }
+}
