@@ -1,5 +1,10 @@
 import CofferMIME
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The name of a request's operation: what logs, limits and the FORMAT tables speak of.
 public enum AgentOperation: String, Codable, Sendable, CaseIterable {

@@ -1,5 +1,10 @@
 import CofferMIME
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a person wrote: a draft's fields as the composer hands them to the agent and gets them back (its
 /// attachments travel apart, as paths to add or as the draft's sealed files).

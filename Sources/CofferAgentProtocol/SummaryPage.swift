@@ -1,5 +1,10 @@
 import CofferMIME
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The binary encoding of a page of message summaries, the payload of an agent `summaries` frame (kind 6): the one
 /// reply whose size grows with what the user asks for, and the one the CLI waits on most (`list`, `search`). See

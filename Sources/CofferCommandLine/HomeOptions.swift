@@ -1,6 +1,11 @@
 import ArgumentParser
 import CofferAgentProtocol
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An `Autocrypt` header field (Autocrypt Level 1, "The Autocrypt Header"): the sender's address, whether they prefer
 /// encrypted replies, and a minimal OpenPGP certificate.
@@ -37,11 +41,11 @@ public struct AutocryptHeader: Sendable, Hashable {
         var prefer: String?
         var keyData: String?
         for attribute in value.split(separator: ";", omittingEmptySubsequences: false) {
-            let trimmed = attribute.trimmingCharacters(in: .whitespacesAndNewlines)
+            let trimmed = attribute.trimmingWhitespace()
             if trimmed.isEmpty { continue }
             guard let equals = trimmed.firstIndex(of: "=") else { return nil }
-            let name = trimmed[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-            let text = String(trimmed[trimmed.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+            let name = trimmed[..<equals].trimmingWhitespace().lowercased()
+            let text = trimmed[trimmed.index(after: equals)...].trimmingWhitespace()
             switch name {
             case "addr":
                 guard address == nil else { return nil }
@@ -61,7 +65,7 @@ public struct AutocryptHeader: Sendable, Hashable {
             !address.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7F }),
             let keyData
         else { return nil }
-        let compact = String(keyData.unicodeScalars.filter { !CharacterSet.whitespacesAndNewlines.contains($0) })
+        let compact = String(keyData.unicodeScalars.filter { !($0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n") })
         guard !compact.isEmpty, let decoded = Data(base64Encoded: compact), !decoded.isEmpty,
             decoded.count <= maximumKeyDataSize
         else { return nil }

@@ -1,5 +1,10 @@
-import Foundation
 import NIOConcurrencyHelpers
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Converts bytes in a MIME charset to text.
 ///
@@ -83,7 +88,7 @@ public enum Charset {
     }
 
     private static func normalize(_ name: String) -> String {
-        var lowered = name.trimmingCharacters(in: .whitespaces).lowercased()
+        var lowered = name.trimmingWhitespace().lowercased()
         if lowered.hasPrefix("\"") && lowered.hasSuffix("\"") && lowered.count >= 2 {
             lowered = String(lowered.dropFirst().dropLast())
         }
@@ -91,7 +96,7 @@ public enum Charset {
         if let star = lowered.firstIndex(of: "*") {
             lowered = String(lowered[..<star])
         }
-        return lowered.replacingOccurrences(of: "_", with: "-")
+        return String(lowered.map { $0 == "_" ? "-" : $0 })
     }
 
     private static func kind(of name: String) -> Kind? {

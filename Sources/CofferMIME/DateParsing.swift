@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Parses the date formats real mail uses: RFC 5322 (with or without the day name, seconds or zone), obsolete
 /// two-digit years and zone names, RFC 850 dashed dates, asctime and dotted times. The rules follow the de facto

@@ -431,7 +431,7 @@ enum HeaderEncoding {
         if let raw = address.name {
             try check(raw, field)
             // A tab in a name is written as a space: Python's address parser drops it even from an encoded word.
-            let cleaned = trimmed(raw.replacingOccurrences(of: "\t", with: " "))
+            let cleaned = trimmed(String(raw.map { $0 == "\t" ? " " : $0 }))
             name = cleaned.isEmpty ? nil : cleaned
         }
         return Mailbox(name: name, spec: spec)

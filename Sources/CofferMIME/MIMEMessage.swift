@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One header field as it appeared in the message.
 public struct HeaderField: Sendable, Hashable, Codable {

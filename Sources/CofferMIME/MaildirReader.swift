@@ -1,4 +1,16 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One message file read from a Maildir.
 public struct MaildirEntry: Sendable {
@@ -27,18 +39,14 @@ public struct MaildirReader: Sequence, Sendable {
         var files: [(String, String)] = []
         var foundAny = false
         for subfolder in ["cur", "new"] {
-            let folder = (path as NSString).appendingPathComponent(subfolder)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory), isDirectory.boolValue
-            else {
-                continue
-            }
+            let folder = MailSource.join(path, subfolder)
+            guard MailSource.kind(of: folder) == S_IFDIR else { continue }
             foundAny = true
             let names: [String]
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: folder)
             } catch {
-                throw .unreadable(path: folder, reason: error.localizedDescription)
+                throw .unreadable(path: folder, reason: String(describing: error))
             }
             for name in names.sorted() where !name.hasPrefix(".") {
                 files.append((subfolder, name))
@@ -74,11 +82,10 @@ public struct MaildirReader: Sequence, Sendable {
             }
             let (subfolder, name) = reader.files[position]
             position += 1
-            let path = ((reader.root as NSString).appendingPathComponent(subfolder) as NSString)
-                .appendingPathComponent(name)
+            let path = MailSource.join(MailSource.join(reader.root, subfolder), name)
             var flags = ""
-            if let range = name.range(of: ":2,") {
-                flags = String(name[range.upperBound...])
+            if let info = name.utf8.firstRange(of: ":2,".utf8) {
+                flags = String(name[info.upperBound...])
             }
             let content: Result<[UInt8], MIMEError>
             do {
@@ -106,27 +113,16 @@ public enum MailSource {
     /// Decides whether `path` is a Maildir folder, an mbox file or a single message, from its structure and its
     /// first bytes (not its name).
     public static func detect(path: String) throws(MIMEError) -> MailSourceKind {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+        guard let kind = kind(of: path) else {
             throw .unreadable(path: path, reason: "No such file or directory")
         }
-        if isDirectory.boolValue {
-            for subfolder in ["cur", "new"] {
-                var isSubdirectory: ObjCBool = false
-                let folder = (path as NSString).appendingPathComponent(subfolder)
-                if FileManager.default.fileExists(atPath: folder, isDirectory: &isSubdirectory),
-                    isSubdirectory.boolValue
-                {
-                    return .maildir
-                }
+        if kind == S_IFDIR {
+            for subfolder in ["cur", "new"] where self.kind(of: join(path, subfolder)) == S_IFDIR {
+                return .maildir
             }
             throw .unrecognizedFormat(path: path)
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw .unreadable(path: path, reason: "Permission denied or not a regular file")
-        }
-        defer { try? handle.close() }
-        let head = [UInt8]((try? handle.read(upToCount: 4096)) ?? Data())
+        let head = try readPrefix(path, upTo: 4096)
         var start = 0
         while start < head.count && (head[start] == 0x0A || head[start] == 0x0D) {
             start += 1
@@ -148,30 +144,55 @@ public enum MailSource {
         atPath path: String,
         maxBytes: Int = MboxReader.defaultMaxMessageBytes
     ) throws(MIMEError) -> [UInt8] {
-        let size: Int
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            size = (attributes[.size] as? NSNumber)?.intValue ?? 0
-        } catch {
-            throw .unreadable(path: path, reason: error.localizedDescription)
+        var status = stat()
+        guard stat(path, &status) == 0 else {
+            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
         }
-        if size > maxBytes {
+        if Int(status.st_size) > maxBytes {
             throw .messageTooLarge(limit: maxBytes)
         }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
+        let bytes = try readPrefix(path, upTo: maxBytes + 1)
+        if bytes.count > maxBytes {
+            throw .messageTooLarge(limit: maxBytes)
+        }
+        return bytes
+    }
+
+    /// `folder` and `name` joined with one `/`.
+    static func join(_ folder: String, _ name: String) -> String {
+        folder.hasSuffix("/") ? folder + name : folder + "/" + name
+    }
+
+    /// The file type bits (`S_IFDIR`, `S_IFREG`…) of what `path` names, following links; `nil` when nothing is there.
+    static func kind(of path: String) -> mode_t? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return status.st_mode & S_IFMT
+    }
+
+    /// At most `count` bytes from the start of the file at `path`, in a buffer the size of the file (a file that
+    /// grows while it is read is read on, up to `count`).
+    static func readPrefix(_ path: String, upTo count: Int) throws(MIMEError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
             throw .unreadable(path: path, reason: "Permission denied or not a regular file")
         }
-        defer { try? handle.close() }
-        do {
-            let data = try handle.read(upToCount: maxBytes + 1) ?? Data()
-            if data.count > maxBytes {
-                throw MIMEError.messageTooLarge(limit: maxBytes)
+        defer { close(fd) }
+        var status = stat()
+        let size = fstat(fd, &status) == 0 ? max(Int(status.st_size), 0) : 0
+        var bytes = [UInt8](repeating: 0, count: min(count, size + 1))
+        var filled = 0
+        while filled < count {
+            if filled == bytes.count {
+                bytes.append(contentsOf: repeatElement(0, count: min(count - filled, max(filled, 4096))))
             }
-            return [UInt8](data)
-        } catch let error as MIMEError {
-            throw error
-        } catch {
-            throw .unreadable(path: path, reason: error.localizedDescription)
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+            if got == 0 { break }
+            filled += got
         }
+        bytes.removeSubrange(filled...)
+        return bytes
     }
 }

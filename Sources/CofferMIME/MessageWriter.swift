@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Writes an `OutgoingMessage` as RFC 5322 / MIME bytes, a chunk at a time.
 ///
@@ -383,7 +387,8 @@ public struct MessageWriter {
         guard validName else {
             throw .invalidHeaderName(field)
         }
-        if let taken = reserved.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+        // The name is ASCII (checked above), so lower-casing compares it as RFC 5322 does.
+        if let taken = reserved.first(where: { $0.lowercased() == name.lowercased() }) {
             throw .reservedHeader(field, name: taken)
         }
         if name.lowercased().hasPrefix("content-") {

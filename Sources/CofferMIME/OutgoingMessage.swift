@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A message to send, as a person composed it: addresses, subject, thread references, a text body with an optional
 /// HTML alternative, and attachments. `MessageWriter` turns it into RFC 5322 bytes.

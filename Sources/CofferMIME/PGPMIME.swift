@@ -1,4 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// A message body written elsewhere, sent in place of an ``OutgoingMessage``'s text, HTML and attachments: the
 /// RFC 3156 (PGP/MIME) wrapping of a signed or encrypted message, made by ``PGPMIME``. Its content header and body

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where the notification service is and how its certificate is checked: the same pinning as an IMAP account
 /// (chain and host name against the system store or a CA bundle, then at least two SPKI pins when given).

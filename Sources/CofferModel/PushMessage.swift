@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The plaintext of a push (documented in docs/FORMAT.md, "coffer-notify push message"): compact JSON
 /// `{"v":1,"type":"new-mail","folder":…,"uidValidity":…,"uid":…,"from":…,"subject":…}` (version 2 adds

@@ -1,5 +1,6 @@
 import CofferAgentProtocol
 import CofferApp
+import Foundation
 import Testing
 
 @Suite struct AccountNameTests {
@@ -27,6 +28,22 @@ import Testing
     ])
     func ordinaryNamesPass(name: String) throws {
         try AccountName.validate(name)
+    }
+
+    /// The rule's NFC check uses the standard library's normalization (`_nfcCodeUnits`, what `String` compares
+    /// with), so `coffer` links no Foundation; here it must agree with Foundation's
+    /// `precomposedStringWithCanonicalMapping` on composed, decomposed, reordered and composition-excluded text.
+    @Test(arguments: [
+        "e\u{0301}", "\u{E9}", "a\u{0323}\u{0302}", "a\u{0302}\u{0323}", "\u{1EAD}", "\u{1100}\u{1161}\u{11A8}",
+        "\u{AC01}", "\u{212B}", "\u{00C5}", "A\u{030A}", "\u{2126}", "\u{0958}", "\u{FB2C}", "\u{1E0A}\u{0323}",
+        "q\u{0307}\u{0323}", "\u{0F73}", "\u{2ADC}", "\u{1D15E}", "Ann Example", "名前", "jürgen", "ju\u{0308}rgen",
+    ])
+    func theNormalizationCheckAgreesWithFoundation(name: String) {
+        let foundationSaysNFC = Array(name.precomposedStringWithCanonicalMapping.utf8) == Array(name.utf8)
+        #expect(
+            (AccountName.problem(name) != .notNormalized) == foundationSaysNFC,
+            "\(name.unicodeScalars.map(\.value))"
+        )
     }
 
     @Test func folderNamesAreOneFixedComponentAndDifferPerName() {
