@@ -122,6 +122,8 @@ public enum MailSource {
             }
             throw .unrecognizedFormat(path: path)
         }
+        // A FIFO or a device would block the read or never end.
+        guard kind == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
         let head = try readPrefix(path, upTo: 4096)
         var start = 0
         while start < head.count && (head[start] == 0x0A || head[start] == 0x0D) {
@@ -148,6 +150,7 @@ public enum MailSource {
         guard stat(path, &status) == 0 else {
             throw .unreadable(path: path, reason: String(cString: strerror(errno)))
         }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
         if Int(status.st_size) > maxBytes {
             throw .messageTooLarge(limit: maxBytes)
         }

@@ -182,4 +182,23 @@ private func contents(_ reader: MboxReader) -> [String] {
         }
         #expect(try MailSource.readMessageFile(atPath: path).count == 2000)
     }
+
+    /// A FIFO (or a device) named as a source or lying in a Maildir is refused at once: reading it would block or
+    /// never end. The Maildir's other messages are still read.
+    @Test func aFIFOIsRefusedWithoutReadingIt() throws {
+        let folder = try TemporaryFolder()
+        _ = try folder.file("md/cur/1000.a.host:2,S", Array("Subject: one\n\nbody\n".utf8))
+        let fifo = "\(folder.path)/md/cur/2000.b.host:2,S"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let entries = Array(try MaildirReader(path: "\(folder.path)/md"))
+        #expect(entries.count == 2)
+        #expect(try MIMEParser.parse(entries[0].content.get()).subject == "one")
+        #expect(throws: MIMEError.unreadable(path: fifo, reason: "not a regular file")) { try entries[1].content.get() }
+        #expect(throws: MIMEError.unreadable(path: fifo, reason: "not a regular file")) {
+            try MailSource.detect(path: fifo)
+        }
+        #expect(throws: MIMEError.unreadable(path: "/dev/zero", reason: "not a regular file")) {
+            try MailSource.readMessageFile(atPath: "/dev/zero")
+        }
+    }
 }
