@@ -122,8 +122,6 @@ public enum MailSource {
             }
             throw .unrecognizedFormat(path: path)
         }
-        // A FIFO or a device would block the read or never end.
-        guard kind == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
         let head = try readPrefix(path, upTo: 4096)
         var start = 0
         while start < head.count && (head[start] == 0x0A || head[start] == 0x0D) {
@@ -150,7 +148,6 @@ public enum MailSource {
         guard stat(path, &status) == 0 else {
             throw .unreadable(path: path, reason: String(cString: strerror(errno)))
         }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
         if Int(status.st_size) > maxBytes {
             throw .messageTooLarge(limit: maxBytes)
         }
@@ -173,16 +170,20 @@ public enum MailSource {
         return status.st_mode & S_IFMT
     }
 
-    /// At most `count` bytes from the start of the file at `path`, in a buffer the size of the file (a file that
-    /// grows while it is read is read on, up to `count`).
+    /// At most `count` bytes from the start of the regular file at `path`, in a buffer the size of the file (a file
+    /// that grows while it is read is read on, up to `count`). Anything else is refused once open, without blocking
+    /// (`O_NONBLOCK`): a FIFO or a device would block the read or never end.
     static func readPrefix(_ path: String, upTo count: Int) throws(MIMEError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             throw .unreadable(path: path, reason: "Permission denied or not a regular file")
         }
         defer { close(fd) }
         var status = stat()
-        let size = fstat(fd, &status) == 0 ? max(Int(status.st_size), 0) : 0
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw .unreadable(path: path, reason: "not a regular file")
+        }
+        let size = max(Int(status.st_size), 0)
         var bytes = [UInt8](repeating: 0, count: min(count, size + 1))
         var filled = 0
         while filled < count {
