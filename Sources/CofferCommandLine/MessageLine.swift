@@ -6,6 +6,8 @@ import Glibc
 
 /// One line per message: id, date, flags, sender and subject.
 public enum MessageLine {
+    /// The line `list` and `search` print for `summary`: id, date, flags (N new, F flagged, @ attachments), sender
+    /// and subject, tab-separated; a damaged message as `!` and "(damaged message)".
     public static func format(_ summary: MessageSummary) -> String {
         if summary.isCorrupt { return "\(summary.id)\t\(date(summary))\t!\t(damaged message)" }
         var flags = ""
@@ -16,6 +18,7 @@ public enum MessageLine {
         return "\(summary.id)\t\(date(summary))\t\(flags)\t\(sender)\t\(summary.subject ?? "(no subject)")"
     }
 
+    /// `summary`'s time as `YYYY-MM-DD HH:MM` in UTC, or question marks for a time that cannot be shown.
     public static func date(_ summary: MessageSummary) -> String {
         // Any stored time (a changed file can hold Int64.min or .max) formats without trapping.
         let unknown = "????-??-?? ??:??"

@@ -151,7 +151,7 @@ public enum MessageText {
     /// What the store found of OpenPGP on the message, in one line: whether it was decrypted, and each signature's
     /// signer and check; or why it was not decrypted. User ids and fingerprints are the sender's words: they are
     /// cleaned of terminal controls.
-    public static func openPGPLine(_ status: MessageOpenPGP) -> String {
+    static func openPGPLine(_ status: MessageOpenPGP) -> String {
         switch status.outcome {
         case .decrypted:
             guard !status.signatures.isEmpty else { return "OpenPGP: encrypted, not signed" }
@@ -175,7 +175,7 @@ public enum MessageText {
     }
 
     /// One signature: its signer and what checking it showed.
-    public static func signatureText(_ signature: MessageOpenPGP.Signature) -> String {
+    static func signatureText(_ signature: MessageOpenPGP.Signature) -> String {
         let fingerprint = PushMessage.clean(signature.fingerprint ?? "no fingerprint")
         let signer = signature.userID.map { "\(PushMessage.clean($0)) (\(fingerprint))" } ?? fingerprint
         switch signature.status {
