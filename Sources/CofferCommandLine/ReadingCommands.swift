@@ -182,6 +182,7 @@ public enum MessageText {
         case "valid": return "signed by \(signer), verified"
         case "unknown key": return "signature could not be checked (unknown key \(fingerprint))"
         case "invalid": return "bad signature by \(signer) (the message or signature was changed)"
+        case "revoked": return "signature by \(signer) is not trusted: its key has been revoked"
         default: return "signature by \(signer) could not be verified (\(PushMessage.clean(signature.status)))"
         }
     }

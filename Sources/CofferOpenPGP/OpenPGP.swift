@@ -253,7 +253,7 @@ public enum OpenPGP {
                             guard let op else { throw .failed("signature check", RNPCode.badState) }
                             defer { rnp_op_verify_destroy(op) }
                             let code = rnp_op_verify_execute(op)
-                            let signatures = try OpenPGPSignature.all(of: op)
+                            let signatures = try OpenPGPSignature.all(of: op, in: session)
                             guard signatures.isEmpty else { return signatures }
                             if code == RNPCode.success || RNPCode.parseFailures.contains(code)
                                 || code == RNPCode.noSignaturesFound
@@ -425,7 +425,7 @@ extension OpenPGP {
             guard mode != "none" else { throw .notEncrypted }
             guard valid, mode != "cfb" else { throw .integrityFailure }
             let protection: OpenPGPDecryption.Protection = mode == "cfb-mdc" ? .mdc : .aead(mode)
-            return (try OpenPGPSignature.all(of: op), protection, cipher)
+            return (try OpenPGPSignature.all(of: op, in: session), protection, cipher)
         }
     }
 

@@ -14,6 +14,9 @@ public struct OpenPGPSignature: Sendable, Hashable, CustomStringConvertible {
         case unknownKey
         /// The signature is of a kind or algorithm RNP cannot check.
         case unsupported
+        /// The key that made it has been revoked: compromised or with no reason given (then no signature it ever
+        /// made is trusted), or retired or superseded before the signature says it was made.
+        case revoked
 
         /// A word for people.
         public var description: String {
@@ -23,6 +26,7 @@ public struct OpenPGPSignature: Sendable, Hashable, CustomStringConvertible {
             case .invalid: "invalid"
             case .unknownKey: "unknown key"
             case .unsupported: "unsupported"
+            case .revoked: "revoked"
             }
         }
 
@@ -54,8 +58,11 @@ public struct OpenPGPSignature: Sendable, Hashable, CustomStringConvertible {
     /// The status and signer.
     public var description: String { "\(status) signature by \(signerFingerprint ?? keyID ?? "an unnamed key")" }
 
-    /// Reads the verification results of an executed verify operation.
-    static func all(of operation: rnp_op_verify_t) throws(OpenPGPError) -> [OpenPGPSignature] {
+    /// Reads the verification results of an executed verify operation in `session`.
+    static func all(
+        of operation: rnp_op_verify_t,
+        in session: borrowing RNPSession
+    ) throws(OpenPGPError) -> [OpenPGPSignature] {
         var count = 0
         let code = rnp_op_verify_get_signature_count(operation, &count)
         guard code == RNPCode.success else { throw OpenPGPError.failed("signature check", code) }
@@ -64,13 +71,13 @@ public struct OpenPGPSignature: Sendable, Hashable, CustomStringConvertible {
             var signature: rnp_op_verify_signature_t?
             let code = rnp_op_verify_get_signature_at(operation, index, &signature)
             guard code == RNPCode.success, let signature else { throw OpenPGPError.failed("signature check", code) }
-            signatures.append(try OpenPGPSignature(signature))
+            signatures.append(try OpenPGPSignature(signature, in: session))
         }
         return signatures
     }
 
-    private init(_ signature: rnp_op_verify_signature_t) throws(OpenPGPError) {
-        status = Status(rnp_op_verify_signature_get_status(signature))
+    private init(_ signature: rnp_op_verify_signature_t, in session: borrowing RNPSession) throws(OpenPGPError) {
+        var status = Status(rnp_op_verify_signature_get_status(signature))
         var created: UInt32 = 0
         _ = rnp_op_verify_signature_get_times(signature, &created, nil)
         self.created = created
@@ -92,11 +99,22 @@ public struct OpenPGPSignature: Sendable, Hashable, CustomStringConvertible {
         var key: rnp_key_handle_t?
         if rnp_op_verify_signature_get_key(signature, &key) == RNPCode.success, let key {
             let signer = RNPKey(handle: key)
-            signerFingerprint =
-                try signer.flag(rnp_key_is_primary)
-                ? try signer.fingerprint() : try signer.string(rnp_key_get_primary_fprint)
+            let isPrimary = try signer.flag(rnp_key_is_primary)
+            let primary =
+                isPrimary ? signer : try session.locate(fingerprint: signer.string(rnp_key_get_primary_fprint))
+            signerFingerprint = try primary.fingerprint()
+            // RNP believes a key revoked with no reason until the revocation's date, and reports a signature made
+            // after a revocation as merely invalid. Only retiring or superseding a key leaves the signatures made
+            // before it good; any other revocation (compromised, no reason, a reason this code does not know) means
+            // the key may be in someone else's hands, whenever the signature says it was made.
+            for key in isPrimary ? [signer] : [signer, primary] where try key.flag(rnp_key_is_revoked) {
+                let retired = try key.flag(rnp_key_is_retired)
+                let superseded = try key.flag(rnp_key_is_superseded)
+                if !(retired || superseded) || status != .valid { status = .revoked }
+            }
         } else {
             signerFingerprint = issuer
         }
+        self.status = status
     }
 }

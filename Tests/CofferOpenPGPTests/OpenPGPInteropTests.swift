@@ -262,32 +262,57 @@ import Testing
         #expect(throws: OpenPGPError.self) { try OpenPGP.decrypt(message, with: [mallory]) }
     }
 
-    /// A signature by a key its owner has since revoked is not valid.
-    @Test func signatureByRevokedKeyIsNotValid() throws {
+    /// A signature by a key its owner has since revoked: with no reason given or the key compromised, no signature
+    /// it made is valid, even one it made before the revocation; a retired or superseded key's signatures made
+    /// before are still good, those made after are not. The key is made on 1 January 2020, signs on the 2nd (and
+    /// the 4th), and `sq` revokes it with the reason on the 3rd; so the dates never depend on when the test runs.
+    @Test(arguments: [
+        ("unspecified", false), ("compromised", false), ("retired", true), ("superseded", true),
+    ])
+    func signatureByRevokedKey(reason: String, earlierSignatureStaysValid: Bool) throws {
         let tools = try InteropTools()
-        let ours = try OpenPGP.generateKey(userID: "Alice <alice@example.org>")
-        let gpgFingerprint = try tools.gpgGenerateKey(userID: "Bob <bob@example.org>")
-        try tools.gpg(["--import"], input: Array(ours.publicKey.armored.utf8))
-        let message = try tools.gpg(
-            ["--encrypt", "--sign", "--recipient", ours.fingerprint, "--local-user", gpgFingerprint],
-            input: plaintext
-        ).output
-        let signature = try tools.gpg(["--detach-sign", "--local-user", gpgFingerprint], input: plaintext).output
-        // gpg keeps a revocation certificate for each key it makes, its armor line escaped with a leading colon.
-        let revocation = try String(
-            contentsOfFile: "\(tools.gnupgHome)/openpgp-revocs.d/\(gpgFingerprint).rev",
-            encoding: .utf8
-        ).replacingOccurrences(of: ":-----BEGIN", with: "-----BEGIN")
-        try tools.gpg(["--import"], input: Array(revocation.utf8))
-        let revoked = try OpenPGPPublicKey(bytes: try tools.gpg(["--export", gpgFingerprint]).output)
+        // Alice's key is made on the same day, so that gpg will encrypt to it on the 2nd.
+        for userID in ["Alice <alice@example.org>", "Bob <bob@example.org>"] {
+            try tools.gpg([
+                "--faked-system-time", "20200101T000000!", "--passphrase", "", "--quick-gen-key", userID,
+                "future-default", "default", "never",
+            ])
+        }
+        let ours = try OpenPGPSecretKey(
+            bytes: SecretBytes(
+                copying: try tools.gpg(["--passphrase", "", "--export-secret-keys", "alice@example.org"]).output
+            )
+        )
+        func signed(on day: String) throws -> (message: [UInt8], detached: [UInt8]) {
+            let time = ["--faked-system-time", "202001\(day)T000000!", "--local-user", "bob@example.org"]
+            let message = try tools.gpg(
+                time + ["--encrypt", "--sign", "--recipient", "alice@example.org"],
+                input: plaintext
+            )
+            return (message.output, try tools.gpg(time + ["--detach-sign"], input: plaintext).output)
+        }
+        let before = try signed(on: "02")
+        let after = try signed(on: "04")
+        let secret = try tools.file(
+            tools.gpg(["--passphrase", "", "--export-secret-keys", "bob@example.org"]).output
+        )
+        let revocation = try tools.sq([
+            "revoke", "certificate", "--certificate", secret, "--time", "2020-01-03T00:00:00Z", reason, "a test",
+        ])
+        try tools.gpg(["--import"], input: revocation.output)
+        let revoked = try OpenPGPPublicKey(bytes: try tools.gpg(["--export", "bob@example.org"]).output)
 
-        let opened = try OpenPGP.decrypt(message, with: [ours], verifyingWith: [revoked])
-        #expect(opened.plaintext == plaintext)
-        #expect(opened.signatures.count == 1)
-        #expect(opened.signatures.first?.status != .valid)
-        #expect(!opened.isSignedAndVerified)
-        let detached = try OpenPGP.verifyDetached(plaintext, signature: signature, publicKeys: [revoked])
-        #expect(detached.count == 1 && detached.first?.status != .valid)
+        for (signature, expected) in [
+            (before, earlierSignatureStaysValid ? OpenPGPSignature.Status.valid : .revoked), (after, .revoked),
+        ] {
+            let opened = try OpenPGP.decrypt(signature.message, with: [ours], verifyingWith: [revoked])
+            #expect(opened.plaintext == plaintext)
+            #expect(opened.signatures.map(\.status) == [expected])
+            #expect(opened.signatures.first?.signerFingerprint == revoked.fingerprint)
+            #expect(opened.isSignedAndVerified == (expected == .valid))
+            let detached = try OpenPGP.verifyDetached(plaintext, signature: signature.detached, publicKeys: [revoked])
+            #expect(detached.map(\.status) == [expected])
+        }
     }
 
     @Test func gnupgPublicKeyImportsAsCertificate() throws {
