@@ -139,18 +139,22 @@ extension MailStore {
         guard !hashes.isEmpty else { return [] }
         let terms = Array(hashes.prefix(32))
         let rows: [SummaryRow] = try await read { db in
-            try SummaryRow.fetchAll(
-                db,
-                sql: """
-                    WITH hits(id) AS (SELECT rowid FROM searchIndex WHERE searchIndex MATCH ?)
-                    SELECT \(SummaryRow.columns) FROM hits JOIN messages m ON m.id = hits.id
-                    ORDER BY m.time DESC, m.id DESC LIMIT ? OFFSET ?
-                    """,
-                arguments: [SearchIndex.query(terms), limit, offset]
-            )
+            try SummaryRow.fetchAll(db, sql: Self.searchSQL, arguments: [SearchIndex.query(terms), limit, offset])
         }
         return await summaries(rows, keys: keys)
     }
+
+    /// A search page: the hits are ordered by date through `messages_id_time` (migration `v13-search-page`), which
+    /// holds each message's time by its id, and only the page's rows are read. Ordering the joined rows themselves
+    /// read every hit's row (a random b-tree descent through the table and its wide sealed cells) to sort them.
+    static let searchSQL = """
+        WITH hits(id) AS (SELECT rowid FROM searchIndex WHERE searchIndex MATCH ?),
+        page(id) AS (
+            SELECT t.id FROM hits JOIN messages t INDEXED BY messages_id_time ON t.id = hits.id
+            ORDER BY t.time DESC, t.id DESC LIMIT ? OFFSET ?
+        )
+        SELECT \(SummaryRow.columns) FROM page JOIN messages m ON m.id = page.id ORDER BY m.time DESC, m.id DESC
+        """
 
     /// One whole message: headers, addresses, bodies and attachment metadata.
     ///

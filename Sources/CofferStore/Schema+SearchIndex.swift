@@ -23,4 +23,14 @@ extension Schema {
             )
         }
     }
+
+    /// Registers migration `v13-search-page` (after `v12-search-fts5`): the index `messages_id_time`, each message's
+    /// time by its id, so that a search orders its hits by date from this small index and reads only the rows of
+    /// the page it shows (``MailStore/search(_:limit:offset:)``). It only adds an index of two clear columns; an older
+    /// store keeps every row. See `docs/STORE.md`, "Schema (migration `v13-search-page`)".
+    static func registerSearchPageMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v13-search-page") { db in
+            try db.execute(sql: "CREATE INDEX messages_id_time ON messages(id, time)")
+        }
+    }
 }

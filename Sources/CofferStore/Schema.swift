@@ -100,6 +100,7 @@ enum Schema {
         registerAutocryptMigration(&migrator)
         registerOpenPGPPendingMigration(&migrator)
         registerSearchIndexMigration(&migrator)
+        registerSearchPageMigration(&migrator)
         return migrator
     }
 
