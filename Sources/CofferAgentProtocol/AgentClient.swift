@@ -70,27 +70,45 @@ public final class AgentClient: Sendable {
             try connection.send(.secret, bytes)
         }
         while true {
-            let received: AgentFrame?
-            do {
-                received = try connection.receive(idle: Int64(timeoutSeconds) * 1000, frame: 30_000)
-            } catch .frame(.unsupportedVersion(let version)) {
-                throw .versionMismatch(agent: Int(version), client: Int(AgentFrame.version))
-            }
-            guard var frame = received else { throw .agentClosed }
-            switch frame.kind {
-            case .reply:
-                return try AgentCoding.decode(AgentReply.self, frame.payload)
-            case .summaries:
-                return .summaries(try SummaryPage.decode(frame.payload))
-            case .event:
-                let event = try AgentCoding.decode(AgentEvent.self, frame.payload)
-                // A chunk's bytes are attachment content: the frame's copy is zeroed once decoded.
-                for index in frame.payload.indices { frame.payload[index] = 0 }
-                if let answer = await onEvent(event) { try connection.send(.answer, AgentCoding.encode(answer)) }
-            default:
-                throw .malformedMessage
-            }
+            var frame = try receive(timeoutSeconds: timeoutSeconds)
+            if let reply = try reply(in: frame) { return reply }
+            let event = try AgentCoding.decode(AgentEvent.self, frame.payload)
+            // A chunk's bytes are attachment content: the frame's copy is zeroed once decoded.
+            for index in frame.payload.indices { frame.payload[index] = 0 }
+            if let answer = await onEvent(event) { try connection.send(.answer, AgentCoding.encode(answer)) }
         }
+    }
+
+    /// The agent's next frame.
+    private func receive(timeoutSeconds: Int) throws(AppError) -> AgentFrame {
+        let received: AgentFrame?
+        do {
+            received = try connection.receive(idle: Int64(timeoutSeconds) * 1000, frame: 30_000)
+        } catch .frame(.unsupportedVersion(let version)) {
+            throw .versionMismatch(agent: Int(version), client: Int(AgentFrame.version))
+        }
+        guard let received else { throw .agentClosed }
+        return received
+    }
+
+    /// The reply `frame` carries; `nil` for an event.
+    private func reply(in frame: AgentFrame) throws(AppError) -> AgentReply? {
+        switch frame.kind {
+        case .reply: return try AgentCoding.decode(AgentReply.self, frame.payload)
+        case .summaries: return .summaries(try SummaryPage.decode(frame.payload))
+        case .event: return nil
+        default: throw .malformedMessage
+        }
+    }
+
+    /// `reply`, or its failure thrown: `locked` as ``AppError/locked(account:)``, any other as
+    /// ``AppError/remote(code:message:)``.
+    private func succeeded(_ reply: AgentReply, to request: AgentRequest) throws(AppError) -> AgentReply {
+        if let failure = reply.failure {
+            if failure.code == .locked { throw .locked(account: request.accountName) }
+            throw .remote(code: failure.code, message: failure.message)
+        }
+        return reply
     }
 
     /// Like ``send(_:secret:timeoutSeconds:onEvent:)``, but a failure reply is thrown: `locked` as
@@ -100,11 +118,16 @@ public final class AgentClient: Sendable {
         secret: SecretBytes? = nil,
         onEvent: (AgentEvent) async -> AgentAnswer? = { _ in nil }
     ) async throws(AppError) -> AgentReply {
-        let reply = try await send(request, secret: secret, onEvent: onEvent)
-        if let failure = reply.failure {
-            if failure.code == .locked { throw .locked(account: request.accountName) }
-            throw .remote(code: failure.code, message: failure.message)
-        }
-        return reply
+        try succeeded(try await send(request, secret: secret, onEvent: onEvent), to: request)
+    }
+
+    /// Like ``call(_:secret:onEvent:)`` for a request that takes no secret and raises no event (`account`, `list`,
+    /// `search`, `message`), but synchronous: the small `coffer` answers its commands with this and never starts the
+    /// concurrency runtime, whose start costs about half a millisecond of a command that takes a few. An event is a
+    /// malformed message here.
+    public func callNow(_ request: AgentRequest) throws(AppError) -> AgentReply {
+        try connection.send(.request, AgentCoding.encode(request))
+        guard let reply = try reply(in: receive(timeoutSeconds: 3_700)) else { throw .malformedMessage }
+        return try succeeded(reply, to: request)
     }
 }

@@ -2,9 +2,10 @@ import ArgumentParser
 import CofferAgentProtocol
 import CofferMIME
 
-/// What runs the requests of `list`, `search` and `show`: an ``AgentClient`` in the small `coffer`, or `coffer-core`'s
-/// command path (the agent, or the in-process dispatcher when no agent runs). The options, the requests and what is
-/// printed are these types' alone, so both programs answer a command the same way.
+/// What runs the requests of `list`, `search` and `show` in `coffer-core`: its command path (the agent, or the
+/// in-process dispatcher when no agent runs). The small `coffer` runs them over an ``AgentClient`` synchronously
+/// (`MailReading.run(_:)` with an ``AgentClient``). The options, the requests and what is printed are the ``MailReading``
+/// types' alone, so both programs answer a command the same way.
 public protocol MailCaller {
     /// The account the command works on, by `--account` or the only one (unlocked first where the caller does that).
     func mailAccount(_ home: HomeOptions, _ pin: PINOptions) async throws -> String
@@ -12,22 +13,37 @@ public protocol MailCaller {
     func reply(to request: AgentRequest) async throws -> AgentReply
 }
 
-extension AgentClient: MailCaller {
-    /// The account the agent chooses for `--account` (or the only one); the agent answers `locked` to the request
-    /// after if it does not hold the key.
-    public func mailAccount(_ home: HomeOptions, _ pin: PINOptions) async throws -> String {
-        guard case .account(let status) = try await call(.account(home.account)) else {
-            throw AppError.malformedMessage
-        }
-        return status.account
+/// A reading command's options: one request for the account, and what its reply prints.
+public protocol MailReading: ParsableArguments {
+    /// The home and account.
+    var home: HomeOptions { get }
+    /// How a PIN is read.
+    var pinOptions: PINOptions { get }
+    /// The request for `account`.
+    func request(account: String) -> AgentRequest
+    /// Prints `reply`; throws ``AppError/malformedMessage`` for a reply of another kind.
+    func printReply(_ reply: AgentReply) throws
+}
+
+extension MailReading {
+    /// Runs the command through `caller` (`coffer-core`).
+    public func run(_ caller: some MailCaller) async throws {
+        let account = try await caller.mailAccount(home, pinOptions)
+        try printReply(try await caller.reply(to: request(account: account)))
     }
 
-    /// Runs `request` over this connection.
-    public func reply(to request: AgentRequest) async throws -> AgentReply { try await call(request) }
+    /// Runs the command over `client`, without the concurrency runtime (`coffer`): the account the agent chooses
+    /// for `--account` (or the only one), then the request; the agent answers `locked` if it does not hold the key.
+    public func run(_ client: AgentClient) throws {
+        guard case .account(let status) = try client.callNow(.account(home.account)) else {
+            throw AppError.malformedMessage
+        }
+        try printReply(try client.callNow(request(account: status.account)))
+    }
 }
 
 /// `coffer list`: the options, and the page printed one message a line.
-public struct ListOptions: ParsableArguments {
+public struct ListOptions: MailReading {
     /// The home and account.
     @OptionGroup public var home: HomeOptions
     /// How a PIN is read.
@@ -42,19 +58,20 @@ public struct ListOptions: ParsableArguments {
     /// Options with nothing given.
     public init() {}
 
-    /// Lists the page through `caller`.
-    public func run(_ caller: some MailCaller) async throws {
-        let account = try await caller.mailAccount(home, pinOptions)
-        let request = AgentRequest.list(account: account, label: label, limit: limit, offset: offset)
-        guard case .summaries(let summaries) = try await caller.reply(to: request) else {
-            throw AppError.malformedMessage
-        }
+    /// The page's request.
+    public func request(account: String) -> AgentRequest {
+        .list(account: account, label: label, limit: limit, offset: offset)
+    }
+
+    /// Prints the page, one message a line.
+    public func printReply(_ reply: AgentReply) throws {
+        guard case .summaries(let summaries) = reply else { throw AppError.malformedMessage }
         for summary in summaries { print(MessageLine.format(summary)) }
     }
 }
 
 /// `coffer search`: the options, and the matches printed as `list` prints.
-public struct SearchOptions: ParsableArguments {
+public struct SearchOptions: MailReading {
     /// The home and account.
     @OptionGroup public var home: HomeOptions
     /// How a PIN is read.
@@ -69,23 +86,21 @@ public struct SearchOptions: ParsableArguments {
     /// Options with nothing given.
     public init() {}
 
-    /// Searches through `caller`.
-    public func run(_ caller: some MailCaller) async throws {
-        let account = try await caller.mailAccount(home, pinOptions)
-        let request = AgentRequest.search(
-            account: account,
-            words: words.joined(separator: " "),
-            limit: limit,
-            offset: offset
-        )
-        guard case .summaries(let found) = try await caller.reply(to: request) else { throw AppError.malformedMessage }
+    /// The search's request.
+    public func request(account: String) -> AgentRequest {
+        .search(account: account, words: words.joined(separator: " "), limit: limit, offset: offset)
+    }
+
+    /// Prints the matches as `list` prints, or that there are none.
+    public func printReply(_ reply: AgentReply) throws {
+        guard case .summaries(let found) = reply else { throw AppError.malformedMessage }
         for summary in found { print(MessageLine.format(summary)) }
         if found.isEmpty { print("No messages match.") }
     }
 }
 
 /// `coffer show`: the options, and the message printed as text (the HTML view is `coffer-core`'s: it runs a viewer).
-public struct ShowOptions: ParsableArguments {
+public struct ShowOptions: MailReading {
     /// The home and account.
     @OptionGroup public var home: HomeOptions
     /// How a PIN is read.
@@ -107,12 +122,12 @@ public struct ShowOptions: ParsableArguments {
     /// Options with nothing given.
     public init() {}
 
-    /// Prints the message as text through `caller`.
-    public func runText(_ caller: some MailCaller) async throws {
-        let account = try await caller.mailAccount(home, pinOptions)
-        guard case .message(let message) = try await caller.reply(to: .message(account: account, id: id)) else {
-            throw AppError.malformedMessage
-        }
+    /// The message's request.
+    public func request(account: String) -> AgentRequest { .message(account: account, id: id) }
+
+    /// Prints the message as text (the `--html` view is `coffer-core`'s `ShowCommand`).
+    public func printReply(_ reply: AgentReply) throws {
+        guard case .message(let message) = reply else { throw AppError.malformedMessage }
         print(MessageText.text(message, headers: headers))
     }
 }

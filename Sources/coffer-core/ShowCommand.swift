@@ -12,7 +12,7 @@ struct ShowCommand: AsyncParsableCommand {
     func run() async throws {
         try await runReportingErrors {
             try await CommandPath.with(options.home) { path in
-                guard options.html else { return try await options.runText(path) }
+                guard options.html else { return try await options.run(path) }
                 let account = try await path.mailAccount(options.home, options.pinOptions)
                 let status = try await path.view(
                     .message(id: options.id, allowRemote: options.allowRemote),

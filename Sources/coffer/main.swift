@@ -36,40 +36,33 @@ struct Show: ParsableCommand {
     @OptionGroup var options: ShowOptions
 }
 
-/// Runs `arguments` through the agent if it is a command this program answers.
+/// Runs `arguments` through the agent if it is a command this program answers. It is synchronous, from parse to
+/// print: this process never starts the concurrency runtime.
 ///
 /// - Returns: Whether it ran to the end.
-func answeredHere(_ arguments: [String]) async -> Bool {
+func answeredHere(_ arguments: [String]) -> Bool {
     guard arguments.count >= 2 else { return false }
     let rest = Array(arguments.dropFirst(2))
     do {
+        let command: any MailReading
         switch arguments[1] {
-        case "list":
-            let options = try List.parse(rest).options
-            return try await throughAgent(options.home) { try await options.run($0) }
-        case "search":
-            let options = try Search.parse(rest).options
-            return try await throughAgent(options.home) { try await options.run($0) }
+        case "list": command = try List.parse(rest).options
+        case "search": command = try Search.parse(rest).options
         case "show":
             let options = try Show.parse(rest).options
             guard !options.html else { return false }
-            return try await throughAgent(options.home) { try await options.runText($0) }
-        default:
+            command = options
+        default: return false
+        }
+        guard let client = try AgentClient.connect(socketPath: try command.home.paths().agentSocket) else {
             return false
         }
+        defer { client.close() }
+        try command.run(client)
+        return true
     } catch {
         return false
     }
-}
-
-/// Runs `body` with a connection to the agent of `home`.
-///
-/// - Returns: `false` when no agent runs there.
-func throughAgent(_ home: HomeOptions, _ body: (AgentClient) async throws -> Void) async throws -> Bool {
-    guard let client = try AgentClient.connect(socketPath: try home.paths().agentSocket) else { return false }
-    defer { client.close() }
-    try await body(client)
-    return true
 }
 
 /// Becomes `coffer-core` (the file of that name in this program's folder) with these arguments.
@@ -87,5 +80,5 @@ func becomeCore() -> Never {
 
 // The mail text this process prints is kept from other processes of the user as in coffer-core.
 _ = ProcessSettings.hardenMemory()
-if await answeredHere(CommandLine.arguments) { exit(0) }
+if answeredHere(CommandLine.arguments) { exit(0) }
 becomeCore()
