@@ -34,9 +34,9 @@ public final class KeymakerRegistry: Sendable {
     public func chooseAccount(_ requested: String?) throws -> String {
         if let requested {
             try AccountName.validate(requested)
-            // One item read, not every item of the keychain opened: this runs for each agent request.
+            // One item looked at, not every item of the keychain opened: this runs for each agent request.
             let address = KeychainAddress(service: "coffer.protection", account: requested)
-            guard try dependencies.keychain.readIfPresent(address) != nil else {
+            guard try dependencies.keychain.contains(address) else {
                 throw AppError.unknownAccount(requested)
             }
             return requested

@@ -23,6 +23,28 @@ public final class FileKeychain: Keychain {
     private let state: any DeviceState
     private let crashPoint: SecureFile.CrashPoint?
     private let lock = NIOLock()
+    /// What opening each item file showed, by file name, with the identity of the file it was read from: a write
+    /// replaces a file (a new inode), so an item file whose identity is unchanged holds the same item.
+    private let opened = NIOLockedValueBox<[String: OpenedItem]>([:])
+
+    /// The address and class of an item file, as of the file with `identity`. Names, not the value.
+    private struct OpenedItem {
+        var identity: FileIdentity
+        var address: KeychainAddress
+        var accessibility: KeychainAccessibility
+    }
+
+    /// What tells one file from another at the same path: device, inode, size, and the change and modification times.
+    private struct FileIdentity: Equatable {
+        var values: [Int]
+
+        init(_ info: stat) {
+            values = [
+                Int(info.st_dev), Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec,
+                info.st_ctim.tv_sec, info.st_ctim.tv_nsec,
+            ]
+        }
+    }
 
     /// Opens (creating if needed) the keychain in `folder`.
     ///
@@ -116,9 +138,9 @@ public final class FileKeychain: Keychain {
     public func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress] {
         var found: [KeychainAddress] = []
         for name in try names() {
-            let address: KeychainAddress
+            let item: OpenedItem?
             do {
-                (address, _, _) = try decode(fileName: name)
+                item = try openedItem(fileName: name)
             } catch .deviceMismatch {
                 throw .deviceMismatch
             } catch .storage(let error) {
@@ -126,10 +148,50 @@ public final class FileKeychain: Keychain {
             } catch {
                 continue
             }
-            guard address.accessGroup == accessGroup, address.service == service else { continue }
+            guard let address = item?.address, address.accessGroup == accessGroup, address.service == service else {
+                continue
+            }
             found.append(address)
         }
         return found.sorted { $0.account < $1.account }
+    }
+
+    /// See ``Keychain/contains(_:)``. An item file seen before and unchanged since (the same inode, size and times)
+    /// is not opened again: the agent asks this on every request. Only names and classes are remembered; every use
+    /// of an item's value reads and opens its file.
+    public func contains(_ address: KeychainAddress) throws(KeychainError) -> Bool {
+        guard let item = try openedItem(fileName: fileName(for: address)) else { return false }
+        guard item.address == address else { throw .corruptItem }
+        // The passcode went away: reading deletes the item, as on iOS.
+        if item.accessibility == .whenPasscodeSetThisDeviceOnly && !state.isPasscodeSet {
+            return try readIfPresent(address) != nil
+        }
+        try item.accessibility.check(state)
+        return true
+    }
+
+    /// The address and class of the item file `name`, opened unless this keychain opened the same file before;
+    /// `nil` when there is no such file. The identity is taken before the file is read, so a file replaced between
+    /// the two is opened again next time.
+    private func openedItem(fileName name: String) throws(KeychainError) -> OpenedItem? {
+        var info = stat()
+        guard lstat("\(folder)/\(name)", &info) == 0 else {
+            guard errno == ENOENT else { throw .storage(.io(operation: "inspect a keychain item", errno: errno)) }
+            _ = opened.withLockedValue { $0.removeValue(forKey: name) }
+            return nil
+        }
+        let identity = FileIdentity(info)
+        if let known = opened.withLockedValue({ $0[name] }), known.identity == identity { return known }
+        let address: KeychainAddress
+        let accessibility: KeychainAccessibility
+        do {
+            (address, accessibility, _) = try decode(fileName: name)
+        } catch .itemNotFound {
+            return nil
+        }
+        let item = OpenedItem(identity: identity, address: address, accessibility: accessibility)
+        opened.withLockedValue { $0[name] = item }
+        return item
     }
 
     /// See ``Keychain/passcodeRemoved()``.

@@ -39,6 +39,9 @@ public protocol Keychain: Sendable {
     func delete(_ address: KeychainAddress) throws(KeychainError)
     /// The addresses of every item in `accessGroup` with `service`, for clean-up (logout).
     func addresses(accessGroup: String, service: String) throws(KeychainError) -> [KeychainAddress]
+    /// Whether an item is at `address` and could be read now: it throws what ``read(_:)`` throws for an item that
+    /// is there but not accessible or damaged, without handing out its value.
+    func contains(_ address: KeychainAddress) throws(KeychainError) -> Bool
     /// Deletes every `whenPasscodeSetThisDeviceOnly` item: call when the device passcode is removed.
     func passcodeRemoved() throws(KeychainError)
 }
@@ -57,6 +60,11 @@ extension Keychain {
         } catch .duplicateItem {
             try update(value, at: address)
         }
+    }
+
+    /// Reads the item and drops its value (a keychain that can tell without opening the value says so itself).
+    public func contains(_ address: KeychainAddress) throws(KeychainError) -> Bool {
+        try readIfPresent(address) != nil
     }
 
     /// Reads an item, or `nil` if there is none.

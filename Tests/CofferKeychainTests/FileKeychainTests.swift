@@ -50,6 +50,39 @@ import Testing
         #expect(CanaryScanner.occurrences(of: needles, under: [home.root.path]).isEmpty)
     }
 
+    /// `contains` remembers what it opened only for as long as the file is the same: an item deleted, written
+    /// again, or replaced by another item's file by another process is seen at the next call.
+    @Test func containsSeesWhatAnotherProcessChanged() throws {
+        let home = Home()
+        let device = try home.device()
+        let ours = try FileKeychain(folder: home.keychain, device: device)
+        let theirs = try FileKeychain(folder: home.keychain, device: device)
+        let other = KeychainAddress(service: "coffer.mainkey.none", account: "bob@example.com")
+        try ours.add(SecretBytes(copying: [1]), at: address, accessibility: .afterFirstUnlock)
+        try ours.add(SecretBytes(copying: [2]), at: other, accessibility: .afterFirstUnlock)
+        #expect(try ours.contains(address))
+        try theirs.delete(address)
+        #expect(try !ours.contains(address))
+        #expect(try ours.addresses(accessGroup: "coffer", service: "coffer.mainkey.none") == [other])
+        try theirs.add(SecretBytes(copying: [3]), at: address, accessibility: .afterFirstUnlock)
+        #expect(try ours.contains(address))
+        #expect(try ours.addresses(accessGroup: "coffer", service: "coffer.mainkey.none") == [address, other])
+
+        // Bob's item file copied over Alice's, once as a new file and once written in place: not Alice's item.
+        let path = { (address: KeychainAddress) in "\(home.keychain)/\(ours.fileName(for: address))" }
+        let bobs = try #require(try SecureFile.read(path(other)))
+        try SecureFile.writeAtomically(bobs, to: path(address))
+        #expect(throws: KeychainError.corruptItem) { try ours.contains(address) }
+        try theirs.delete(address)
+        try theirs.add(SecretBytes(copying: [4]), at: address, accessibility: .afterFirstUnlock)
+        #expect(try ours.contains(address))
+        let file = try #require(FileHandle(forWritingAtPath: path(address)))
+        try file.truncate(atOffset: 0)
+        try file.write(contentsOf: Data(bobs))
+        try file.close()
+        #expect(throws: KeychainError.corruptItem) { try ours.contains(address) }
+    }
+
     @Test func itemsSurviveReopeningWithTheSameDevice() throws {
         let home = Home()
         try FileKeychain(folder: home.keychain, device: home.device())

@@ -108,4 +108,30 @@ import Testing
         state.setPasscode(true)
         #expect(throws: KeychainError.itemNotFound) { try keychain.read(address) }
     }
+
+    /// `contains` says what `read` would, without the value: absent, present, not accessible now, gone with the
+    /// passcode.
+    @Test(arguments: subjects)
+    func containsAgreesWithRead(subject: Subject) throws {
+        let state = TestDeviceState()
+        let (keychain, folder) = try subject.make(state)
+        _ = folder
+        let passcode = KeychainAddress(service: "coffer.test", account: "passcode")
+        #expect(try !keychain.contains(address))
+        try keychain.add(SecretBytes(copying: [1]), at: address, accessibility: .whenUnlockedThisDeviceOnly)
+        try keychain.add(SecretBytes(copying: [2]), at: passcode, accessibility: .whenPasscodeSetThisDeviceOnly)
+        #expect(try keychain.contains(address) && keychain.contains(passcode))
+        state.lock()
+        #expect(throws: KeychainError.self) { try keychain.contains(address) }
+        #expect(throws: KeychainError.self) { try keychain.read(address) }
+        state.unlock()
+        #expect(try keychain.contains(address))
+        state.setPasscode(false)
+        #expect(try !keychain.contains(passcode))
+        state.setPasscode(true)
+        #expect(try !keychain.contains(passcode))
+        #expect(throws: KeychainError.itemNotFound) { try keychain.read(passcode) }
+        try keychain.delete(address)
+        #expect(try !keychain.contains(address))
+    }
 }
