@@ -21,7 +21,7 @@ public struct AgentFrame: Sendable, Equatable {
     }
 
     /// The protocol version this code speaks.
-    public static let version: UInt8 = 6
+    public static let version: UInt8 = 7
     /// The header's size in bytes.
     public static let headerSize = 8
     /// The largest payload the agent accepts from a client (requests, answers and secrets are small).

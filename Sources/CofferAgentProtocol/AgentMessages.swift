@@ -111,12 +111,12 @@ public enum AgentRequest: Codable, Sendable, Equatable {
     case erase(account: String, confirmation: String)
     /// "The app went to the background", for every account.
     case background
-    /// A page of messages, newest first.
-    case list(account: String, label: String?, limit: Int, offset: Int)
-    /// Messages matching `words`.
-    case search(account: String, words: String, limit: Int, offset: Int)
-    /// One message, opened to be read (marked seen).
-    case message(account: String, id: Int64)
+    /// A page of messages, newest first, of `account` or the only one (as ``account(_:)`` chooses).
+    case list(account: String?, label: String?, limit: Int, offset: Int)
+    /// Messages matching `words`, of `account` or the only one.
+    case search(account: String?, words: String, limit: Int, offset: Int)
+    /// One message of `account` or the only one, opened to be read (marked seen).
+    case message(account: String?, id: Int64)
     /// A message's attachments.
     case attachments(account: String, message: Int64)
     /// One attachment's bytes, in `chunk` events, then its metadata in the reply.
@@ -272,10 +272,11 @@ public enum AgentRequest: Codable, Sendable, Equatable {
         switch self {
         case .hello, .background, .previewEnd: nil
         case .status(let account): account
-        case .account(let account): account
+        case .account(let account), .list(let account, _, _, _), .search(let account, _, _, _),
+            .message(let account, _):
+            account
         case .create(let account), .unlock(let account, _), .lock(let account), .autolock(let account, _),
-            .protect(let account, _, _), .logout(let account, _), .erase(let account, _), .list(let account, _, _, _),
-            .search(let account, _, _, _), .message(let account, _), .attachments(let account, _),
+            .protect(let account, _, _), .logout(let account, _), .erase(let account, _), .attachments(let account, _),
             .attachmentContent(let account, _), .preview(let account, _), .save(let account, _, _),
             .import(let account, _, _, _), .sync(let account, _, _, _), .serverAdd(let account, _),
             .serverShow(let account), .serverRemove(let account, _), .notifyRegister(let account, _, _, _),

@@ -19,8 +19,8 @@ public protocol MailReading: ParsableArguments {
     var home: HomeOptions { get }
     /// How a PIN is read.
     var pinOptions: PINOptions { get }
-    /// The request for `account`.
-    func request(account: String) -> AgentRequest
+    /// The request for `account`, or for the only account when `nil` (the agent chooses).
+    func request(account: String?) -> AgentRequest
     /// Prints `reply`; throws ``AppError/malformedMessage`` for a reply of another kind.
     func printReply(_ reply: AgentReply) throws
 }
@@ -32,13 +32,10 @@ extension MailReading {
         try printReply(try await caller.reply(to: request(account: account)))
     }
 
-    /// Runs the command over `client`, without the concurrency runtime (`coffer`): the account the agent chooses
-    /// for `--account` (or the only one), then the request; the agent answers `locked` if it does not hold the key.
+    /// Runs the command over `client`, without the concurrency runtime (`coffer`): one request, for `--account` or
+    /// the only account as the agent chooses; the agent answers `locked` if it does not hold the key.
     public func run(_ client: AgentClient) throws {
-        guard case .account(let status) = try client.callNow(.account(home.account)) else {
-            throw AppError.malformedMessage
-        }
-        try printReply(try client.callNow(request(account: status.account)))
+        try printReply(try client.callNow(request(account: home.account)))
     }
 }
 
@@ -59,7 +56,7 @@ public struct ListOptions: MailReading {
     public init() {}
 
     /// The page's request.
-    public func request(account: String) -> AgentRequest {
+    public func request(account: String?) -> AgentRequest {
         .list(account: account, label: label, limit: limit, offset: offset)
     }
 
@@ -87,7 +84,7 @@ public struct SearchOptions: MailReading {
     public init() {}
 
     /// The search's request.
-    public func request(account: String) -> AgentRequest {
+    public func request(account: String?) -> AgentRequest {
         .search(account: account, words: words.joined(separator: " "), limit: limit, offset: offset)
     }
 
@@ -123,7 +120,7 @@ public struct ShowOptions: MailReading {
     public init() {}
 
     /// The message's request.
-    public func request(account: String) -> AgentRequest { .message(account: account, id: id) }
+    public func request(account: String?) -> AgentRequest { .message(account: account, id: id) }
 
     /// Prints the message as text (the `--html` view is `coffer-core`'s `ShowCommand`).
     public func printReply(_ reply: AgentReply) throws {

@@ -336,20 +336,20 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let agent = try await RunningAgent()
         let client = try await RawAgentClient.connect(agent.socket)
         // Another version in the hello request...
-        let reply = try await client.exchange(requestFrame(json: #"{"hello":{"version":8}}"#)) { received, _, _ in
+        let reply = try await client.exchange(requestFrame(json: #"{"hello":{"version":9}}"#)) { received, _, _ in
             received.replies.first
         }
         #expect(reply?.failure?.code == .unsupportedVersion)
-        #expect(reply?.failure?.message.contains("The agent speaks version 6, this client speaks 8") == true)
+        #expect(reply?.failure?.message.contains("The agent speaks version 7, this client speaks 9") == true)
         // ...or in the frame header: the same sentence, and the connection is closed.
-        var bytes = requestFrame(json: #"{"hello":{"version":7}}"#)
-        bytes[2] = 7
+        var bytes = requestFrame(json: #"{"hello":{"version":6}}"#)
+        bytes[2] = 6
         let other = try await RawAgentClient.connect(agent.socket)
         let refused = try await other.exchange(bytes, until: .close) { received, _, _ in received }
         #expect(refused.closed)
         #expect(refused.replies.first?.failure?.code == .unsupportedVersion)
         #expect(
-            refused.replies.first?.failure?.message.contains("The agent speaks version 6, this client speaks 7") == true
+            refused.replies.first?.failure?.message.contains("The agent speaks version 7, this client speaks 6") == true
         )
         // A version 1 client's frame (its JSON was a bag of optionals) gets the sentence too.
         var old = requestFrame(json: #"{"op":"hello","version":1}"#)
@@ -357,19 +357,19 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let older = try await RawAgentClient.connect(agent.socket)
         let oldRefused = try await older.exchange(old, until: .close) { received, _, _ in received }
         #expect(
-            oldRefused.replies.first?.failure?.message.contains("The agent speaks version 6, this client speaks 1")
+            oldRefused.replies.first?.failure?.message.contains("The agent speaks version 7, this client speaks 1")
                 == true
         )
         // The same version passes.
         let same = try await RawAgentClient.connect(agent.socket)
-        let hello = try await same.exchange(requestFrame(json: #"{"hello":{"version":6}}"#)) { received, _, _ in
+        let hello = try await same.exchange(requestFrame(json: #"{"hello":{"version":7}}"#)) { received, _, _ in
             received.replies.first
         }
         guard case .hello(_, _, let version)? = hello else {
             Issue.record("no hello reply: \(String(describing: hello))")
             return
         }
-        #expect(version == 6)
+        #expect(version == 7)
         try await agent.stop()
     }
 
@@ -388,9 +388,9 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
     func theClientTurnsAnotherVersionIntoItsTypedError(inTheFrame: Bool) async throws {
         let folder = TemporaryDirectory(prefix: "coffer-fake-agent")
         let socket = "\(folder.path)/agent.sock"
-        var answer = AgentFrame(kind: .reply, payload: Array(#"{"hello":{"pid":1,"socket":"s","version":7}}"#.utf8))
+        var answer = AgentFrame(kind: .reply, payload: Array(#"{"hello":{"pid":1,"socket":"s","version":8}}"#.utf8))
             .encoded
-        if inTheFrame { answer[2] = 7 }
+        if inTheFrame { answer[2] = 8 }
         let reply = answer
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
@@ -401,7 +401,7 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
             .bind(unixDomainSocketPath: socket).get()
         // The client's calls block; the fake agent runs on NIO's event loop, not on the task pool.
         let client = try #require(try AgentClient.connect(socketPath: socket))
-        await #expect(throws: AppError.versionMismatch(agent: 7, client: 6)) { try await client.hello() }
+        await #expect(throws: AppError.versionMismatch(agent: 8, client: 7)) { try await client.hello() }
         client.close()
         try await server.close()
         #expect(

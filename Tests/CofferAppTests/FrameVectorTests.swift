@@ -174,7 +174,7 @@ import Testing
             #"{"op":"hello"}"#, #"{"fly":{}}"#, #"{"unlock":{"account":"alice"}}"#,
             #"{"unlock":{"account":"alice","method":"fingerprint"}}"#, #"{"list":{"account":"a","limit":"5"}}"#,
             #"{"hello":{"version":2},"status":{}}"#,
-            // v5's forward start, without attachOriginal (docs/FORMAT.md, "Agent protocol v6").
+            // v5's forward start, without attachOriginal (docs/FORMAT.md, "Agent protocol v7").
             #"{"compose":{"account":"dave","start":{"forward":{"message":12}}}}"#,
         ] {
             #expect(throws: (any Error).self, "\(json)") {

@@ -76,4 +76,26 @@ import Glibc
         #expect(locked.status == 1 && locked.stderr.contains("Run `coffer unlock`"), "\(locked.stderr)")
         agent.stop()
     }
+
+    /// `coffer` sends its one request with `--account` or none, and the agent chooses as for every command: the
+    /// only account, or none of two (then coffer-core, beside it or not, says how to choose).
+    @Test func theAgentChoosesTheAccountOfARead() throws {
+        let (cli, agent) = try Self.unlockedAgent()
+        let folder = TemporaryDirectory(prefix: "coffer-alone")
+        var small = cli
+        small.executable = "\(folder.path)/coffer"
+        try FileManager.default.copyItem(atPath: CLIRunner.binary, toPath: small.executable)
+        #expect(try small.run(["list"]).stdout.contains("Quarterly numbers 3"))
+        #expect(try cli.run(["init", "--account", "bob"]).status == 0)
+        #expect(try cli.run(["lock", "--account", "bob"]).status == 0)
+        for arguments in [["list"], ["search", "quarterly"], ["show", "2"]] {
+            #expect(try small.run(arguments).status == 127, "\(arguments): coffer-core is needed to say why")
+            let refused = try cli.run(arguments)
+            #expect(refused.status == 1 && refused.stderr.contains("choose one with --account"), "\(refused.stderr)")
+            let chosen = try small.run(arguments + ["--account", "alice"])
+            #expect(chosen.status == 0 && chosen.stdout.contains("Quarterly numbers"), "\(arguments): \(chosen.stderr)")
+            #expect(try small.run(arguments + ["--account", "bob"]).status == 127, "bob is locked")
+        }
+        agent.stop()
+    }
 }

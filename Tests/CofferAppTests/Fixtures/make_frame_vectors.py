@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Known-answer vectors for the agent protocol v6 frames and messages, written from docs/FORMAT.md ("Agent protocol
-v6", "Summary page v1") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
+"""Known-answer vectors for the agent protocol v7 frames and messages, written from docs/FORMAT.md ("Agent protocol
+v7", "Summary page v1") with Python's standard library only -- an implementation independent of the Swift one. Run it to regenerate
 frame_vectors.json; FrameVectorTests checks that AgentFrame encodes exactly these bytes, that FrameDecoder reads them
 back (whatever the chunking) and refuses the bad ones with the documented reason, and that the JSON payloads decode
 to the documented requests, events, answers and replies; SummaryPageTests checks the summary pages."""
 import json, pathlib, struct
 
-VERSION = 6
+VERSION = 7
 KINDS = {"request": 1, "reply": 2, "event": 3, "answer": 4, "secret": 5, "summaries": 6}
 REQUEST_LIMIT = 64 * 1024          # anything a client sends
 REPLY_LIMIT = 48 * 1024 * 1024     # what the agent sends
 
 def frame(kind, payload):
-    """Header: magic "CF", version 6, kind, payload length as big-endian UInt32; then the payload."""
+    """Header: magic "CF", version 7, kind, payload length as big-endian UInt32; then the payload."""
     return b"CF" + bytes([VERSION, KINDS[kind]]) + struct.pack(">I", len(payload)) + payload
 
 def js(obj):
@@ -35,7 +35,7 @@ def add(name, kind, payload, as_pattern=False):
         entry["frame"] = encoded.hex()
     frames.append(entry)
 
-add("hello request", "request", js({"hello": {"version": 6}}))
+add("hello request", "request", js({"hello": {"version": 7}}))
 add("pin unlock request", "request", js({"unlock": {"account": "alice@example.com", "method": "pin"}}))
 add("the PIN after it", "secret", b"246810")
 add("an empty secret", "secret", b"")
@@ -62,6 +62,8 @@ refused = [
      "error": "unsupportedVersion", "value": 3},
     {"name": "version 5", "bytes": (b"CF" + bytes([5])).hex(), "maximum": REQUEST_LIMIT,
      "error": "unsupportedVersion", "value": 5},
+    {"name": "version 6", "bytes": (b"CF" + bytes([6])).hex(), "maximum": REQUEST_LIMIT,
+     "error": "unsupportedVersion", "value": 6},
     {"name": "version 0", "bytes": (b"CF" + bytes([0, 1]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
      "error": "unsupportedVersion", "value": 0},
     {"name": "kind 0", "bytes": (b"CF" + bytes([VERSION, 0]) + struct.pack(">I", 0)).hex(), "maximum": REQUEST_LIMIT,
@@ -77,7 +79,7 @@ refused = [
 ]
 
 # Bytes that are the start of a valid frame: no frame yet, and no error.
-hello = frame("request", js({"hello": {"version": 6}}))
+hello = frame("request", js({"hello": {"version": 7}}))
 incomplete = [hello[:n].hex() for n in (1, 2, 3, 7, 8, len(hello) - 1)]
 
 # JSON payloads as a client or the agent writes them, with the fields they carry.
@@ -99,6 +101,8 @@ requests = [
      "op": "import", "account": "bob"},
     {"json": js({"search": {"account": "bob", "words": "quarterly numbers", "limit": 3, "offset": 0}}).decode(),
      "op": "search", "account": "bob"},
+    {"json": js({"list": {"limit": 50, "offset": 0}}).decode(), "op": "list"},
+    {"json": js({"message": {"id": 42}}).decode(), "op": "message"},
     {"json": js({"autolock": {"account": "carol", "policy": "5m"}}).decode(), "op": "autolock", "account": "carol"},
     {"json": js({"serverAdd": {"account": "carol", "server": {"host": "mail.example.org", "port": 993,
      "startTLS": False, "username": "carol", "pins": []}}}).decode(), "op": "server-add", "account": "carol",
