@@ -144,14 +144,8 @@ public enum MailSource {
         atPath path: String,
         maxBytes: Int = MboxReader.defaultMaxMessageBytes
     ) throws(MIMEError) -> [UInt8] {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw .unreadable(path: path, reason: String(cString: strerror(errno)))
-        }
-        if Int(status.st_size) > maxBytes {
-            throw .messageTooLarge(limit: maxBytes)
-        }
-        let bytes = try readPrefix(path, upTo: maxBytes + 1)
+        let bytes = try readPrefix(path, upTo: maxBytes + 1, refusingFilesOver: maxBytes)
+        // A file that grew while it was read.
         if bytes.count > maxBytes {
             throw .messageTooLarge(limit: maxBytes)
         }
@@ -172,17 +166,27 @@ public enum MailSource {
 
     /// At most `count` bytes from the start of the regular file at `path`, in a buffer the size of the file (a file
     /// that grows while it is read is read on, up to `count`). Anything else is refused once open, without blocking
-    /// (`O_NONBLOCK`): a FIFO or a device would block the read or never end.
-    static func readPrefix(_ path: String, upTo count: Int) throws(MIMEError) -> [UInt8] {
+    /// (`O_NONBLOCK`): a FIFO or a device would block the read or never end. A file larger than `limit` is refused
+    /// as ``MIMEError/messageTooLarge(limit:)`` before any of it is read.
+    static func readPrefix(
+        _ path: String,
+        upTo count: Int,
+        refusingFilesOver limit: Int? = nil
+    ) throws(MIMEError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
-            throw .unreadable(path: path, reason: "Permission denied or not a regular file")
+            // A socket cannot be opened (ENXIO); anything else says why in the system's words.
+            throw .unreadable(
+                path: path,
+                reason: errno == ENXIO ? "not a regular file" : String(cString: strerror(errno))
+            )
         }
         defer { close(fd) }
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
             throw .unreadable(path: path, reason: "not a regular file")
         }
+        if let limit, Int(status.st_size) > limit { throw .messageTooLarge(limit: limit) }
         let size = max(Int(status.st_size), 0)
         var bytes = [UInt8](repeating: 0, count: min(count, size + 1))
         var filled = 0

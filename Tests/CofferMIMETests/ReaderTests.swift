@@ -181,6 +181,14 @@ private func contents(_ reader: MboxReader) -> [String] {
             try MailSource.readMessageFile(atPath: path, maxBytes: 1000)
         }
         #expect(try MailSource.readMessageFile(atPath: path).count == 2000)
+        // One open, and the system's reason when it fails.
+        let missing = "\(folder.path)/missing.eml"
+        #expect(throws: MIMEError.unreadable(path: missing, reason: "No such file or directory")) {
+            try MailSource.readMessageFile(atPath: missing)
+        }
+        #expect(throws: MIMEError.unreadable(path: missing, reason: "No such file or directory")) {
+            try MailSource.detect(path: missing)
+        }
     }
 
     /// A FIFO (or a device) named as a source or lying in a Maildir is refused at once: reading it would block or
