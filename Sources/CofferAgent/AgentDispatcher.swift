@@ -48,8 +48,8 @@ public final class AgentDispatcher: Sendable {
         try dependencies.keymakerRegistry.user(dependencies.keymakerRegistry.chooseAccount(account))
     }
 
-    /// ``user(_:)`` for the requests served on the event loop (`list`, `search`): the account check reads the
-    /// keychain (its `flock`), so it runs on ``BlockingPool``, and the request goes on where it was, holding nothing
+    /// ``user(_:)`` for the requests served on the event loop (`list`, `search`): the account check looks at the
+    /// keychain's files, so it runs on ``BlockingPool``, and the request goes on where it was, holding nothing
     /// of the request's mail text on the pool thread (see ``AgentOperation/runsOnEventLoop``).
     private func userOffTheLoop(_ account: String?) async throws -> UserContainer {
         try await BlockingPool.run { try self.user(account) }
