@@ -36,13 +36,21 @@ public final class FileKeychain: Keychain {
 
     /// What tells one file from another at the same path: device, inode, size, and the change and modification times.
     private struct FileIdentity: Equatable {
-        var values: [Int]
+        var device: UInt
+        var inode: UInt
+        var size: Int
+        var modified: timespec
+        var changed: timespec
 
         init(_ info: stat) {
-            values = [
-                Int(info.st_dev), Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec,
-                info.st_ctim.tv_sec, info.st_ctim.tv_nsec,
-            ]
+            (device, inode, size) = (UInt(info.st_dev), UInt(info.st_ino), Int(info.st_size))
+            (modified, changed) = (info.st_mtim, info.st_ctim)
+        }
+
+        static func == (a: FileIdentity, b: FileIdentity) -> Bool {
+            (a.device, a.inode, a.size) == (b.device, b.inode, b.size)
+                && (a.modified.tv_sec, a.modified.tv_nsec, a.changed.tv_sec, a.changed.tv_nsec)
+                    == (b.modified.tv_sec, b.modified.tv_nsec, b.changed.tv_sec, b.changed.tv_nsec)
         }
     }
 
