@@ -266,22 +266,26 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The options and output of the commands both programs answer (list, search, show), over any caller of the
-        // agent protocol.
+        // The commands both programs answer (list, search, show) as plain values: their requests, their output, and
+        // the small `coffer`'s reading of their usual command lines. No ArgumentParser.
+        .target(
+            name: "CofferReading",
+            dependencies: ["CofferAgentProtocol", "CofferMIME"],
+            swiftSettings: startupSettings
+        ),
+        // Those commands' options as ArgumentParser parses them in `coffer-core`, over any caller of the agent protocol.
         .target(
             name: "CofferCommandLine",
             dependencies: [
-                "CofferAgentProtocol", "CofferMIME", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CofferAgentProtocol", "CofferReading",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: startupSettings
         ),
         // `coffer`: answers list, search and show through a running agent, and becomes `coffer-core` for the rest.
         .executableTarget(
             name: "coffer",
-            dependencies: [
-                "CofferAgentProtocol", "CofferCommandLine", "CofferCrypto",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["CofferAgentProtocol", "CofferReading", "CofferCrypto"],
             swiftSettings: startupSettings
         ),
         // Every command: the agent, one-shot commands in process, the tour.
@@ -290,6 +294,7 @@ let package = Package(
             dependencies: [
                 "CofferBlocking",
                 "CofferCommandLine",
+                "CofferReading",
                 locks,
                 "CofferCrypto", "CofferKeychain", "CofferKeymaker", "CofferStore", "CofferAttachments", "CofferMIME",
                 "CofferAgentProtocol", "CofferApp", "CofferAgent", "CofferSampleMail", "CofferCompose", "CofferOutbox",
@@ -354,7 +359,10 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: [locks, "CofferTesting", "CofferAgentProtocol", "CofferApp", "CofferSampleMail"],
+            dependencies: [
+                locks, "CofferTesting", "CofferAgentProtocol", "CofferApp", "CofferSampleMail", "CofferCommandLine",
+                "CofferReading",
+            ],
             exclude: ["pty_driver.py"]
         ),
         .testTarget(

@@ -1,11 +1,11 @@
 import ArgumentParser
 import CofferAgentProtocol
-import CofferMIME
+import CofferReading
 
 /// What runs the requests of `list`, `search` and `show` in `coffer-core`: its command path (the agent, or the
 /// in-process dispatcher when no agent runs). The small `coffer` runs them over an ``AgentClient`` synchronously
-/// (`MailReading.run(_:)` with an ``AgentClient``). The options, the requests and what is printed are the ``MailReading``
-/// types' alone, so both programs answer a command the same way.
+/// (`ReadingCommand.run(_:)`). The requests and what is printed are ``ReadingCommand``'s alone, so both programs
+/// answer a command the same way.
 public protocol MailCaller {
     /// The account the command works on, by `--account` or the only one (unlocked first where the caller does that).
     func mailAccount(_ home: HomeOptions, _ pin: PINOptions) async throws -> String
@@ -13,29 +13,21 @@ public protocol MailCaller {
     func reply(to request: AgentRequest) async throws -> AgentReply
 }
 
-/// A reading command's options: one request for the account, and what its reply prints.
+/// A reading command's options, as ArgumentParser parsed them in `coffer-core`.
 public protocol MailReading: ParsableArguments {
     /// The home and account.
     var home: HomeOptions { get }
     /// How a PIN is read.
     var pinOptions: PINOptions { get }
-    /// The request for `account`, or for the only account when `nil` (the agent chooses).
-    func request(account: String?) -> AgentRequest
-    /// Prints `reply`; throws ``AppError/malformedMessage`` for a reply of another kind.
-    func printReply(_ reply: AgentReply) throws
+    /// The command the options say, as the small `coffer` runs it too.
+    var reading: ReadingCommand { get }
 }
 
 extension MailReading {
     /// Runs the command through `caller` (`coffer-core`).
     public func run(_ caller: some MailCaller) async throws {
         let account = try await caller.mailAccount(home, pinOptions)
-        try printReply(try await caller.reply(to: request(account: account)))
-    }
-
-    /// Runs the command over `client`, without the concurrency runtime (`coffer`): one request, for `--account` or
-    /// the only account as the agent chooses; the agent answers `locked` if it does not hold the key.
-    public func run(_ client: AgentClient) throws {
-        try printReply(try client.callNow(request(account: home.account)))
+        try reading.printReply(try await caller.reply(to: reading.request(account: account)))
     }
 }
 
@@ -55,15 +47,9 @@ public struct ListOptions: MailReading {
     /// Options with nothing given.
     public init() {}
 
-    /// The page's request.
-    public func request(account: String?) -> AgentRequest {
-        .list(account: account, label: label, limit: limit, offset: offset)
-    }
-
-    /// Prints the page, one message a line.
-    public func printReply(_ reply: AgentReply) throws {
-        guard case .summaries(let summaries) = reply else { throw AppError.malformedMessage }
-        for summary in summaries { print(MessageLine.format(summary)) }
+    /// The page to list.
+    public var reading: ReadingCommand {
+        ReadingCommand(.list(label: label, limit: limit, offset: offset), home: home.home, account: home.account)
     }
 }
 
@@ -83,16 +69,9 @@ public struct SearchOptions: MailReading {
     /// Options with nothing given.
     public init() {}
 
-    /// The search's request.
-    public func request(account: String?) -> AgentRequest {
-        .search(account: account, words: words.joined(separator: " "), limit: limit, offset: offset)
-    }
-
-    /// Prints the matches as `list` prints, or that there are none.
-    public func printReply(_ reply: AgentReply) throws {
-        guard case .summaries(let found) = reply else { throw AppError.malformedMessage }
-        for summary in found { print(MessageLine.format(summary)) }
-        if found.isEmpty { print("No messages match.") }
+    /// The search.
+    public var reading: ReadingCommand {
+        ReadingCommand(.search(words: words, limit: limit, offset: offset), home: home.home, account: home.account)
     }
 }
 
@@ -119,83 +98,8 @@ public struct ShowOptions: MailReading {
     /// Options with nothing given.
     public init() {}
 
-    /// The message's request.
-    public func request(account: String?) -> AgentRequest { .message(account: account, id: id) }
-
-    /// Prints the message as text (the `--html` view is `coffer-core`'s `ShowCommand`).
-    public func printReply(_ reply: AgentReply) throws {
-        guard case .message(let message) = reply else { throw AppError.malformedMessage }
-        print(MessageText.text(message, headers: headers))
-    }
-}
-
-/// A message as `show` prints it.
-public enum MessageText {
-    /// The message as `show` prints it: the main headers (or all with `headers`), a blank line, the text, and the
-    /// attachments.
-    public static func text(_ message: MessageDetail, headers: Bool) -> String {
-        func addresses(_ list: [MailAddress]) -> String { list.map(\.description).joined(separator: ", ") }
-        var lines: [String] = []
-        if headers {
-            for field in message.headers { lines.append("\(field.name): \(field.value)") }
-        } else {
-            lines.append("From: \(addresses(message.summary.from))")
-            lines.append("To: \(addresses(message.to))")
-            if !message.cc.isEmpty { lines.append("Cc: \(addresses(message.cc))") }
-            lines.append("Date: \(MessageLine.date(message.summary)) UTC")
-            lines.append("Subject: \(message.summary.subject ?? "")")
-        }
-        if let openPGP = message.openPGP { lines.append(openPGPLine(openPGP)) }
-        lines.append("")
-        lines.append(message.textBody ?? (message.htmlBody == nil ? "(no text)" : "(HTML only; no plain text part)"))
-        if !message.attachments.isEmpty {
-            lines.append("")
-            for attachment in message.attachments {
-                lines.append(
-                    "[attachment \(attachment.id)] \(attachment.filename ?? "(unnamed)") "
-                        + "\(attachment.contentType), \(attachment.size) bytes"
-                )
-            }
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    /// What the store found of OpenPGP on the message, in one line: whether it was decrypted, and each signature's
-    /// signer and check; or why it was not decrypted. User ids and fingerprints are the sender's words: they are
-    /// cleaned of terminal controls.
-    static func openPGPLine(_ status: MessageOpenPGP) -> String {
-        switch status.outcome {
-        case .decrypted:
-            guard !status.signatures.isEmpty else { return "OpenPGP: encrypted, not signed" }
-            let signatures = status.signatures.map(signatureText)
-            let first = status.signatures[0].isValid ? "OpenPGP: encrypted, " : "OpenPGP: encrypted; "
-            return first + signatures.joined(separator: "; ")
-        case .noSecretKey: return "OpenPGP: could not be decrypted (no secret key for it)"
-        case .integrityFailure:
-            return
-                "OpenPGP: could not be decrypted (its integrity check failed: it was changed; nothing of it is shown)"
-        case .malformed: return "OpenPGP: could not be decrypted (the encrypted part is damaged or not OpenPGP data)"
-        case .nestedNotDecrypted:
-            return "OpenPGP: an encrypted part beside other parts was not decrypted "
-                + "(only a message encrypted as a whole is; it stays an attachment)"
-        case .signed:
-            guard !status.signatures.isEmpty else {
-                return "OpenPGP: signed, not encrypted; the signature could not be read"
-            }
-            return "OpenPGP: not encrypted; " + status.signatures.map(signatureText).joined(separator: "; ")
-        }
-    }
-
-    /// One signature: its signer and what checking it showed.
-    static func signatureText(_ signature: MessageOpenPGP.Signature) -> String {
-        let fingerprint = PushMessage.clean(signature.fingerprint ?? "no fingerprint")
-        let signer = signature.userID.map { "\(PushMessage.clean($0)) (\(fingerprint))" } ?? fingerprint
-        switch signature.status {
-        case "valid": return "signed by \(signer), verified"
-        case "unknown key": return "signature could not be checked (unknown key \(fingerprint))"
-        case "invalid": return "bad signature by \(signer) (the message or signature was changed)"
-        case "revoked": return "signature by \(signer) is not trusted: its key has been revoked"
-        default: return "signature by \(signer) could not be verified (\(PushMessage.clean(signature.status)))"
-        }
+    /// The message to print as text (the `--html` view is `coffer-core`'s `ShowCommand`).
+    public var reading: ReadingCommand {
+        ReadingCommand(.show(id: id, headers: headers), home: home.home, account: home.account)
     }
 }

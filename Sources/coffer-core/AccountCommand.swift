@@ -3,6 +3,7 @@ import CofferAgentProtocol
 import CofferCommandLine
 import CofferCrypto
 import CofferMIME
+import CofferReading
 import CofferStore
 import CofferSync
 import CofferTransport

@@ -4,6 +4,7 @@ import CofferAgentProtocol
 import CofferApp
 import CofferCommandLine
 import CofferCrypto
+import CofferReading
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -46,7 +47,7 @@ struct AgentCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runReportingErrors {
-            let paths = try HomeOptions.paths(home: home)
+            let paths = try AppPaths.forHome(home)
             if installUserService {
                 try installUnit()
                 return

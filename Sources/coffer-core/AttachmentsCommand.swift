@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferAgentProtocol
 import CofferCommandLine
+import CofferReading
 
 struct AttachmentsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

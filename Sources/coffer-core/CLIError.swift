@@ -5,6 +5,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferNotifyClient
+import CofferReading
 import CofferSync
 
 #if canImport(Glibc)

@@ -8,6 +8,7 @@ import CofferCommandLine
 import CofferCrypto
 import CofferKeychain
 import CofferNotifyClient
+import CofferReading
 import CofferStore
 import CofferSync
 import Foundation

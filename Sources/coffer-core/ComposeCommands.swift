@@ -7,6 +7,7 @@ import CofferCompose
 import CofferMIME
 import CofferOutbox
 import CofferPush
+import CofferReading
 import Foundation
 
 #if canImport(Glibc)

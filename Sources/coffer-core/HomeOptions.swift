@@ -2,6 +2,7 @@ import ArgumentParser
 import CofferAgentProtocol
 import CofferApp
 import CofferCommandLine
+import CofferReading
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CofferAgentProtocol
 import CofferCommandLine
+import CofferReading
 import CofferStore
 
 #if canImport(Glibc)

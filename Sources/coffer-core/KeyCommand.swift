@@ -5,6 +5,7 @@ import CofferCommandLine
 import CofferCrypto
 import CofferNotifyClient
 import CofferPush
+import CofferReading
 import Foundation
 
 /// `coffer key`: the user's own OpenPGP keys, sealed in the store under the MainKey.

@@ -3,6 +3,7 @@ import CofferAgentProtocol
 import CofferCommandLine
 import CofferCrypto
 import CofferKeymaker
+import CofferReading
 
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferCommandLine
+import CofferReading
 import CofferTransport
 import Foundation
 

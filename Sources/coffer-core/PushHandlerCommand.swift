@@ -3,6 +3,7 @@ import CofferAgentProtocol
 import CofferCommandLine
 import CofferNotifyClient
 import CofferPush
+import CofferReading
 import Foundation
 
 #if canImport(Glibc)

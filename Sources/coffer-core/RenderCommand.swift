@@ -6,6 +6,7 @@ import CofferCommandLine
 import CofferContent
 import CofferCrypto
 import CofferMIME
+import CofferReading
 import Foundation
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import CofferCommandLine
 import CofferKeymaker
 import CofferKeymakerTPM
+import CofferReading
 
 /// The CLI's side of the TPM-bound PIN: whether a TPM answers.
 enum TPMCheck {

@@ -1,6 +1,7 @@
 import CofferCommandLine
 import CofferCrypto
 import CofferKeymaker
+import CofferReading
 
 #if canImport(Glibc)
 import Glibc

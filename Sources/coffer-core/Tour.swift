@@ -5,6 +5,7 @@ import CofferCrypto
 import CofferKeychain
 import CofferKeymaker
 import CofferMIME
+import CofferReading
 import CofferSampleMail
 import CofferStore
 import Logging
@@ -41,7 +42,7 @@ struct Tour: AsyncParsableCommand {
 
     private func tour(root: String) async throws {
         print("Coffer tour: a throwaway home in \(root), deleted at the end.")
-        let home = try HomeOptions.paths(home: root)
+        let home = try AppPaths.forHome(root)
         let logger = Logger(label: "coffer.tour") { _ in SwiftLogNoOpLogHandler() }
         let global = GlobalContainer(paths: home, logger: logger)
         let account = "tour@example.com"
@@ -163,7 +164,7 @@ struct Tour: AsyncParsableCommand {
         try await command(["import", sample] + home, note: "240 generated messages, some with attachments")
         try await command(["list", "--limit", "5"] + home)
 
-        let paths = try HomeOptions.paths(home: root)
+        let paths = try AppPaths.forHome(root)
         let store = try MailStore(folder: paths.store(account), keys: keymaker)
         let newest = try await store.list(limit: 50)
         guard let first = newest.first else { throw CLIError("The tour's sample import stored no messages.") }

@@ -1,7 +1,6 @@
-import ArgumentParser
 import CofferAgentProtocol
-import CofferCommandLine
 import CofferCrypto
+import CofferReading
 
 #if canImport(Glibc)
 import Glibc
@@ -9,52 +8,20 @@ import Glibc
 
 // `coffer`, the program people run. `list`, `search` and `show` (as text) are answered here, over the agent's
 // socket, when an agent runs for the home: this program links the agent protocol and nothing of the store, the
-// network or OpenPGP, so it starts in a fraction of the time `coffer-core` takes. Every other command, and these
-// three whenever this path cannot finish (no agent, a locked account, a failure, `--help`, bad options), is
-// `coffer-core`, beside this program, which this process becomes with the same arguments: it has printed nothing by
-// then, and those three commands only read, so running one again there is safe. docs/APP.md, "Two programs".
+// network, OpenPGP or ArgumentParser, so it starts in a fraction of the time `coffer-core` takes. It reads only the
+// usual forms of those three command lines (`ReadingCommand.recognize`). Every other command line, and those whenever
+// this path cannot finish (no agent, a locked account, a failure), is `coffer-core`'s, beside this program, which
+// this process becomes with the same arguments: it has printed nothing by then, and those three commands only read,
+// so running one again there is safe. docs/APP.md, "Two programs".
 
-// The three commands as ArgumentParser parses a command installed beside its parent (`_superCommandName`, as git's
-// commands): the options are coffer-core's, and the check for a completion-script request that a root command makes
-// first (coffer-core answers that) is skipped.
-
-/// `coffer list`'s options.
-struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "list", _superCommandName: "coffer")
-    @OptionGroup var options: ListOptions
-}
-
-/// `coffer search`'s options.
-struct Search: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "search", _superCommandName: "coffer")
-    @OptionGroup var options: SearchOptions
-}
-
-/// `coffer show`'s options.
-struct Show: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "show", _superCommandName: "coffer")
-    @OptionGroup var options: ShowOptions
-}
-
-/// Runs `arguments` through the agent if it is a command this program answers. It is synchronous, from parse to
-/// print: this process never starts the concurrency runtime.
+/// Runs `arguments` through the agent if it is a command this program answers. It is synchronous, from the command
+/// line to the last line printed: this process never starts the concurrency runtime.
 ///
 /// - Returns: Whether it ran to the end.
 func answeredHere(_ arguments: [String]) -> Bool {
-    guard arguments.count >= 2 else { return false }
-    let rest = Array(arguments.dropFirst(2))
+    guard let command = ReadingCommand.recognize(arguments) else { return false }
     do {
-        let command: any MailReading
-        switch arguments[1] {
-        case "list": command = try List.parse(rest).options
-        case "search": command = try Search.parse(rest).options
-        case "show":
-            let options = try Show.parse(rest).options
-            guard !options.html else { return false }
-            command = options
-        default: return false
-        }
-        guard let client = try AgentClient.connect(socketPath: try command.home.paths().agentSocket) else {
+        guard let client = try AgentClient.connect(socketPath: try AppPaths.forHome(command.home).agentSocket) else {
             return false
         }
         defer { client.close() }

@@ -27,8 +27,8 @@ import Glibc
     }
 
     static let reads = [
-        ["list"], ["list", "--limit", "1", "--offset", "1"], ["search", "quarterly", "numbers"], ["search", "nothing"],
-        ["show", "2"], ["show", "2", "--headers"],
+        ["list"], ["list", "--limit", "1", "--offset", "1"], ["list", "--limit=2"], ["search", "quarterly", "numbers"],
+        ["search", "nothing"], ["show", "2"], ["show", "2", "--headers"], ["show", "--headers", "1"],
     ]
 
     @Test func bothProgramsPrintTheSameForEveryRead() throws {
