@@ -166,10 +166,18 @@ extension MailStore {
         do {
             found = try await read { db in
                 do {
-                    guard let record = try MessageRecord.fetchOne(db, key: id) else { return nil }
+                    // Cached statements: a person opens messages one after another, and preparing each statement
+                    // again (SQL parse and GRDB's authorizer) was a tenth of the agent's work for a `show`.
+                    guard
+                        let record = try MessageRecord.fetchOne(
+                            db.cachedStatement(sql: "SELECT * FROM messages WHERE id = ?"),
+                            arguments: [id]
+                        )
+                    else { return nil }
                     let labels = try Row.fetchAll(
-                        db,
-                        sql: "SELECT labelID FROM messageLabels WHERE messageID = ? ORDER BY labelID",
+                        db.cachedStatement(
+                            sql: "SELECT labelID FROM messageLabels WHERE messageID = ? ORDER BY labelID"
+                        ),
                         arguments: [id]
                     ).map { row in
                         guard case .int64(let label) = row.databaseValues.first?.storage else {
@@ -178,11 +186,12 @@ extension MailStore {
                         return label
                     }
                     let attachments = try AttachmentRecord.fetchAll(
-                        db,
-                        sql: """
-                            SELECT id, messageID, position, info, x'' AS body, file FROM attachments WHERE messageID = ?
-                            ORDER BY position
-                            """,
+                        db.cachedStatement(
+                            sql: """
+                                SELECT id, messageID, position, info, x'' AS body, file FROM attachments
+                                WHERE messageID = ? ORDER BY position
+                                """
+                        ),
                         arguments: [id]
                     )
                     return (record, labels, attachments)
