@@ -12,6 +12,31 @@ enum AgentBench {
     static let requests = 1_000
 
     static func run() async throws {
+        try await withAgent { dispatcher, socket in try await table(dispatcher: dispatcher, socket: socket) }
+    }
+
+    /// `list 50` through the agent on a new connection against the same request in process, `requests` times
+    /// each: in-process p99 / agent p99 (higher is better; the aim is ≥ 1 / 1.2), for `coffer-bench --check`.
+    static func listRatio(requests: Int) async throws -> Double {
+        try await withAgent { dispatcher, socket in
+            let list = AgentRequest.list(account: "bench", label: nil, limit: 50, offset: 0)
+            let local = try await measure(requests) {
+                _ = try await dispatcher.perform(list, secret: nil, conversation: SilentConversation())
+            }
+            let remote = try await measure(requests) {
+                guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
+                defer { client.close() }
+                _ = try await client.call(list)
+            }
+            return local.p99 / remote.p99
+        }
+    }
+
+    /// Runs `body` with an unlocked account `bench` of 500 messages, served by a `coffer agent` of its own, and the
+    /// dispatcher the one-shot commands use in process.
+    private static func withAgent<T>(
+        _ body: (AgentDispatcher, String) async throws -> T
+    ) async throws -> T {
         let folder = TemporaryDirectory(prefix: "coffer-bench-agent")
         let root = folder.path
         let paths = AppPaths(data: "\(root)/data", keychain: "\(root)/keychain", state: "\(root)/state")
@@ -43,11 +68,13 @@ enum AgentBench {
         _ = try await first.hello()
         _ = try await first.call(.unlock(account: "bench", method: ProofMethod.none))
         first.close()
+        // In-process is what one-shot commands run: the same dispatcher, without the socket.
+        return try await body(AgentDispatcher(dependencies: global, socketPath: socket), socket)
+    }
 
+    private static func table(dispatcher: AgentDispatcher, socket: String) async throws {
         let status = AgentRequest.status(account: "bench")
         let list = AgentRequest.list(account: "bench", label: nil, limit: 50, offset: 0)
-        // In-process is what one-shot commands run: the same dispatcher, without the socket.
-        let dispatcher = AgentDispatcher(dependencies: global, socketPath: socket)
 
         var table = Table(
             "Agent: \(requests) requests each, 500 messages (µs; agent = new connection per request, as the CLI; "
@@ -55,10 +82,10 @@ enum AgentBench {
             ["request", "in-process p50", "in-process p99", "agent p50", "agent p99", "agent / in-process (p50)"]
         )
         for (name, request) in [("status", status), ("list 50", list)] {
-            let local = try await measure {
+            let local = try await measure(requests) {
                 _ = try await dispatcher.perform(request, secret: nil, conversation: SilentConversation())
             }
-            let remote = try await measure {
+            let remote = try await measure(requests) {
                 guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
                 defer { client.close() }
                 _ = try await client.call(request)
@@ -72,24 +99,27 @@ enum AgentBench {
         let kept = try await {
             guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
             defer { client.close() }
-            return try await measure { _ = try await client.call(status) }
+            return try await measure(requests) { _ = try await client.call(status) }
         }()
         table.add(["status, one kept connection", "", "", format(kept.p50, 1), format(kept.p99, 1), ""])
         // hello touches no account: what a round trip through the socket, NIO and the agent's tasks costs alone.
         let floor = try await {
             guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
             defer { client.close() }
-            return try await measure { _ = try await client.hello() }
+            return try await measure(requests) { _ = try await client.hello() }
         }()
         table.add(["hello, one kept connection", "", "", format(floor.p50, 1), format(floor.p99, 1), ""])
         table.print()
     }
 
-    private static func measure(_ body: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
+    private static func measure(
+        _ count: Int,
+        _ body: () async throws -> Void
+    ) async throws -> (p50: Double, p99: Double) {
         for _ in 0..<20 { try await body() }
         var times: [Double] = []
-        times.reserveCapacity(requests)
-        for _ in 0..<requests {
+        times.reserveCapacity(count)
+        for _ in 0..<count {
             let start = Timer.now()
             try await body()
             times.append(Double(Timer.now() - start) / 1_000)

@@ -8,9 +8,11 @@ import Glibc
 /// fails when a ratio falls below half its recorded baseline, so a 2× regression cannot land silently.
 ///
 /// Every measure is a ratio "Coffer speed / reference speed in the same run" (higher is better), never an absolute
-/// time: the store against itself with identity cells, envelopes against `openssl speed`, the sanitizer against nh3. The baselines file has
-/// one line per measure, `name debug release`, the ratio recorded for a debug and a release build; `#` starts a
-/// comment. A measure whose reference is missing (no `openssl`, no `.venv` with nh3) is reported as skipped.
+/// time: the store against itself with identity cells, envelopes against `openssl speed`, the sanitizer against nh3,
+/// `coffer list`, `search` and `show` against notmuch's, the agent's `list` against the same request in process. The
+/// baselines file has one line per measure, `name debug release`, the ratio recorded for a debug and a release build;
+/// `#` starts a comment. A measure whose reference is missing (no `openssl`, no `.venv` with nh3, no notmuch) is
+/// reported as skipped.
 enum CheckBench {
     /// The committed baselines, relative to the package root.
     static let defaultPath = "Benchmarks/check-baselines.txt"
@@ -34,6 +36,8 @@ enum CheckBench {
         measures.append(Measure(name: "store.search", ratio: store.searchPlain / store.searchSealed))
         measures += try envelopes()
         measures.append(Measure(name: "sanitize.newsletters", ratio: try SanitizeBench.ratioToNH3(count: 8)))
+        measures += try await wholeCommands()
+        measures.append(Measure(name: "agent.list.p99", ratio: try await AgentBench.listRatio(requests: 300)))
 
         #if DEBUG
         let build = "debug"
@@ -91,6 +95,19 @@ enum CheckBench {
             measures.append(Measure(name: "envelope.open.\(suffix)", ratio: open.ratio))
         }
         return measures
+    }
+
+    /// `coffer list`, `search` and `show` through the agent beside notmuch's, as whole commands, on 1,000 messages
+    /// (``NotmuchBench``): notmuch's median over Coffer's. Skipped without notmuch.
+    static func wholeCommands() async throws -> [Measure] {
+        let keys = ["list", "search", "show"]
+        guard let notmuch = NotmuchBench.notmuchPath() else {
+            return keys.map { Measure(name: "notmuch.\($0)", ratio: nil) }
+        }
+        let (pairs, _) = try await NotmuchBench.measure(messages: 1000, rounds: 9, notmuch: notmuch)
+        return keys.map { key in
+            Measure(name: "notmuch.\(key)", ratio: pairs.first { $0.key == key }.map { $0.notmuch / $0.coffer })
+        }
     }
 
     /// `name -> (debug, release)` from the baselines file.

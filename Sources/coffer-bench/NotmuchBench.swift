@@ -21,16 +21,68 @@ enum NotmuchBench {
     /// message in 60.
     static let word = "person17"
 
+    /// One pair's medians (ms).
+    struct Pair {
+        /// `list`, `search` or `show`.
+        var key: String
+        /// The command, as the table names it.
+        var name: String
+        /// The notmuch command, as the table names it.
+        var reference: String
+        /// Coffer's median.
+        var coffer: Double
+        /// notmuch's median.
+        var notmuch: Double
+    }
+
+    /// What else a run found: its load, the import and index times, and the search's hits.
+    struct Facts {
+        var load: String
+        var writeSeconds: Double
+        var importSeconds: Double
+        var indexSeconds: Double
+        var hits: Int
+    }
+
+    /// The whole section: ``measure(messages:rounds:notmuch:)`` printed as a table.
     static func run(messages: Int) async throws {
         let sectionStart = Timer.now()
-        guard
-            let notmuch = (["/usr/bin/notmuch", "/usr/local/bin/notmuch"] as [String]).first(where: { path in
-                access(path, X_OK) == 0
-            })
-        else {
+        guard let notmuch = notmuchPath() else {
             print("notmuch: notmuch is missing (Debian: apt-get install notmuch; scripts/setup.sh does it); skipped")
             return
         }
+        let (pairs, facts) = try await measure(messages: messages, rounds: rounds, notmuch: notmuch)
+        var table = Table(
+            "coffer beside notmuch, \(messages) generated messages: whole commands with process start (ms, median of "
+                + "\(rounds) alternating rounds; load \(facts.load))",
+            ["command", "coffer", "notmuch", "notmuch command", "coffer / notmuch", "aim"]
+        )
+        for pair in pairs {
+            table.add([
+                pair.name, format(pair.coffer, 1), format(pair.notmuch, 1), pair.reference,
+                format(pair.coffer / pair.notmuch, 2), "≤ 1.0×",
+            ])
+        }
+        table.add([
+            "import (`coffer import` of the Maildir, one-shot)", format(facts.importSeconds * 1000, 0),
+            format(facts.indexSeconds * 1000, 0), "`new`", format(facts.importSeconds / facts.indexSeconds, 2), "",
+        ])
+        table.print()
+        print(
+            "\n(Maildir written in \(format(facts.writeSeconds, 1)) s; \(word): \(facts.hits) messages in both; "
+                + "notmuch search lists threads, coffer messages; the section took "
+                + "\(format(seconds(since: sectionStart), 0)) s)"
+        )
+    }
+
+    /// notmuch's executable, or nil when it is not installed.
+    static func notmuchPath() -> String? {
+        (["/usr/bin/notmuch", "/usr/local/bin/notmuch"] as [String]).first { path in access(path, X_OK) == 0 }
+    }
+
+    /// Writes, imports and indexes `messages` generated messages, checks that both print the same, and times the
+    /// three pairs (`list`, `search`, `show`) for `rounds` alternating rounds after two uncounted ones.
+    static func measure(messages: Int, rounds: Int, notmuch: String) async throws -> ([Pair], Facts) {
         let coffer = ImportMemoryBench.siblingBinary("coffer")
         let folder = TemporaryDirectory(prefix: "coffer-bench-notmuch")
         let maildir = "\(folder.path)/mail"
@@ -124,23 +176,19 @@ enum NotmuchBench {
         else { throw BenchError("coffer show \(id) and notmuch show are not the same message") }
 
         let load = loadAverage()
-        let pairs: [(name: String, coffer: [String], notmuch: [String], reference: String)] = [
+        let pairs: [(key: String, name: String, coffer: [String], notmuch: [String], reference: String)] = [
             (
-                "`coffer list --limit 50` (agent)", list, [notmuch, "search", "--limit=50", "*"],
+                "list", "`coffer list --limit 50` (agent)", list, [notmuch, "search", "--limit=50", "*"],
                 "`search --limit=50 '*'`"
             ),
             (
-                "`coffer search \(word)` (\(cofferHits) hits, page of 50)",
+                "search", "`coffer search \(word)` (\(cofferHits) hits, page of 50)",
                 [coffer, "search", "--home", home, word], [notmuch, "search", "--limit=50", word],
                 "`search --limit=50 \(word)`"
             ),
-            ("`coffer show ID` (agent)", show, notmuchShow, "`show id:…`"),
+            ("show", "`coffer show ID` (agent)", show, notmuchShow, "`show id:…`"),
         ]
-        var table = Table(
-            "coffer beside notmuch, \(messages) generated messages: whole commands with process start (ms, median of "
-                + "\(rounds) alternating rounds; load \(load))",
-            ["command", "coffer", "notmuch", "notmuch command", "coffer / notmuch", "aim"]
-        )
+        var measured: [Pair] = []
         for pair in pairs {
             var cofferTimes: [Double] = []
             var notmuchTimes: [Double] = []
@@ -153,22 +201,24 @@ enum NotmuchBench {
                 cofferTimes.append(cofferFirst ? first : second)
                 notmuchTimes.append(cofferFirst ? second : first)
             }
-            let cofferMedian = percentiles(cofferTimes).p50
-            let notmuchMedian = percentiles(notmuchTimes).p50
-            table.add([
-                pair.name, format(cofferMedian, 1), format(notmuchMedian, 1), pair.reference,
-                format(cofferMedian / notmuchMedian, 2), "≤ 1.0×",
-            ])
+            measured.append(
+                Pair(
+                    key: pair.key,
+                    name: pair.name,
+                    reference: pair.reference,
+                    coffer: percentiles(cofferTimes).p50,
+                    notmuch: percentiles(notmuchTimes).p50
+                )
+            )
         }
-        table.add([
-            "import (`coffer import` of the Maildir, one-shot)", format(importSeconds * 1000, 0),
-            format(indexSeconds * 1000, 0), "`new`", format(importSeconds / indexSeconds, 2), "",
-        ])
-        table.print()
-        print(
-            "\n(Maildir written in \(format(writeSeconds, 1)) s; \(word): \(cofferHits) messages in both; notmuch "
-                + "search lists threads, coffer messages; the section took \(format(seconds(since: sectionStart), 0)) s)"
+        let facts = Facts(
+            load: load,
+            writeSeconds: writeSeconds,
+            importSeconds: importSeconds,
+            indexSeconds: indexSeconds,
+            hits: cofferHits
         )
+        return (measured, facts)
     }
 
     /// Writes messages 0..<count of the generator into a new Maildir at `path` (its `cur` folder, seen).
