@@ -184,7 +184,9 @@ private func outgoing(from message: MIMEMessage) -> OutgoingMessage {
         let tokens = [type.type, type.subtype].allSatisfy {
             !$0.isEmpty && $0.unicodeScalars.allSatisfy(HeaderEncoding.isTokenCharacter)
         }
-        let usable = tokens && type.type != "multipart" && type.type != "message"
+        // The writer's rule: two tokens, 127 bytes at most together (RFC 6838's longest name), not a container.
+        let usable =
+            tokens && type.mimeType.utf8.count <= 127 && type.type != "multipart" && type.type != "message"
         attachments.append(
             OutgoingAttachment(
                 filename: filename,

@@ -39,6 +39,14 @@ printf '%s' 'a@example.org,b@example.org?cc=c@example.net&subject=Gr%C3%BC%C3%9F
 printf '%s' '?to=%22Smith%2C%20Bob%22%20%3Cbob@example.org%3E&bcc=x@example.net&in-reply-to=%3Cp.1@example.org%3E' \
   >"$out/mime-seeds/mailto-2"
 printf '%s' 'x@example.org?subject=a%20b&body=%E2%80%A8tab%09end%0Aline%0Dcr' >"$out/mime-seeds/mailto-3"
+# An attachment type over the writer's 127 bytes, which the parser reads: the harness must send it as
+# application/octet-stream, as the app's forward does (a CI run found this after 12,000 inputs).
+{
+  printf 'From: <a@example.com>\r\nTo: b@example.com\r\nSubject: long type\r\nMIME-Version: 1.0\r\n'
+  printf 'Content-Type: multipart/mixed; boundary="b1"\r\n\r\n--b1\r\nContent-Type: text/plain\r\n\r\nhi\r\n'
+  printf -- '--b1\r\nContent-Type: applic%sation/pdf; name="x.pdf"\r\n' "$(printf 'u%.0s' $(seq 125))"
+  printf 'Content-Transfer-Encoding: base64\r\n\r\naGVsbG8=\r\n--b1--\r\n'
+} >"$out/mime-seeds/long-type"
 log="$out/mime-fuzz.log"
 set +e
 "$out/MIMEFuzzer" "$out/mime-corpus" "$out/mime-seeds" -seed=20261126 -runs="${FUZZ_RUNS:-25000}" \
