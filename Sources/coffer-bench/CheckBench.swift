@@ -8,11 +8,11 @@ import Glibc
 /// fails when a ratio falls below half its recorded baseline, so a 2× regression cannot land silently.
 ///
 /// Every measure is a ratio "Coffer speed / reference speed in the same run" (higher is better), never an absolute
-/// time: the store against itself with identity cells, envelopes against `openssl speed`, the sanitizer against nh3,
-/// `coffer list`, `search` and `show` against notmuch's, the agent's `list` against the same request in process. The
-/// baselines file has one line per measure, `name debug release`, the ratio recorded for a debug and a release build;
-/// `#` starts a comment. A measure whose reference is missing (no `openssl`, no `.venv` with nh3, no notmuch) is
-/// reported as skipped.
+/// time: the store against itself with identity cells, envelopes against `openssl speed`, the sanitizer and `coffer
+/// render` against nh3, `coffer list`, `search` and `show` against notmuch's, the agent's `list` against the same
+/// request in process, coffer-notify's pushes against `openssl speed ecdhp256`. The baselines file has one line per
+/// measure, `name debug release`, the ratio recorded for a debug and a release build; `#` starts a comment. A measure
+/// whose reference is missing (no `openssl`, no `.venv` with nh3, no notmuch) is reported as skipped.
 enum CheckBench {
     /// The committed baselines, relative to the package root.
     static let defaultPath = "Benchmarks/check-baselines.txt"
@@ -38,6 +38,11 @@ enum CheckBench {
         measures.append(Measure(name: "sanitize.newsletters", ratio: try SanitizeBench.ratioToNH3(count: 8)))
         measures += try await wholeCommands()
         measures.append(Measure(name: "agent.list.p99", ratio: try await AgentBench.listRatio(requests: 300)))
+        let render = try SanitizeBench.renderRates(bytes: 2_000_000, rounds: 2)
+        measures.append(Measure(name: "render.page", ratio: render.nh3.map { render.coffer / $0 }))
+        let notify = try await NotifyBench.measureThroughput(events: 100, rounds: 3)
+        measures.append(Measure(name: "notify.handle", ratio: notify.openssl.map { notify.handleRate / $0 }))
+        measures.append(Measure(name: "notify.inflight", ratio: notify.openssl.map { notify.groupRate / $0 }))
 
         #if DEBUG
         let build = "debug"

@@ -59,9 +59,52 @@ enum NotifyBench {
 
     // MARK: - Throughput through the library
 
+    /// What ``measureThroughput(events:rounds:)`` found: pushes per second and CPU-seconds per second.
+    struct Throughput {
+        /// `NotifyService.handle`, one event at a time.
+        var handleRate: Double
+        var handleShare: Double
+        /// ``inFlight`` events at a time.
+        var groupRate: Double
+        var groupShare: Double
+        /// `PushMessage.seal(to:)` alone.
+        var sealRate: Double
+        /// `openssl speed ecdhp256`'s operations per second; nil without openssl.
+        var openssl: Double?
+    }
+
     /// Pushes queued per second by `NotifyService.handle` on one task, and seals per second without storage,
     /// beside `openssl speed ecdhp256`.
     static func throughput() async throws {
+        let measured = try await measureThroughput(events: events, rounds: rounds)
+        let openssl = measured.openssl
+        var table = Table(
+            "notify: pushes per second on one core beside openssl speed -seconds 3 ecdhp256 (one P-256 ECDH per "
+                + "RFC 8291 message); \(sessions) sessions, median of \(rounds) rounds of \(events) events",
+            ["measure", "Coffer pushes/s", "openssl ECDH P-256 ops/s", "ratio", "aim"]
+        )
+        for (name, rate, aim) in [
+            ("NotifyService.handle: seal + enqueue (SQLite) + wake", measured.handleRate, "≥ 0.4"),
+            ("the same, \(inFlight) events in flight from one task (task group; group commit)", measured.groupRate, ""),
+            ("PushMessage.seal(to:) alone, no storage", measured.sealRate, ""),
+        ] {
+            table.add([
+                name, format(rate, 0), openssl.map { format($0, 0) } ?? "n/a",
+                openssl.map { format(rate / $0, 2) } ?? "n/a", aim,
+            ])
+        }
+        table.print()
+        print(
+            "(handle: \(format(measured.handleShare, 2)) CPU-seconds per second of the loop, this process's user + "
+                + "system time; a seal is \(format(1e6 / measured.sealRate, 1)) µs of the "
+                + "\(format(1e6 / measured.handleRate, 1)) µs a push costs; \(inFlight) in flight: "
+                + "\(format(measured.groupShare, 2)) CPU-seconds per second)"
+        )
+        if openssl == nil { print("(openssl is missing or printed no ecdh (nistp256) line: no reference)") }
+    }
+
+    /// The throughput rows, with `rounds` timed rounds of `events` events each (medians), and the reference.
+    static func measureThroughput(events: Int, rounds: Int) async throws -> Throughput {
         let folder = TemporaryDirectory(prefix: "coffer-bench-notify")
         defer { withExtendedLifetime(folder) {} }
         // The storage and escrow `serve` opens by default: the home's notify.sqlite and escrow.sqlite.
@@ -132,29 +175,14 @@ enum NotifyBench {
         _ = try keys[0].open(try message.seal(to: subscription))
         let sealRate = try Timer.rate(seconds: 1.5) { _ = try message.seal(to: subscription) }
 
-        let openssl = OpenSSLECDH.operationsPerSecond()
-        var table = Table(
-            "notify: pushes per second on one core beside openssl speed -seconds 3 ecdhp256 (one P-256 ECDH per "
-                + "RFC 8291 message); \(sessions) sessions, median of \(rounds) rounds of \(events) events",
-            ["measure", "Coffer pushes/s", "openssl ECDH P-256 ops/s", "ratio", "aim"]
+        return Throughput(
+            handleRate: handleRate,
+            handleShare: cpuShare,
+            groupRate: groupRate,
+            groupShare: groupShare,
+            sealRate: sealRate,
+            openssl: OpenSSLECDH.operationsPerSecond()
         )
-        for (name, rate, aim) in [
-            ("NotifyService.handle: seal + enqueue (SQLite) + wake", handleRate, "≥ 0.4"),
-            ("the same, \(inFlight) events in flight from one task (task group; group commit)", groupRate, ""),
-            ("PushMessage.seal(to:) alone, no storage", sealRate, ""),
-        ] {
-            table.add([
-                name, format(rate, 0), openssl.map { format($0, 0) } ?? "n/a",
-                openssl.map { format(rate / $0, 2) } ?? "n/a", aim,
-            ])
-        }
-        table.print()
-        print(
-            "(handle: \(format(cpuShare, 2)) CPU-seconds per second of the loop, this process's user + system time; "
-                + "a seal is \(format(1e6 / sealRate, 1)) µs of the \(format(1e6 / handleRate, 1)) µs a push costs; "
-                + "\(inFlight) in flight: \(format(groupShare, 2)) CPU-seconds per second)"
-        )
-        if openssl == nil { print("(openssl is missing or printed no ecdh (nistp256) line: no reference)") }
     }
 
     /// Makes ``sessions`` live sessions of ``user`` in `storage`, each with fresh P-256 push keys; returns the

@@ -72,22 +72,9 @@ enum SanitizeBench {
     /// runs it: process start, reading the file, sanitizing, the remote-content report and writing the page; beside
     /// nh3 `clean` on the same bytes.
     static func render() throws {
-        var random = SplitMix(seed: 0x8E_4D_E7)
-        let page = Array(NewsletterCorpus.message(8, target: 8_000_000, random: &random).utf8)
-        let folder = try writeCorpus([page])
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let coffer = ImportMemoryBench.siblingBinary("coffer")
-        var times: [Double] = []
-        for round in 0..<4 {
-            let start = Timer.now()
-            _ = try ImportMemoryBench.spawn([coffer, "render", "\(folder)/0.html", "--output", "\(folder)/out\(round)"])
-            // The first round warms the page cache and is not counted.
-            if round > 0 { times.append(Double(Timer.now() - start) / 1e9) }
-        }
-        let rate = Double(page.count) / 1e6 / percentiles(times).p50
-        let nh3 = nh3Rates(folder)?["default"]
+        let (rate, nh3, size) = try renderRates(bytes: 8_000_000, rounds: 3)
         var table = Table(
-            "coffer render of one \(format(Double(page.count) / 1e6, 1)) MB marketing page (median of 3 runs)",
+            "coffer render of one \(format(Double(size) / 1e6, 1)) MB marketing page (median of 3 runs)",
             ["operation", "MB/s", "nh3 clean MB/s, same bytes", "ratio"]
         )
         table.add([
@@ -95,6 +82,23 @@ enum SanitizeBench {
             nh3.map { format($0, 1) } ?? "n/a", nh3.map { format(rate / $0, 2) } ?? "n/a",
         ])
         table.print()
+    }
+
+    /// `coffer render`'s MB/s on one generated marketing page of about `bytes` bytes (the median of `rounds` runs
+    /// after one that warms the page cache), nh3 `clean`'s on the same bytes (nil without nh3), and the page's size.
+    static func renderRates(bytes: Int, rounds: Int) throws -> (coffer: Double, nh3: Double?, size: Int) {
+        var random = SplitMix(seed: 0x8E_4D_E7)
+        let page = Array(NewsletterCorpus.message(8, target: bytes, random: &random).utf8)
+        let folder = try writeCorpus([page])
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let coffer = ImportMemoryBench.siblingBinary("coffer")
+        var times: [Double] = []
+        for round in 0...rounds {
+            let start = Timer.now()
+            _ = try ImportMemoryBench.spawn([coffer, "render", "\(folder)/0.html", "--output", "\(folder)/out\(round)"])
+            if round > 0 { times.append(Double(Timer.now() - start) / 1e9) }
+        }
+        return (Double(page.count) / 1e6 / percentiles(times).p50, nh3Rates(folder)?["default"], page.count)
     }
 
     /// Parse and sanitize (remote content blocked) of `count` newsletters over nh3's default `clean` of the same
