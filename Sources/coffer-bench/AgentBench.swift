@@ -20,16 +20,27 @@ enum AgentBench {
     static func listRatio(requests: Int) async throws -> Double {
         try await withAgent { dispatcher, socket in
             let list = AgentRequest.list(account: "bench", label: nil, limit: 50, offset: 0)
-            let local = try await measure(requests) {
-                _ = try await dispatcher.perform(list, secret: nil, conversation: SilentConversation())
-            }
-            let remote = try await measure(requests) {
-                guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
-                defer { client.close() }
-                _ = try await client.call(list)
-            }
+            let (local, remote) = try await inProcessAndAgent(list, requests, dispatcher: dispatcher, socket: socket)
             return local.p99 / remote.p99
         }
+    }
+
+    /// `request` `count` times in process, then `count` times through the agent on a new connection each.
+    private static func inProcessAndAgent(
+        _ request: AgentRequest,
+        _ count: Int,
+        dispatcher: AgentDispatcher,
+        socket: String
+    ) async throws -> (local: (p50: Double, p99: Double), remote: (p50: Double, p99: Double)) {
+        let local = try await measure(count) {
+            _ = try await dispatcher.perform(request, secret: nil, conversation: SilentConversation())
+        }
+        let remote = try await measure(count) {
+            guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
+            defer { client.close() }
+            _ = try await client.call(request)
+        }
+        return (local, remote)
     }
 
     /// Runs `body` with an unlocked account `bench` of 500 messages, served by a `coffer agent` of its own, and the
@@ -82,14 +93,7 @@ enum AgentBench {
             ["request", "in-process p50", "in-process p99", "agent p50", "agent p99", "agent / in-process (p50)"]
         )
         for (name, request) in [("status", status), ("list 50", list)] {
-            let local = try await measure(requests) {
-                _ = try await dispatcher.perform(request, secret: nil, conversation: SilentConversation())
-            }
-            let remote = try await measure(requests) {
-                guard let client = try AgentClient.connect(socketPath: socket) else { throw AppError.agentClosed }
-                defer { client.close() }
-                _ = try await client.call(request)
-            }
+            let (local, remote) = try await inProcessAndAgent(request, requests, dispatcher: dispatcher, socket: socket)
             table.add([
                 name, format(local.p50, 1), format(local.p99, 1), format(remote.p50, 1), format(remote.p99, 1),
                 format(remote.p50 / local.p50, 1),
