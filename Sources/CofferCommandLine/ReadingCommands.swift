@@ -31,7 +31,7 @@ extension MailReading {
     }
 }
 
-/// `coffer list`: the options, and the page printed one message a line.
+/// `coffer list`'s options; ``ReadingCommand`` sends the request and prints the page.
 public struct ListOptions: MailReading {
     /// The home and account.
     @OptionGroup public var home: HomeOptions
@@ -53,7 +53,7 @@ public struct ListOptions: MailReading {
     }
 }
 
-/// `coffer search`: the options, and the matches printed as `list` prints.
+/// `coffer search`'s options; ``ReadingCommand`` sends the request and prints the matches.
 public struct SearchOptions: MailReading {
     /// The home and account.
     @OptionGroup public var home: HomeOptions
@@ -75,7 +75,8 @@ public struct SearchOptions: MailReading {
     }
 }
 
-/// `coffer show`: the options, and the message printed as text (the HTML view is `coffer-core`'s: it runs a viewer).
+/// `coffer show`'s options; ``ReadingCommand`` prints the message as text (the HTML view is `coffer-core`'s: it runs
+/// a viewer).
 public struct ShowOptions: MailReading {
     /// The home and account.
     @OptionGroup public var home: HomeOptions

@@ -43,6 +43,7 @@ enum CheckBench {
         let notify = try await NotifyBench.measureThroughput(events: 100, rounds: 3)
         measures.append(Measure(name: "notify.handle", ratio: notify.openssl.map { notify.handleRate / $0 }))
         measures.append(Measure(name: "notify.inflight", ratio: notify.openssl.map { notify.groupRate / $0 }))
+        measures.append(Measure(name: "notify.seal", ratio: notify.openssl.map { notify.sealRate / $0 }))
 
         #if DEBUG
         let build = "debug"

@@ -61,10 +61,10 @@ enum NotifyBench {
 
     /// What ``measureThroughput(events:rounds:)`` found: pushes per second and CPU-seconds per second.
     struct Throughput {
-        /// `NotifyService.handle`, one event at a time.
+        /// `NotifyService.handle`, one event at a time: pushes per second, and CPU-seconds per second.
         var handleRate: Double
         var handleShare: Double
-        /// ``inFlight`` events at a time.
+        /// The same with ``inFlight`` events at a time.
         var groupRate: Double
         var groupShare: Double
         /// `PushMessage.seal(to:)` alone.
