@@ -49,7 +49,7 @@ bash Fuzz/imap.sh 25
 # libFuzzer on CofferMIME's writer (parse-write-parse stable) and mailto: links: a fixed seed and 25,000 inputs.
 bash Fuzz/mime.sh 45
 # The benchmark regression guard: a small corpus, ratios only (Coffer beside its same-run reference), failing when
-# one falls below half its recorded baseline (Benchmarks/check-baselines.txt).
+# one falls below half its recorded baseline twice (Benchmarks/check-baselines.txt).
 "$(swift build --show-bin-path)/coffer-bench" --check
 # The sanitized DOMPurify and HTTP-leak vectors in headless Chromium under the CSP: no request, no script.
 .venv/bin/python Tests/browser/render_vectors.py --coffer "$(swift build --show-bin-path)/coffer"

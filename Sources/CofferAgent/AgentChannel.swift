@@ -310,13 +310,17 @@ enum AcceptedConnection: Sendable {
     )
     /// A peer of another user (or whose credentials could not be read): refused and being closed.
     case refused
+    /// A connection accepted after the agent stopped taking connections: closed.
+    case late
 
     /// Sets up `channel`: the peer's uid is checked with `SO_PEERCRED` first; another user's process gets a
-    /// `forbidden` reply and is disconnected. Runs on the channel's event loop.
+    /// `forbidden` reply and is disconnected. A served connection is held by `untaken` until the accept loop takes
+    /// it. Runs on the channel's event loop.
     static func accept(
         _ channel: any Channel,
         ownUID: UInt32,
         limits: AgentLimits,
+        untaken: UntakenConnections,
         logger: Logger
     ) -> EventLoopFuture<AcceptedConnection> {
         peerUID(channel).flatMapThrowing { uid -> AcceptedConnection in
@@ -341,7 +345,10 @@ enum AcceptedConnection: Sendable {
             let task = ConnectionTask()
             let deadlines = AgentDeadlines(limits: limits, task: task, logger: logger)
             try sync.addHandler(deadlines)
-            let wrapped = try NIOAsyncChannel<AgentFrame, AgentFrame>(wrappingChannelSynchronously: channel)
+            guard let wrapped = try untaken.hold(channel) else {
+                channel.close(promise: nil)
+                return .late
+            }
             return .served(
                 wrapped,
                 answers: NIOLoopBound(answers, eventLoop: channel.eventLoop),
@@ -368,4 +375,83 @@ enum AcceptedConnection: Sendable {
     }
 
     private typealias PeerCredentialBytes = (Int32, UInt32, UInt32)
+}
+
+/// The connections accepted and not yet taken by the agent's accept loop, from the moment NIO hands one to the child
+/// channel initializer until the loop takes it (or it closes).
+///
+/// NIO hands each accepted connection to the loop through the listening channel's buffer, and a loop that is
+/// cancelled throws that buffer away: a connection dropped there, its writer never finished, stops the process
+/// ("Deinited NIOAsyncWriter without calling finish()", swift-nio #2813), and one still in its initializer when the
+/// listening channel closes is never handed over at all. So each is held here, and when the loop ends, ``close()``
+/// hands over the rest for the agent to close before it returns.
+final class UntakenConnections: Sendable {
+    /// One connection held.
+    enum Held: Sendable {
+        /// In the child channel initializer (the peer's credentials are being read).
+        case arriving(any Channel)
+        /// Wrapped for the accept loop, not yet taken.
+        case wrapped(NIOAsyncChannel<AgentFrame, AgentFrame>)
+    }
+
+    private let state = NIOLockedValueBox<(accepting: Bool, held: [ObjectIdentifier: Held])>((true, [:]))
+
+    /// Holds `channel` from its arrival until it closes or is wrapped (nothing once ``close()`` was called: its
+    /// initializer's ``hold(_:)`` then refuses it).
+    func arrive(_ channel: any Channel) {
+        let key = ObjectIdentifier(channel)
+        let accepting = state.withLockedValue { state in
+            if state.accepting { state.held[key] = .arriving(channel) }
+            return state.accepting
+        }
+        guard accepting else { return }
+        channel.closeFuture.whenComplete { [self] _ in
+            state.withLockedValue { state in
+                if case .arriving = state.held[key] { state.held[key] = nil }
+            }
+        }
+    }
+
+    /// The listening channel's first handler: it holds each accepted connection as it arrives, on the listening
+    /// channel's event loop, before NIO hands it to its own event loop for the child channel initializer. Every
+    /// connection accepted before the listening channel closes is therefore held by the time it has closed.
+    final class Arrivals: ChannelInboundHandler, Sendable {
+        typealias InboundIn = any Channel
+        typealias InboundOut = any Channel
+
+        let untaken: UntakenConnections
+
+        init(_ untaken: UntakenConnections) { self.untaken = untaken }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            untaken.arrive(unwrapInboundIn(data))
+            context.fireChannelRead(data)
+        }
+    }
+
+    /// Wraps `channel` and holds it until ``take(_:)``; `nil` once ``close()`` was called (the connection is not
+    /// wrapped, and the caller closes it). Runs on the channel's event loop.
+    func hold(_ channel: any Channel) throws -> NIOAsyncChannel<AgentFrame, AgentFrame>? {
+        try state.withLockedValue { state in
+            // Under the lock, so that no connection is wrapped after `close()` took the rest.
+            guard state.accepting else { return nil }
+            let wrapped = try NIOAsyncChannel<AgentFrame, AgentFrame>(wrappingChannelSynchronously: channel)
+            state.held[ObjectIdentifier(channel)] = .wrapped(wrapped)
+            return wrapped
+        }
+    }
+
+    /// The accept loop took `channel`: its task closes it.
+    func take(_ channel: NIOAsyncChannel<AgentFrame, AgentFrame>) {
+        _ = state.withLockedValue { $0.held.removeValue(forKey: ObjectIdentifier(channel.channel)) }
+    }
+
+    /// Stops holding connections and returns those never taken, for the caller to close.
+    func close() -> [Held] {
+        state.withLockedValue { state in
+            state.accepting = false
+            defer { state.held = [:] }
+            return Array(state.held.values)
+        }
+    }
 }

@@ -110,7 +110,8 @@ public final class AgentServer: Service, Sendable {
                 logger.warning("could not open an account", metadata: ["account": "\(account)", "error": "\(error)"])
             }
         }
-        let server = try await listen(logger: logger)
+        let untaken = UntakenConnections()
+        let server = try await listen(untaken: untaken, logger: logger)
         logger.info("listening", metadata: ["socket": "\(socketPath)", "pid": "\(getpid())"])
         for waiter in started.withLockedValue({ waiting in
             defer { waiting = nil }
@@ -122,7 +123,7 @@ public final class AgentServer: Service, Sendable {
             // Accepting runs on the listening socket's event loop, and each connection on its own (below): a client's
             // connection reaches its task without waking a thread of the cooperative pool.
             try await withTaskExecutorPreference(EventLoopTaskExecutor(server.channel.eventLoop)) {
-                try await serve(server, registry: registry, logger: logger)
+                try await serve(server, untaken: untaken, registry: registry, logger: logger)
             }
         } catch {
             failure = error
@@ -132,10 +133,11 @@ public final class AgentServer: Service, Sendable {
         if let failure { throw failure }
     }
 
-    /// Accepts connections until graceful shutdown, each in a task of its own, beside the SIGUSR1 listener; then
-    /// cancels them all and returns once every one has ended.
+    /// Accepts connections until graceful shutdown or cancellation, each in a task of its own, beside the SIGUSR1
+    /// listener; then closes those accepted and never taken, cancels the rest and returns once every one has ended.
     private func serve(
         _ server: NIOAsyncChannel<AcceptedConnection, Never>,
+        untaken: UntakenConnections,
         registry: KeymakerRegistry,
         logger: Logger
     ) async throws {
@@ -149,15 +151,29 @@ public final class AgentServer: Service, Sendable {
             }
             // Graceful shutdown closes the listening channel, which ends the sequence after the connections
             // already accepted: each still gets its task (cancelled below), so each is closed by its owner.
-            try await withGracefulShutdownHandler {
-                try await server.executeThenClose { connections in
-                    for try await connection in connections {
-                        admit(connection, into: &group, logger: logger)
+            let accepting: Result<Void, any Error>
+            do {
+                try await withGracefulShutdownHandler {
+                    try await server.executeThenClose { connections in
+                        for try await connection in connections {
+                            admit(connection, untaken: untaken, into: &group, logger: logger)
+                        }
                     }
+                } onGracefulShutdown: {
+                    server.channel.close(promise: nil)
                 }
-            } onGracefulShutdown: {
-                server.channel.close(promise: nil)
+                accepting = .success(())
+            } catch {
+                accepting = .failure(error)
             }
+            // A cancelled loop leaves connections it never took (see ``UntakenConnections``): each is closed here.
+            for connection in untaken.close() {
+                switch connection {
+                case .arriving(let channel): try? await channel.close()
+                case .wrapped(let channel): try? await channel.executeThenClose { _, _ in }
+                }
+            }
+            try accepting.get()
             logger.info("shutting down: locking every account")
             // Every connection's task ends: a wait for a frame, a request or a presence answer is cancelled.
             group.cancelAll()
@@ -167,16 +183,30 @@ public final class AgentServer: Service, Sendable {
     /// The listening channel: the socket file is made 0600 right after bind, in the 0700 folder (which keeps
     /// everyone else out meanwhile). Not by umask: it is process-wide, so a thread or child process started while
     /// it is narrowed would inherit it.
-    private func listen(logger: Logger) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
+    private func listen(
+        untaken: UntakenConnections,
+        logger: Logger
+    ) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let ownUID = getuid()
         let limits = self.limits
         let server: NIOAsyncChannel<AcceptedConnection, Never>
         do {
             server = try await ServerBootstrap(group: eventLoopGroup)
                 .serverChannelOption(.backlog, value: 64)
+                .serverChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(UntakenConnections.Arrivals(untaken))
+                    }
+                }
                 .childChannelOption(.allowRemoteHalfClosure, value: true)
                 .bind(unixDomainSocketPath: socketPath) { channel in
-                    AcceptedConnection.accept(channel, ownUID: ownUID, limits: limits, logger: logger)
+                    AcceptedConnection.accept(
+                        channel,
+                        ownUID: ownUID,
+                        limits: limits,
+                        untaken: untaken,
+                        logger: logger
+                    )
                 }
         } catch {
             throw AppError.socket(operation: "listen on \(socketPath)", errno: (error as? IOError)?.errnoCode ?? EIO)
@@ -192,13 +222,24 @@ public final class AgentServer: Service, Sendable {
     /// Starts `connection`'s task, or refuses it when the agent already serves its maximum.
     private func admit(
         _ connection: AcceptedConnection,
+        untaken: UntakenConnections,
         into group: inout ThrowingDiscardingTaskGroup<any Error>,
         logger: Logger
     ) {
-        guard case .served(let channel, let answers, let deadlines, let task) = connection else {
+        let channel: NIOAsyncChannel<AgentFrame, AgentFrame>
+        let answers: NIOLoopBound<PresenceAnswers>
+        let deadlines: NIOLoopBound<AgentDeadlines>
+        let task: ConnectionTask
+        switch connection {
+        case .served(let served, let servedAnswers, let servedDeadlines, let servedTask):
+            (channel, answers, deadlines, task) = (served, servedAnswers, servedDeadlines, servedTask)
+        case .refused:
             logger.warning("refused a connection from another user")
             return
+        case .late:
+            return
         }
+        untaken.take(channel)
         let admitted =
             active.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= limits.maximumConnections
         let executor = EventLoopTaskExecutor(channel.channel.eventLoop)

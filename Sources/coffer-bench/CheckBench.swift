@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// `coffer-bench --check [--baselines FILE]`: a regression guard for CI. Runs a small corpus of each measure and
-/// fails when a ratio falls below half its recorded baseline, so a 2× regression cannot land silently.
+/// fails when a ratio falls below half its recorded baseline in two runs, so a 2× regression cannot land silently.
 ///
 /// Every measure is a ratio "Coffer speed / reference speed in the same run" (higher is better), never an absolute
 /// time: the store against itself with identity cells, envelopes against `openssl speed`, the sanitizer and `coffer
@@ -26,24 +26,39 @@ enum CheckBench {
     }
 
     /// Runs the measures and compares them; returns whether every ratio held.
+    ///
+    /// A group of measures with a row below its floor is measured once more, and the row fails only if the second
+    /// run is below the floor too: a real 2× regression fails both runs, while a one-off dip of a shared machine (an
+    /// envelope row once measured 0.433 against a floor of 0.435, and 0.92 when run again at once) does not fail CI.
     static func run(baselinesPath: String) async throws -> Bool {
         let baselines = try readBaselines(baselinesPath)
-        var measures: [Measure] = []
-        let store = try await StoreBench.measure(messages: messages, iterations: 50)
-        measures.append(Measure(name: "store.import", ratio: store.importPlain / store.importSealed))
-        measures.append(Measure(name: "store.list", ratio: store.listPlain / store.listSealed))
-        measures.append(Measure(name: "store.show", ratio: store.showPlain / store.showSealed))
-        measures.append(Measure(name: "store.search", ratio: store.searchPlain / store.searchSealed))
-        measures += try envelopes()
-        measures.append(Measure(name: "sanitize.newsletters", ratio: try SanitizeBench.ratioToNH3(count: 8)))
-        measures += try await wholeCommands()
-        measures.append(Measure(name: "agent.list.p99", ratio: try await AgentBench.listRatio(requests: 300)))
-        let render = try SanitizeBench.renderRates(bytes: 2_000_000, rounds: 2)
-        measures.append(Measure(name: "render.page", ratio: render.nh3.map { render.coffer / $0 }))
-        let notify = try await NotifyBench.measureThroughput(events: 100, rounds: 3)
-        measures.append(Measure(name: "notify.handle", ratio: notify.openssl.map { notify.handleRate / $0 }))
-        measures.append(Measure(name: "notify.inflight", ratio: notify.openssl.map { notify.groupRate / $0 }))
-        measures.append(Measure(name: "notify.seal", ratio: notify.openssl.map { notify.sealRate / $0 }))
+        let groups: [() async throws -> [Measure]] = [
+            {
+                let store = try await StoreBench.measure(messages: messages, iterations: 50)
+                return [
+                    Measure(name: "store.import", ratio: store.importPlain / store.importSealed),
+                    Measure(name: "store.list", ratio: store.listPlain / store.listSealed),
+                    Measure(name: "store.show", ratio: store.showPlain / store.showSealed),
+                    Measure(name: "store.search", ratio: store.searchPlain / store.searchSealed),
+                ]
+            },
+            { try envelopes() },
+            { [Measure(name: "sanitize.newsletters", ratio: try SanitizeBench.ratioToNH3(count: 8))] },
+            { try await wholeCommands() },
+            { [Measure(name: "agent.list.p99", ratio: try await AgentBench.listRatio(requests: 300))] },
+            {
+                let render = try SanitizeBench.renderRates(bytes: 2_000_000, rounds: 2)
+                return [Measure(name: "render.page", ratio: render.nh3.map { render.coffer / $0 })]
+            },
+            {
+                let notify = try await NotifyBench.measureThroughput(events: 100, rounds: 3)
+                return [
+                    Measure(name: "notify.handle", ratio: notify.openssl.map { notify.handleRate / $0 }),
+                    Measure(name: "notify.inflight", ratio: notify.openssl.map { notify.groupRate / $0 }),
+                    Measure(name: "notify.seal", ratio: notify.openssl.map { notify.sealRate / $0 }),
+                ]
+            },
+        ]
 
         #if DEBUG
         let build = "debug"
@@ -51,24 +66,42 @@ enum CheckBench {
         let build = "release"
         #endif
         var table = Table(
-            "coffer-bench --check (\(build) build): Coffer speed / reference speed, fails below half the baseline",
-            ["measure", "ratio", "baseline", "floor", "result"]
+            "coffer-bench --check (\(build) build): Coffer speed / reference speed, fails below half the baseline "
+                + "in two runs",
+            ["measure", "ratio", "second run", "baseline", "floor", "result"]
         )
         var passed = true
-        for measure in measures {
-            guard let baseline = baselines[measure.name] else {
-                table.add([measure.name, measure.ratio.map { format($0, 3) } ?? "n/a", "none", "", "no baseline"])
-                continue
+        for group in groups {
+            let first = try await group()
+            let floors = first.map { measure in
+                baselines[measure.name].map { (isDebugBuild ? $0.debug : $0.release) / 2 }
             }
-            let recorded = isDebugBuild ? baseline.debug : baseline.release
-            let floor = recorded / 2
-            guard let ratio = measure.ratio else {
-                table.add([measure.name, "n/a", format(recorded, 3), format(floor, 3), "skipped (no reference)"])
-                continue
+            let below = zip(first, floors).contains { measure, floor in
+                guard let floor, let ratio = measure.ratio else { return false }
+                return !(ratio.isFinite && ratio >= floor)
             }
-            let holds = ratio.isFinite && ratio >= floor
-            if !holds { passed = false }
-            table.add([measure.name, format(ratio, 3), format(recorded, 3), format(floor, 3), holds ? "ok" : "FAIL"])
+            let second = below ? try await group() : nil
+            for (index, measure) in first.enumerated() {
+                guard let floor = floors[index] else {
+                    let ratio = measure.ratio.map { format($0, 3) } ?? "n/a"
+                    table.add([measure.name, ratio, "", "none", "", "no baseline"])
+                    continue
+                }
+                let recorded = format(floor * 2, 3)
+                guard let ratio = measure.ratio else {
+                    table.add([measure.name, "n/a", "", recorded, format(floor, 3), "skipped (no reference)"])
+                    continue
+                }
+                if ratio.isFinite && ratio >= floor {
+                    table.add([measure.name, format(ratio, 3), "", recorded, format(floor, 3), "ok"])
+                    continue
+                }
+                let again = second?.first { $0.name == measure.name }?.ratio
+                let holds = again.map { $0.isFinite && $0 >= floor } ?? false
+                if !holds { passed = false }
+                let shown = again.map { format($0, 3) } ?? "n/a"
+                table.add([measure.name, format(ratio, 3), shown, recorded, format(floor, 3), holds ? "ok" : "FAIL"])
+            }
         }
         table.print()
         return passed

@@ -422,6 +422,32 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         let leftover = try await idle.exchange([]) { received, _, _ in received }
         #expect(leftover.closed && leftover.frames.isEmpty)
     }
+
+    /// Cancelling the agent's task (not a graceful shutdown) while clients are connecting: connections the accept
+    /// loop had not taken yet are closed by the agent, not dropped. Before, a dropped one stopped the process ("Deinited
+    /// NIOAsyncWriter without calling finish()", swift-nio #2813): NIO hands each accepted connection to the loop
+    /// through a buffer that a cancelled loop throws away.
+    @Test func cancellingTheAgentWhileClientsConnectClosesEveryConnection() async throws {
+        for _ in 0..<5 {
+            let agent = try await RunningAgent()
+            var clients: [Int32] = []
+            // A plain `connect`, which the kernel completes against the listen backlog before the agent accepts.
+            for _ in 0..<48 {
+                clients.append(try #require(try AgentSocket.connect(agent.socket)))
+            }
+            agent.serving.cancel()
+            _ = await agent.serving.result
+            // Every connection was closed by the time `run()` returned: the agent's end reads as closed at once.
+            for client in clients {
+                var byte: UInt8 = 0
+                let count = recv(client, &byte, 1, Int32(MSG_DONTWAIT))
+                let code = errno
+                let ended = count == 0 || (count < 0 && code == ECONNRESET)
+                #expect(ended, "a connection is still open after the agent stopped (recv \(count), errno \(code))")
+                close(client)
+            }
+        }
+    }
 }
 
 extension AgentEvent {
