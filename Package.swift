@@ -388,7 +388,7 @@ let package = Package(
             name: "CofferOutboxTests",
             dependencies: [
                 "CofferOutbox", "CofferSMTP", "CofferIMAP", "CofferStore", "CofferMIME", "CofferTransport",
-                "CofferKeymaker", "CofferCrypto", "CofferTesting",
+                "CofferKeymaker", "CofferCrypto", "CofferTesting", "CofferSampleMail",
             ]
         ),
         .testTarget(

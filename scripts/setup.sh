@@ -7,6 +7,8 @@ dpkg -s libsqlite3-dev >/dev/null 2>&1 || need+=(libsqlite3-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v setsid >/dev/null 2>&1 || need+=(util-linux)
+# gdb: the ThreadSanitizer stage of scripts/test.sh prints every thread's stack of a run that does not end.
+command -v gdb >/dev/null 2>&1 || need+=(gdb)
 # The private Dovecot of the transport and IMAP tests (Tests/servers/dovecot.py): IMAPS and LMTP on loopback.
 dpkg -s dovecot-imapd >/dev/null 2>&1 || need+=(dovecot-imapd)
 dpkg -s dovecot-lmtpd >/dev/null 2>&1 || need+=(dovecot-lmtpd)

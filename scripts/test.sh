@@ -56,24 +56,61 @@ bash Fuzz/mime.sh 45
 # ThreadSanitizer over the concurrency suites (keychain, keymaker, containers, agent). The agent tests run a
 # TSan-built `coffer`, whose reports go to files: any report fails the run.
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-# The run takes about three minutes. Once (session 18) its process did not exit after every test had passed, with
-# every thread idle (undiagnosed; CONTRIBUTING, "ThreadSanitizer"): the run is bounded, and a run killed after its
-# passing summary line is reported as such, not as a failure; without that line it fails.
+# The run takes about three minutes, and is bounded at ten. Twice a run did not end: once (session 18) after every
+# test had passed, every thread idle; once (session 20's landing run) in the middle, its output cut off. A run past
+# the bound gets, before it is killed, a stack of every thread of each of its processes (the test process and any
+# `coffer` it started), then the tests that had started and not ended (CONTRIBUTING, "ThreadSanitizer"). A run
+# killed after its passing summary line is reported as a hang at exit, not as a failure; without that line it fails.
 tsan_logs="$(mktemp -d)"
-set +e
 COFFER_BIN="$PWD/.build-tsan/debug/coffer" TSAN_OPTIONS="log_path=$tsan_logs/tsan halt_on_error=0" \
-  timeout --kill-after=30 1200 swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
-  --filter 'CofferKeychainTests|CofferKeymakerTests|CofferAppTests|AgentTests' >"$tsan_logs/run.txt" 2>&1
+  swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
+  --filter 'CofferKeychainTests|CofferKeymakerTests|CofferAppTests|AgentTests' >"$tsan_logs/run.txt" 2>&1 &
+tsan_pid=$!
+tsan_waited=0
+while kill -0 "$tsan_pid" 2>/dev/null && [ "$tsan_waited" -lt 600 ]; do
+  sleep 5
+  tsan_waited=$((tsan_waited + 5))
+done
+tsan_hung=0
+if kill -0 "$tsan_pid" 2>/dev/null; then
+  tsan_hung=1
+  for pid in $(pgrep -f "$PWD/.build-tsan/debug/"); do
+    echo "== process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-300)"
+    timeout 120 gdb -p "$pid" -batch -ex 'thread apply all bt 25' 2>&1 | grep -E '^(Thread|#)' | cut -c1-220
+  done >"$tsan_logs/stacks.txt" 2>&1
+  # The test processes first: `swift test` then passes on all they printed, and ends.
+  pkill -KILL -f "$PWD/.build-tsan/debug/" || true
+  sleep 10
+  kill "$tsan_pid" 2>/dev/null || true
+fi
+set +e
+wait "$tsan_pid"
 tsan_status=$?
 set -e
 cat "$tsan_logs/run.txt"
-if [ "$tsan_status" = 124 ] || [ "$tsan_status" = 137 ]; then
-  pkill -KILL -f "$PWD/.build-tsan/debug/" || true
+if [ "$tsan_hung" = 1 ]; then
+  echo "tsan: the stacks of every thread of the run's processes, at ten minutes:"
+  head -c 400000 "$tsan_logs/stacks.txt"
+  echo "tsan: tests started and not ended:"
+  python3 - "$tsan_logs/run.txt" <<'PY'
+import re, sys
+started, ended = [], set()
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    m = re.match(r"◇ (Test|Suite) (.+?) started", line)
+    if m:
+        started.append(m.group(2))
+    m = re.match(r"[✔✘] (Test|Suite) (\S+)", line)
+    if m:
+        ended.add(m.group(2))
+for name in started:
+    if name.split(" ")[0] not in ended:
+        print("  " + name)
+PY
   if ! grep -qE '✔ Test run with [0-9]+ tests? .*passed' "$tsan_logs/run.txt"; then
-    echo "tsan: the run did not finish within 20 minutes"
+    echo "tsan: the run did not finish within 10 minutes"
     exit 1
   fi
-  echo "tsan: every test passed, but the test process did not exit within 20 minutes and was killed (a hang at exit)"
+  echo "tsan: every test passed, but the test process did not exit within 10 minutes and was killed (a hang at exit)"
 elif [ "$tsan_status" != 0 ]; then
   echo "tsan: the run failed (status $tsan_status)"
   exit 1

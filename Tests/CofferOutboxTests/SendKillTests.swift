@@ -1,3 +1,4 @@
+import CofferSampleMail
 import CofferTesting
 import Foundation
 import Testing
@@ -33,7 +34,7 @@ import Glibc
         let seed =
             ProcessInfo.processInfo.environment["COFFER_KILL_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 1...UInt64.max)
-        var random = SplitMix64(seed: seed)
+        var random = SplitMix(seed: seed)
         let token = String(random.next() & 0xFFFF_FFFF, radix: 16)
         print("SendKillTests: seed \(seed) (COFFER_KILL_SEED=\(seed) repeats these kill delays), canary token \(token)")
 
@@ -240,7 +241,7 @@ import Glibc
     }
 
     /// Message `index`: a subject, a body and a small attachment, each with its own canary.
-    static func letter(_ index: Int, token: String, random: inout SplitMix64) -> Letter {
+    static func letter(_ index: Int, token: String, random: inout SplitMix) -> Letter {
         let number = index < 10 ? "0\(index)" : "\(index)"
         let subjectCanary = "SubjCanary\(token)N\(number)"
         let bodyCanary = "BodyCanary\(token)N\(number)"
@@ -320,20 +321,5 @@ import Glibc
             }
         }
         return counts
-    }
-}
-
-/// A seeded generator (SplitMix64), so a run's kill delays and canaries repeat from its printed seed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
