@@ -56,11 +56,10 @@ bash Fuzz/mime.sh 45
 # ThreadSanitizer over the concurrency suites (keychain, keymaker, containers, agent). The agent tests run a
 # TSan-built `coffer`, whose reports go to files: any report fails the run.
 swift build --build-tests --sanitize=thread --scratch-path .build-tsan
-# The run takes about three minutes, and is bounded at ten. Twice a run did not end: once (session 18) after every
-# test had passed, every thread idle; once (session 20's landing run) in the middle, its output cut off. A run past
-# the bound gets, before it is killed, a stack of every thread of each of its processes (the test process and any
-# `coffer` it started), then the tests that had started and not ended (CONTRIBUTING, "ThreadSanitizer"). A run
-# killed after its passing summary line is reported as a hang at exit, not as a failure; without that line it fails.
+# The run takes about three minutes, and is bounded at ten. A run past the bound gets, before it is killed, a stack
+# of every thread of each of its processes (the test process, found by its path under .build-tsan, and any `coffer` it
+# started), then the tests that had started and not ended (CONTRIBUTING, "ThreadSanitizer"). A run killed after its
+# passing summary line is reported as a hang at exit, not as a failure; without that line it fails.
 tsan_logs="$(mktemp -d)"
 COFFER_BIN="$PWD/.build-tsan/debug/coffer" TSAN_OPTIONS="log_path=$tsan_logs/tsan halt_on_error=0" \
   swift test --skip-build --sanitize=thread --scratch-path .build-tsan \
@@ -74,12 +73,12 @@ done
 tsan_hung=0
 if kill -0 "$tsan_pid" 2>/dev/null; then
   tsan_hung=1
-  for pid in $(pgrep -f "$PWD/.build-tsan/debug/"); do
-    echo "== process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-300)"
+  for pid in $(pgrep -f "$PWD/.build-tsan/"); do
+    echo "== process $pid: $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-300)"
     timeout 120 gdb -p "$pid" -batch -ex 'thread apply all bt 25' 2>&1 | grep -E '^(Thread|#)' | cut -c1-220
   done >"$tsan_logs/stacks.txt" 2>&1
   # The test processes first: `swift test` then passes on all they printed, and ends.
-  pkill -KILL -f "$PWD/.build-tsan/debug/" || true
+  pkill -KILL -f "$PWD/.build-tsan/" || true
   sleep 10
   kill "$tsan_pid" 2>/dev/null || true
 fi
@@ -97,7 +96,7 @@ import re, sys
 started, ended = [], set()
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     m = re.match(r"◇ (Test|Suite) (.+?) started", line)
-    if m:
+    if m and not m.group(2).startswith("case ") and m.group(2) != "run":
         started.append(m.group(2))
     m = re.match(r"[✔✘] (Test|Suite) (\S+)", line)
     if m:

@@ -423,21 +423,36 @@ func secureElementUnlock(_ account: String) throws -> [UInt8] {
         #expect(leftover.closed && leftover.frames.isEmpty)
     }
 
-    /// Cancelling the agent's task (not a graceful shutdown) while clients are connecting: connections the accept
-    /// loop had not taken yet are closed by the agent, not dropped. Before, a dropped one stopped the process ("Deinited
-    /// NIOAsyncWriter without calling finish()", swift-nio #2813): NIO hands each accepted connection to the loop
-    /// through a buffer that a cancelled loop throws away.
-    @Test func cancellingTheAgentWhileClientsConnectClosesEveryConnection() async throws {
-        for _ in 0..<5 {
+    /// How a test ends the agent.
+    enum Ending: Sendable, CaseIterable {
+        /// SIGTERM's path: graceful shutdown.
+        case gracefulShutdown
+        /// Its task cancelled.
+        case cancellation
+    }
+
+    /// Ending the agent while clients are connecting: every connection, even one the accept loop never took, is
+    /// closed by the time `run()` returns. NIO hands each accepted connection to the loop through a buffer (swift-nio
+    /// #2813). Before, a cancelled loop threw that buffer away, and a connection still being set up when the
+    /// listening socket closed was dropped: either stopped the process ("Deinited NIOAsyncWriter without calling
+    /// finish()"), or, when the dropped connection was never activated, left it open with its client waiting forever
+    /// (the ThreadSanitizer stage's hang in `shutdownEndsIdleConnectionsAndZeroesTheKeys`).
+    @Test(arguments: Ending.allCases)
+    func endingTheAgentWhileClientsConnectClosesEveryConnection(_ ending: Ending) async throws {
+        for _ in 0..<20 {
             let agent = try await RunningAgent()
             var clients: [Int32] = []
             // A plain `connect`, which the kernel completes against the listen backlog before the agent accepts.
-            for _ in 0..<48 {
+            for _ in 0..<16 {
                 clients.append(try #require(try AgentSocket.connect(agent.socket)))
             }
-            agent.serving.cancel()
-            _ = await agent.serving.result
-            // Every connection was closed by the time `run()` returned: the agent's end reads as closed at once.
+            switch ending {
+            case .gracefulShutdown: try await agent.stop()
+            case .cancellation:
+                agent.serving.cancel()
+                _ = await agent.serving.result
+            }
+            // The agent's end of each connection reads as closed at once.
             for client in clients {
                 var byte: UInt8 = 0
                 let count = recv(client, &byte, 1, Int32(MSG_DONTWAIT))
