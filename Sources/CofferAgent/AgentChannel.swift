@@ -377,14 +377,15 @@ enum AcceptedConnection: Sendable {
     private typealias PeerCredentialBytes = (Int32, UInt32, UInt32)
 }
 
-/// The connections accepted and not yet taken by the agent's accept loop, from the moment NIO hands one to the child
-/// channel initializer until the loop takes it (or it closes).
+/// The connections accepted and not yet taken by the agent's accept loop, from the moment the listening channel reads
+/// one (``Arrivals``) until the loop takes it, or it closes.
 ///
-/// NIO hands each accepted connection to the loop through the listening channel's buffer, and a loop that is
-/// cancelled throws that buffer away: a connection dropped there, its writer never finished, stops the process
-/// ("Deinited NIOAsyncWriter without calling finish()", swift-nio #2813), and one still in its initializer when the
-/// listening channel closes is never handed over at all. So each is held here, and when the loop ends, ``close()``
-/// hands over the rest for the agent to close before it returns.
+/// NIO hands each accepted connection to the loop through the listening channel's buffer (swift-nio #2813). A loop
+/// that is cancelled throws that buffer away, and a connection dropped there, its writer never finished, stops the
+/// process ("Deinited NIOAsyncWriter without calling finish()"). A connection still in its initializer when the
+/// listening channel closes is never handed over at all, and, never activated, stays open with its client waiting.
+/// So each is held here, and when the loop ends, ``close()`` hands over the rest for the agent to close before it
+/// returns.
 final class UntakenConnections: Sendable {
     /// One connection held.
     enum Held: Sendable {

@@ -149,8 +149,9 @@ public final class AgentServer: Service, Sendable {
                     await registry.enteredBackground()
                 }
             }
-            // Graceful shutdown closes the listening channel, which ends the sequence after the connections
-            // already accepted: each still gets its task (cancelled below), so each is closed by its owner.
+            // Graceful shutdown closes the listening channel, which ends the sequence after the connections handed
+            // over: each gets its task (cancelled below), which closes it. Those accepted and not handed over (still
+            // being set up, or dropped by a cancelled loop) are closed from `untaken`.
             let accepting: Result<Void, any Error>
             do {
                 try await withGracefulShutdownHandler {
@@ -166,7 +167,7 @@ public final class AgentServer: Service, Sendable {
             } catch {
                 accepting = .failure(error)
             }
-            // A cancelled loop leaves connections it never took (see ``UntakenConnections``): each is closed here.
+            // Connections accepted and never taken (see ``UntakenConnections``) are closed here.
             for connection in untaken.close() {
                 switch connection {
                 case .arriving(let channel): try? await channel.close()
