@@ -75,7 +75,8 @@ if kill -0 "$tsan_pid" 2>/dev/null; then
   tsan_hung=1
   for pid in $(pgrep -f "$PWD/.build-tsan/"); do
     echo "== process $pid: $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-300)"
-    timeout 120 gdb -p "$pid" -batch -ex 'thread apply all bt 25' 2>&1 | grep -E '^(Thread|#)' | cut -c1-220
+    # `|| true`: under pipefail, a process that ended meanwhile (no stack to print) must not stop the script.
+    timeout 120 gdb -p "$pid" -batch -ex 'thread apply all bt 25' 2>&1 | grep -E '^(Thread|#)' | cut -c1-220 || true
   done >"$tsan_logs/stacks.txt" 2>&1
   # The test processes first: `swift test` then passes on all they printed, and ends.
   pkill -KILL -f "$PWD/.build-tsan/" || true

@@ -70,37 +70,37 @@ enum CheckBench {
                 + "in two runs",
             ["measure", "ratio", "second run", "baseline", "floor", "result"]
         )
+        // The baseline of a measure for this build; a ratio holds at half of it or above.
+        func baseline(_ name: String) -> Double? { baselines[name].map { isDebugBuild ? $0.debug : $0.release } }
+        func holds(_ ratio: Double, _ recorded: Double) -> Bool { ratio.isFinite && ratio >= recorded / 2 }
         var passed = true
         for group in groups {
             let first = try await group()
-            let floors = first.map { measure in
-                baselines[measure.name].map { (isDebugBuild ? $0.debug : $0.release) / 2 }
+            let anyBelow = first.contains { measure in
+                guard let ratio = measure.ratio, let recorded = baseline(measure.name) else { return false }
+                return !holds(ratio, recorded)
             }
-            let below = zip(first, floors).contains { measure, floor in
-                guard let floor, let ratio = measure.ratio else { return false }
-                return !(ratio.isFinite && ratio >= floor)
-            }
-            let second = below ? try await group() : nil
-            for (index, measure) in first.enumerated() {
-                guard let floor = floors[index] else {
-                    let ratio = measure.ratio.map { format($0, 3) } ?? "n/a"
-                    table.add([measure.name, ratio, "", "none", "", "no baseline"])
+            let second = anyBelow ? try await group() : nil
+            for measure in first {
+                let shown = measure.ratio.map { format($0, 3) } ?? "n/a"
+                guard let recorded = baseline(measure.name) else {
+                    table.add([measure.name, shown, "", "none", "", "no baseline"])
                     continue
                 }
-                let recorded = format(floor * 2, 3)
+                let columns = [format(recorded, 3), format(recorded / 2, 3)]
                 guard let ratio = measure.ratio else {
-                    table.add([measure.name, "n/a", "", recorded, format(floor, 3), "skipped (no reference)"])
+                    table.add([measure.name, shown, ""] + columns + ["skipped (no reference)"])
                     continue
                 }
-                if ratio.isFinite && ratio >= floor {
-                    table.add([measure.name, format(ratio, 3), "", recorded, format(floor, 3), "ok"])
+                if holds(ratio, recorded) {
+                    table.add([measure.name, shown, ""] + columns + ["ok"])
                     continue
                 }
                 let again = second?.first { $0.name == measure.name }?.ratio
-                let holds = again.map { $0.isFinite && $0 >= floor } ?? false
-                if !holds { passed = false }
-                let shown = again.map { format($0, 3) } ?? "n/a"
-                table.add([measure.name, format(ratio, 3), shown, recorded, format(floor, 3), holds ? "ok" : "FAIL"])
+                let heldAgain = again.map { holds($0, recorded) } ?? false
+                if !heldAgain { passed = false }
+                let againShown = again.map { format($0, 3) } ?? "n/a"
+                table.add([measure.name, shown, againShown] + columns + [heldAgain ? "ok" : "FAIL"])
             }
         }
         table.print()
