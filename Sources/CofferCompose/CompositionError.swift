@@ -78,21 +78,6 @@ public enum CompositionError: Error, Sendable, Equatable, CustomStringConvertibl
         }
     }
 
-    /// `text` quoted, with anything but printable ASCII escaped and the length capped, so it cannot write control
-    /// sequences to a terminal or a log.
-    static func shown(_ text: String) -> String {
-        var result = "\""
-        for (count, scalar) in text.unicodeScalars.enumerated() {
-            if count == 64 {
-                result += "..."
-                break
-            }
-            if scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "\"" && scalar != "\\" {
-                result.unicodeScalars.append(scalar)
-            } else {
-                result += "\\u{\(String(scalar.value, radix: 16))}"
-            }
-        }
-        return result + "\""
-    }
+    /// `text` quoted for a terminal (``ComposeError/shown(_:limit:)``), up to 64 characters.
+    static func shown(_ text: String) -> String { ComposeError.shown(text, limit: 64) }
 }

@@ -162,12 +162,13 @@ public enum ComposeError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// A parameter name from a link, quoted, with anything but printable ASCII escaped and the length capped, so a
-    /// hostile name cannot write control sequences into a terminal or a log.
-    static func shown(_ name: String) -> String {
+    /// `text` (a name from a link, a field name, a program) quoted, with anything but printable ASCII escaped and
+    /// the length capped at `limit` characters, so hostile text cannot write control sequences into a terminal or a
+    /// log. The one quoting of the compose errors, ``ComposeError`` and CofferCompose's.
+    package static func shown(_ text: String, limit: Int = 32) -> String {
         var result = "\""
-        for (count, scalar) in name.unicodeScalars.enumerated() {
-            if count == 32 {
+        for (count, scalar) in text.unicodeScalars.enumerated() {
+            if count == limit {
                 result += "..."
                 break
             }
