@@ -78,7 +78,10 @@ let package = Package(
         .target(name: "CofferBlocking", dependencies: [locks, .product(name: "NIOPosix", package: "swift-nio")]),
         .target(name: "CofferKeychain", dependencies: [locks, "CofferCrypto"]),
         .target(name: "CofferKeymaker", dependencies: ["CofferBlocking", locks, "CofferCrypto", "CofferKeychain"]),
-        .target(name: "CofferTesting", dependencies: [locks, "CofferCrypto", "CofferKeychain", "CofferKeymaker"]),
+        .target(
+            name: "CofferTesting",
+            dependencies: [locks, "CofferBlocking", "CofferCrypto", "CofferKeychain", "CofferKeymaker"]
+        ),
         // Pure Swift, no dependencies: the WHATWG HTML5 parser and serializer.
         .target(name: "CofferHTML"),
         // Pure Swift, Foundation and the lock only: RFC 5322 / MIME parsing, mbox and Maildir readers.

@@ -62,7 +62,7 @@ start_notify
 PORT=$NOTIFY_PORT
 kill "$NOTIFY_PID" && wait "$NOTIFY_PID" 2>/dev/null || true
 SECRET=$(cat "$ROOT/notify/event-secret")
-DOVECOT=$(python3 Tests/servers/dovecot.py start --dir "$ROOT/dovecot" --cert "$ROOT/certs/a-chain.pem" \
+DOVECOT=$(python3 Tests/servers/dovecot.py start --dir "$ROOT/dovecot" --owner $$ --cert "$ROOT/certs/a-chain.pem" \
   --key "$ROOT/certs/a.key" --user-pass alice:alice-tour-password \
   --push-url "http://dovecot:$SECRET@127.0.0.1:$PORT/v1/events/dovecot" | tail -1)
 IMAPS=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["imaps_port"])' "$DOVECOT")

@@ -66,7 +66,7 @@ public enum ChildProcess {
     /// - Throws: ``Failure`` when the program cannot be started.
     public static func runOnTerminal(_ executable: String, arguments: [String]) async throws(Failure) -> Int32 {
         let outcome: Result<Int32, Failure> = await BlockingPool.run {
-            guard let pid = spawnInOwnGroup(executable, arguments: arguments) else {
+            guard let pid = spawn(executable, arguments: arguments) else {
                 return .failure(Failure(executable: executable))
             }
             var status: Int32 = 0
@@ -79,8 +79,10 @@ public enum ChildProcess {
         return try outcome.get()
     }
 
-    /// `posix_spawn` without `POSIX_SPAWN_SETPGROUP`; `nil` when it fails.
-    private static func spawnInOwnGroup(_ executable: String, arguments: [String]) -> pid_t? {
+    /// Starts `executable` with `posix_spawn` in the caller's process group (no `POSIX_SPAWN_SETPGROUP`), with
+    /// default signal actions, no signal blocked and no descriptor above 2; the caller waits for it (`waitpid`).
+    /// `nil` when it cannot start.
+    public static func spawn(_ executable: String, arguments: [String]) -> pid_t? {
         var actions = posix_spawn_file_actions_t()
         var attributes = posix_spawnattr_t()
         guard posix_spawn_file_actions_init(&actions) == 0 else { return nil }

@@ -31,13 +31,19 @@ extension TestServers {
         /// The Dovecot master process.
         public let pid: Int32
 
-        /// Makes certificates and starts Dovecot with submission and its relay.
+        /// Makes certificates and starts Dovecot with submission and its relay; the harness stops both once process
+        /// `owner` (this one unless told) has ended.
         ///
         /// - Parameters:
         ///   - maxSize: Dovecot's `submission_max_mail_size` (0: no limit), advertised as SIZE.
         ///   - rejectSubject: The relay refuses at the end of DATA (550 5.7.1) a message whose Subject holds this.
+        ///   - owner: The process whose end stops both servers.
         /// - Throws: ``TestSetupError`` with the harness's output when it cannot start (run scripts/setup.sh).
-        public static func start(maxSize: Int = 0, rejectSubject: String? = nil) throws -> SubmissionDovecot {
+        public static func start(
+            maxSize: Int = 0,
+            rejectSubject: String? = nil,
+            owner: Int32 = ProcessInfo.processInfo.processIdentifier
+        ) throws -> SubmissionDovecot {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "coffer-submission-\(UUID().uuidString)"
             )
@@ -52,6 +58,7 @@ extension TestServers {
                     "/usr/bin/env", "python3", Dovecot.harness, "start", "--dir", dir, "--cert", "\(certs)/a-chain.pem",
                     "--key", "\(certs)/a.key", "--user-pass", "\(sender.user):\(sender.password)", "--user-pass",
                     "\(recipient.user):\(recipient.password)", "--submission", "--submission-max-size", "\(maxSize)",
+                    "--owner", "\(owner)",
                 ] + (rejectSubject.map { ["--reject-subject", $0] } ?? [])
             )
             guard result.code == 0, let line = result.output.split(separator: "\n").last,

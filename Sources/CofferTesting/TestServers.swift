@@ -1,3 +1,4 @@
+import CofferBlocking
 import Foundation
 
 /// Why a test's set-up (a server, certificates) failed; the test fails with this sentence, it never skips.
@@ -30,6 +31,42 @@ public enum TestServers {
     public static let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
+    /// Whether process `pid` has ended (a zombie that no init reaps counts as ended).
+    public static func hasEnded(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let state = stat.split(separator: ")").last?.split(separator: " ").first
+        else { return true }
+        return state == "Z"
+    }
+
+    /// A process that only waits to be killed (`sleep`): a stand-in for the test process as the owner of a test
+    /// server. Started by ``ChildProcess/spawn(_:arguments:)``, so that it holds none of this process's sockets or
+    /// pipes (Foundation's `Process` passes them on, and a long-lived child would keep other tests' connections open).
+    public static func standInOwner() throws -> pid_t {
+        guard let pid = ChildProcess.spawn("/bin/sleep", arguments: ["600"]) else {
+            throw TestSetupError(reason: "could not start /bin/sleep as a stand-in owner")
+        }
+        return pid
+    }
+
+    /// Runs `body`, which blocks (a server's start runs its harness to the end), on a thread of ``BlockingPool``:
+    /// a test that waits for it holds none of the cooperative pool's threads, which every other test shares.
+    public static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await BlockingPool.run(body)
+    }
+
+    /// Kills a stand-in owner, then waits until every one of `pids` has ended, for a minute at most (a bound that
+    /// only ends a failing test).
+    public static func end(owner: pid_t, thenAwait pids: [Int32]) async {
+        kill(owner, SIGKILL)
+        var status: Int32 = 0
+        _ = waitpid(owner, &status, 0)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !pids.allSatisfy(hasEnded) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// Makes the test CA, certificates A and B, the rogue CA and the backup key for `name` in `folder`.
     public static func makeCertificates(in folder: String, name: String) throws {
         let script = repoRoot.appendingPathComponent("Tests/servers/make_certs.sh").path
@@ -51,18 +88,22 @@ public enum TestServers {
         static var harness: String { repoRoot.appendingPathComponent("Tests/servers/dovecot.py").path }
 
         /// Starts Dovecot in `dir` serving `certificate`/`key`, with `users` as `name:password`; with `pushURL`, its
-        /// push_notification plugin (ox driver) posts new-mail events there.
+        /// push_notification plugin (ox driver) posts new-mail events there. The harness stops it once process
+        /// `owner` (this one unless told) has ended, so that a killed test run leaves no server behind.
         /// - Throws: ``TestSetupError`` with the harness's output when it cannot start (run scripts/setup.sh).
         public static func start(
             dir: String,
             certificate: String,
             key: String,
             users: [String],
-            pushURL: String? = nil
+            pushURL: String? = nil,
+            owner: Int32 = ProcessInfo.processInfo.processIdentifier
         ) throws -> Dovecot {
             let result = try runCommand(
-                ["/usr/bin/env", "python3", harness, "start", "--dir", dir, "--cert", certificate, "--key", key]
-                    + users.flatMap { ["--user-pass", $0] } + (pushURL.map { ["--push-url", $0] } ?? [])
+                [
+                    "/usr/bin/env", "python3", harness, "start", "--dir", dir, "--cert", certificate, "--key", key,
+                    "--owner", "\(owner)",
+                ] + users.flatMap { ["--user-pass", $0] } + (pushURL.map { ["--push-url", $0] } ?? [])
             )
             guard result.code == 0, let line = result.output.split(separator: "\n").last,
                 let info = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],

@@ -293,3 +293,22 @@ import Testing
         #expect(digest == sent)
     }
 }
+
+/// The relay's side of `DovecotServerOwnerTests`, run on its own by `scripts/test.sh` for the same reason.
+@Suite struct SubmissionServerOwnerTests {
+    /// A killed test run cannot stop its servers: the harness's watcher stops the relay Postfix and Dovecot once
+    /// the process that started them has ended (a stand-in owner, killed here).
+    @Test func bothServersStopOnceTheProcessThatStartedThemHasEnded() async throws {
+        let owner = try TestServers.standInOwner()
+        let server = try await TestServers.blocking { try LiveSubmission.start(owner: owner) }
+        defer { server.stop() }
+        let pidFile = "\(server.dir)/relay/spool/pid/master.pid"
+        let relay = try #require(
+            Int32(try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        )
+        #expect(!TestServers.hasEnded(server.pid) && !TestServers.hasEnded(relay), "Dovecot or its relay did not run")
+        await TestServers.end(owner: owner, thenAwait: [server.pid, relay])
+        #expect(TestServers.hasEnded(server.pid), "Dovecot still runs after its owner ended")
+        #expect(TestServers.hasEnded(relay), "the relay Postfix still runs after its owner ended")
+    }
+}

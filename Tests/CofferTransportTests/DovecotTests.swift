@@ -64,3 +64,34 @@ import Testing
         }
     }
 }
+
+/// A test run or bench that is killed cannot stop its servers: the harness's watcher does. Run on its own by
+/// `scripts/test.sh` (with the relay's, `SubmissionServerOwnerTests`): the network suites start about thirty servers at
+/// once, and two more starts in that burst made other tests' connections time out.
+@Suite struct DovecotServerOwnerTests {
+    let pki: TestPKI
+
+    init() throws { pki = try TestPKI.get() }
+
+    /// A test run or bench that is killed cannot stop its servers: the harness's watcher does, once the process that
+    /// started them has ended. Here a stand-in owner (a `sleep`) is killed; the server's master must end.
+    @Test func theServerStopsOnceTheProcessThatStartedItHasEnded() async throws {
+        let owner = try TestServers.standInOwner()
+        let (dir, certificate, key) = (
+            "\(pki.dir)/dovecot-\(UUID().uuidString.prefix(8))", pki.path("a-chain.pem"), pki.path("a.key")
+        )
+        let server = try await TestServers.blocking {
+            try TestServers.Dovecot.start(
+                dir: dir,
+                certificate: certificate,
+                key: key,
+                users: ["alice:alice-test-password"],
+                owner: owner
+            )
+        }
+        defer { server.stop() }
+        #expect(!TestServers.hasEnded(server.pid), "Dovecot did not run")
+        await TestServers.end(owner: owner, thenAwait: [server.pid])
+        #expect(TestServers.hasEnded(server.pid), "Dovecot still runs after its owner ended")
+    }
+}

@@ -13,6 +13,9 @@ unprivileged user (nobody, or --user) and every Dovecot process keeps that user:
       (AUTH against the same users; "submission_port": STARTTLS, "submissions_port": implicit TLS) relaying through a
       private Postfix ("relay_port", Tests/servers/postfix.py, needs root) that delivers back into this Dovecot over
       LMTP, so a message sent to NAME@coffer.test lands in NAME's INBOX; other recipients are refused at RCPT TO.
+      With --owner PID: a watcher (`dovecot.py watch`, in its own session) stops the server, and its relay, once
+      process PID has ended, so that a test run or bench that is killed leaves no server behind; it ends by itself
+      when the server is stopped otherwise.
   dovecot.py stop    --dir DIR                          stops it (SIGTERM, then SIGKILL) and waits.
   dovecot.py deliver --dir DIR --to NAME [--file MESSAGE]  delivers a message (stdin or file) over LMTP.
   dovecot.py fetch   --dir DIR --user-pass NAME:PASSWORD --ca CA.pem [--name HOST]
@@ -24,6 +27,7 @@ import imaplib
 import json
 import os
 import pwd
+import select
 import shutil
 import signal
 import smtplib
@@ -290,6 +294,12 @@ def start(a):
         info.update(submission_port=submission_port, submissions_port=submissions_port, relay_port=relay_port)
     with open(os.path.join(d, "server.json"), "w", encoding="utf-8") as f:
         json.dump(info, f)
+    if getattr(a, "owner", None):
+        # Its own session, and none of this process's output: the caller reads that to its end.
+        subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "watch", "--dir", d, "--owner", str(a.owner)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
     print(json.dumps(info), flush=True)
     return info
 
@@ -314,6 +324,33 @@ def stop(a):
     if "relay_port" in info:
         postfix.stop(os.path.join(info["dir"], "relay"))
     stop_pid(info["pid"])
+
+
+def watch(a):
+    """Waits for the owner or the server to end; when the owner ends first, stops the relay and the server.
+
+    Both are held by pidfds, so a pid used again by another process after one of them ended is never signalled.
+    """
+    info = load(a.dir)
+    try:
+        server = os.pidfd_open(info["pid"])
+    except ProcessLookupError:
+        return
+    try:
+        owner = os.pidfd_open(a.owner)
+        ended, _, _ = select.select([owner, server], [], [])
+    except ProcessLookupError:
+        ended = []
+    if server in ended:
+        return
+    if "relay_port" in info:
+        postfix.stop(os.path.join(info["dir"], "relay"))
+    try:
+        signal.pidfd_send_signal(server, signal.SIGTERM)
+        if not select.select([server], [], [], 10)[0]:
+            signal.pidfd_send_signal(server, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def stop_pid(pid):
@@ -394,7 +431,7 @@ def selftest(a):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["start", "stop", "deliver", "fetch", "selftest"])
+    p.add_argument("command", choices=["start", "stop", "deliver", "fetch", "selftest", "watch"])
     p.add_argument("--dir", required=True)
     p.add_argument("--cert")
     p.add_argument("--key")
@@ -408,6 +445,7 @@ def main():
     p.add_argument("--submission-max-size", type=int, default=0, help="submission_max_mail_size in bytes (0: none)")
     p.add_argument("--reject-subject", help="the relay refuses, at the end of DATA, a message whose Subject has this")
     p.add_argument("--run-as", default="nobody")
+    p.add_argument("--owner", type=int, help="stop the server once this process has ended (start, watch)")
     p.add_argument("--to")
     p.add_argument("--file")
     a = p.parse_args()
@@ -419,6 +457,10 @@ def main():
         start(a)
     elif a.command == "stop":
         stop(a)
+    elif a.command == "watch":
+        if not a.owner:
+            fail("watch needs --owner")
+        watch(a)
     elif a.command == "deliver":
         if not a.to:
             fail("deliver needs --to")
