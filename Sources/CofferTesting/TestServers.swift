@@ -24,6 +24,19 @@ public func runCommand(_ arguments: [String]) throws -> (code: Int32, output: St
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }
 
+/// Reads `handle` to its end on a thread of its own, handing each chunk to `each` as it comes: a blocking read
+/// loop, not `FileHandle.readabilityHandler`, whose dispatch read source can crash libdispatch's event loop as it is
+/// torn down (swift-corelibs-libdispatch #949; it stopped `coffer-bench --check` once, as its agent ended).
+public func drain(_ handle: FileHandle, into each: @escaping @Sendable (Data) -> Void) {
+    Thread {
+        while true {
+            let data = handle.availableData
+            if data.isEmpty { return }
+            each(data)
+        }
+    }.start()
+}
+
 /// The repository's test servers (`Tests/servers/`): certificates from `make_certs.sh` and a private loopback Dovecot
 /// from `dovecot.py`.
 public enum TestServers {

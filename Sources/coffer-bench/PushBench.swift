@@ -227,11 +227,8 @@ final class Background: Sendable {
             process.standardOutput = FileHandle.nullDevice
         }
         let log = self.log
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil } else { log.append(data) }
-        }
         try process.run()
+        drain(pipe.fileHandleForReading) { log.append($0) }
         self.process = process
     }
 

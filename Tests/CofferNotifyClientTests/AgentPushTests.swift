@@ -19,12 +19,7 @@ final class LogCollector: @unchecked Sendable {
     private var text = ""
 
     func attach(_ pipe: Pipe) {
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            guard !data.isEmpty else {
-                handle.readabilityHandler = nil
-                return
-            }
+        drain(pipe.fileHandleForReading) { [weak self] data in
             self?.lock.withLock { self?.text += String(decoding: data, as: UTF8.self) }
         }
     }
