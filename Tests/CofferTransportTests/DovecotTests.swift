@@ -73,8 +73,7 @@ import Testing
 
     init() throws { pki = try TestPKI.get() }
 
-    /// A test run or bench that is killed cannot stop its servers: the harness's watcher does, once the process that
-    /// started them has ended. Here a stand-in owner (a `sleep`) is killed; the server's master must end.
+    /// A stand-in owner (a `sleep`) is killed; the server's master must end.
     @Test func theServerStopsOnceTheProcessThatStartedItHasEnded() async throws {
         let owner = try TestServers.standInOwner()
         let (dir, certificate, key) = (

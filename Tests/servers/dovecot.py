@@ -294,7 +294,7 @@ def start(a):
         info.update(submission_port=submission_port, submissions_port=submissions_port, relay_port=relay_port)
     with open(os.path.join(d, "server.json"), "w", encoding="utf-8") as f:
         json.dump(info, f)
-    if getattr(a, "owner", None):
+    if a.owner:
         # Its own session, and none of this process's output: the caller reads that to its end.
         subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "watch", "--dir", d, "--owner", str(a.owner)],
@@ -327,30 +327,21 @@ def stop(a):
 
 
 def watch(a):
-    """Waits for the owner or the server to end; when the owner ends first, stops the relay and the server.
+    """Waits for the owner or the server to end; when the owner ends first, stops both servers as `stop` does.
 
-    Both are held by pidfds, so a pid used again by another process after one of them ended is never signalled.
+    The server is held by a pidfd: it wakes the watcher when the server is stopped otherwise.
     """
-    info = load(a.dir)
     try:
-        server = os.pidfd_open(info["pid"])
+        server = os.pidfd_open(load(a.dir)["pid"])
     except ProcessLookupError:
         return
     try:
         owner = os.pidfd_open(a.owner)
-        ended, _, _ = select.select([owner, server], [], [])
     except ProcessLookupError:
-        ended = []
-    if server in ended:
+        stop(a)
         return
-    if "relay_port" in info:
-        postfix.stop(os.path.join(info["dir"], "relay"))
-    try:
-        signal.pidfd_send_signal(server, signal.SIGTERM)
-        if not select.select([server], [], [], 10)[0]:
-            signal.pidfd_send_signal(server, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    if server not in select.select([owner, server], [], [])[0]:
+        stop(a)
 
 
 def stop_pid(pid):
