@@ -1,3 +1,4 @@
+import CofferBlocking
 import Foundation
 
 extension TestServers {
@@ -6,8 +7,8 @@ extension TestServers {
     /// 127.0.0.1 (`Tests/servers/postfix.py`) that delivers back into this Dovecot over LMTP. So a message sent to
     /// `bob@coffer.test` lands in bob's INBOX. Everything lives in a temporary folder that ``stop()`` removes.
     ///
-    /// Postfix's master must start as root (as in CI); elsewhere ``start(maxSize:rejectSubject:)`` throws with the
-    /// harness's sentence.
+    /// Postfix's master must start as root (as in CI); elsewhere ``start(maxSize:rejectSubject:owner:)`` throws with
+    /// the harness's sentence.
     public struct SubmissionDovecot: Sendable {
         /// The name the certificates carry (connect to 127.0.0.1 with this as the server name).
         public static let name = "mail.coffer.test"
@@ -31,8 +32,8 @@ extension TestServers {
         /// The Dovecot master process.
         public let pid: Int32
 
-        /// Makes certificates and starts Dovecot with submission and its relay; the harness stops both once process
-        /// `owner` (this one unless told) has ended.
+        /// Makes certificates and starts Dovecot with submission and its relay, on ``BlockingPool``; the harness stops
+        /// both once process `owner` (this one unless told) has ended.
         ///
         /// - Parameters:
         ///   - maxSize: Dovecot's `submission_max_mail_size` (0: no limit), advertised as SIZE.
@@ -43,7 +44,13 @@ extension TestServers {
             maxSize: Int = 0,
             rejectSubject: String? = nil,
             owner: Int32 = ProcessInfo.processInfo.processIdentifier
-        ) throws -> SubmissionDovecot {
+        ) async throws -> SubmissionDovecot {
+            try await BlockingPool.run {
+                try startBlocking(maxSize: maxSize, rejectSubject: rejectSubject, owner: owner)
+            }
+        }
+
+        static func startBlocking(maxSize: Int, rejectSubject: String?, owner: Int32) throws -> SubmissionDovecot {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "coffer-submission-\(UUID().uuidString)"
             )

@@ -62,12 +62,6 @@ public enum TestServers {
         return pid
     }
 
-    /// Runs `body`, which blocks (a server's start runs its harness to the end), on a thread of ``BlockingPool``:
-    /// a test that waits for it holds none of the cooperative pool's threads, which every other test shares.
-    public static func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await BlockingPool.run(body)
-    }
-
     /// Kills a stand-in owner, then waits until every one of `pids` has ended, for a minute at most (a bound that
     /// only ends a failing test).
     public static func end(owner: pid_t, thenAwait pids: [Int32]) async {
@@ -103,6 +97,8 @@ public enum TestServers {
         /// Starts Dovecot in `dir` serving `certificate`/`key`, with `users` as `name:password`; with `pushURL`, its
         /// push_notification plugin (ox driver) posts new-mail events there. The harness stops it once process
         /// `owner` (this one unless told) has ended, so that a killed test run leaves no server behind.
+        /// Runs on ``BlockingPool``, as ``deliver(_:to:)`` does: a test that waits for the harness holds none of the
+        /// cooperative pool's threads, which every other test shares.
         /// - Throws: ``TestSetupError`` with the harness's output when it cannot start (run scripts/setup.sh).
         public static func start(
             dir: String,
@@ -111,6 +107,26 @@ public enum TestServers {
             users: [String],
             pushURL: String? = nil,
             owner: Int32 = ProcessInfo.processInfo.processIdentifier
+        ) async throws -> Dovecot {
+            try await BlockingPool.run {
+                try startBlocking(
+                    dir: dir,
+                    certificate: certificate,
+                    key: key,
+                    users: users,
+                    pushURL: pushURL,
+                    owner: owner
+                )
+            }
+        }
+
+        static func startBlocking(
+            dir: String,
+            certificate: String,
+            key: String,
+            users: [String],
+            pushURL: String?,
+            owner: Int32
         ) throws -> Dovecot {
             let result = try runCommand(
                 [
@@ -128,19 +144,22 @@ public enum TestServers {
             return Dovecot(dir: dir, imapsPort: port, imapPort: plainPort, pid: Int32(pid))
         }
 
-        /// Stops the server.
+        /// Stops the server (at once: the harness kills its processes, whose mail is thrown away).
         public func stop() {
             _ = try? runCommand(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", dir])
         }
 
-        /// Delivers `message` to `user` over LMTP.
-        public func deliver(_ message: [UInt8], to user: String) throws {
-            let file = "\(dir)/message-\(UUID().uuidString).eml"
-            try Data(message).write(to: URL(fileURLWithPath: file))
-            let result = try runCommand(
-                ["/usr/bin/env", "python3", Self.harness, "deliver", "--dir", dir, "--to", user, "--file", file]
-            )
-            guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
+        /// Delivers `message` to `user` over LMTP, on ``BlockingPool``.
+        public func deliver(_ message: [UInt8], to user: String) async throws {
+            let dir = dir
+            try await BlockingPool.run {
+                let file = "\(dir)/message-\(UUID().uuidString).eml"
+                try Data(message).write(to: URL(fileURLWithPath: file))
+                let result = try runCommand(
+                    ["/usr/bin/env", "python3", Self.harness, "deliver", "--dir", dir, "--to", user, "--file", file]
+                )
+                guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
+            }
         }
     }
 
@@ -161,8 +180,13 @@ public enum TestServers {
         /// The temporary folder that holds both.
         public let root: String
 
-        /// Makes certificates and starts Dovecot; with `pushURL`, its push_notification plugin posts there.
-        public static func start(pushURL: String? = nil) throws -> PinnedDovecot {
+        /// Makes certificates and starts Dovecot, on ``BlockingPool``; with `pushURL`, its push_notification plugin
+        /// posts there.
+        public static func start(pushURL: String? = nil) async throws -> PinnedDovecot {
+            try await BlockingPool.run { try startBlocking(pushURL: pushURL) }
+        }
+
+        static func startBlocking(pushURL: String?) throws -> PinnedDovecot {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "coffer-dovecot-\(UUID().uuidString)"
             )
@@ -171,12 +195,13 @@ public enum TestServers {
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root.path)
             let certs = "\(root.path)/certs"
             try makeCertificates(in: certs, name: name)
-            let server = try Dovecot.start(
+            let server = try Dovecot.startBlocking(
                 dir: "\(root.path)/server",
                 certificate: "\(certs)/a-chain.pem",
                 key: "\(certs)/a.key",
                 users: ["\(user):\(password)"],
-                pushURL: pushURL
+                pushURL: pushURL,
+                owner: ProcessInfo.processInfo.processIdentifier
             )
             return PinnedDovecot(server: server, certs: certs, root: root.path)
         }
@@ -188,10 +213,10 @@ public enum TestServers {
         }
 
         /// Delivers `message` to the user over LMTP.
-        public func deliver(_ message: [UInt8]) throws { try server.deliver(message, to: Self.user) }
+        public func deliver(_ message: [UInt8]) async throws { try await server.deliver(message, to: Self.user) }
 
-        /// Delivers several messages to the user over one LMTP connection.
-        public func deliver(many messages: [[UInt8]]) throws {
+        /// Delivers several messages to the user over one LMTP connection, on ``BlockingPool``.
+        public func deliver(many messages: [[UInt8]]) async throws {
             let encoded = messages.map { Data($0).base64EncodedString() }
             let script = """
                 import base64, smtplib, sys
@@ -202,7 +227,7 @@ public enum TestServers {
                     for item in \(encoded):
                         lmtp.sendmail("sender@coffer.test", [\(String(reflecting: Self.user))], base64.b64decode(item))
                 """
-            let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
+            let result = try await BlockingPool.run { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
             guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
         }
 

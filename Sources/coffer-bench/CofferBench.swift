@@ -91,10 +91,10 @@ struct CofferBench {
         case "import-rss":
             let megabytes = getenv("COFFER_BENCH_MBOX_MB").flatMap { Int(String(cString: $0)) } ?? 1024
             try ImportMemoryBench.run(megabytes: megabytes)
-        case "sync": try SyncBench.run(messages: messages)
+        case "sync": try await SyncBench.run(messages: messages)
         case "push": try await PushBench.run(deliveries: deliveries)
         case "notify": try await NotifyBench.run()
-        case "send": try SendBench.run()
+        case "send": try await SendBench.run()
         case "openpgp": try OpenPGPBench.run()
         case "notmuch": try await NotmuchBench.run(messages: messages)
         default:

@@ -30,7 +30,7 @@ enum PushBench {
         try Data(secret.utf8).write(to: URL(fileURLWithPath: "\(notifyData)/event-secret"))
         chmod("\(notifyData)/event-secret", 0o600)
         let port = try freePort()
-        let dovecot = try TestServers.PinnedDovecot.start(
+        let dovecot = try await TestServers.PinnedDovecot.start(
             pushURL: "http://dovecot:\(secret)@127.0.0.1:\(port)/v1/events/dovecot"
         )
         defer { dovecot.stop() }

@@ -32,8 +32,8 @@ import Glibc
 enum SendBench {
     typealias Server = TestServers.SubmissionDovecot
 
-    static func run(attachmentBytes: Int = 25_000_000, smallMessages: Int = 100, rounds: Int = 3) throws {
-        let server = try Server.start()
+    static func run(attachmentBytes: Int = 25_000_000, smallMessages: Int = 100, rounds: Int = 3) async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let folder = TemporaryDirectory(prefix: "coffer-bench-send")
         // A private runtime folder: no agent of this machine answers for these homes.

@@ -12,7 +12,7 @@ import Glibc
 /// a Maildir), three times each in alternating order. Wall time, CPU time and peak RSS (wait4's rusage) of each
 /// process, as ratios. The aim: faster than mbsync while sealing every message, and under 100 MB resident.
 enum SyncBench {
-    static func run(messages: Int) throws {
+    static func run(messages: Int) async throws {
         guard
             let mbsync = (["/usr/bin/mbsync", "/usr/local/bin/mbsync"] as [String]).first(where: { path in
                 access(path, X_OK) == 0
@@ -21,7 +21,7 @@ enum SyncBench {
             print("sync: mbsync is missing (Debian: apt-get install isync; scripts/setup.sh does it); skipped")
             return
         }
-        let server = try TestServers.PinnedDovecot.start()
+        let server = try await TestServers.PinnedDovecot.start()
         defer { server.stop() }
         let folder = TemporaryDirectory(prefix: "coffer-bench-sync")
         let deliveryStart = Timer.now()

@@ -37,7 +37,7 @@ import Testing
     }
 
     @Test func aStreamedAppendStoresTheExactBytesWithTheirFlagsAndUID() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let client = try await IMAPClient.connect(try server.configuration())
         try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)
@@ -59,7 +59,7 @@ import Testing
     /// whose verdict is "no" after its whole literal leaves nothing in the mailbox, one whose verdict is "yes" stores
     /// the message, and the verdict is asked only once every byte was written.
     @Test func anAppendHeldAfterItsLiteralIsStoredOnlyWhenKept() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let message = Self.message(bodyLines: 20_000)
         let asked = NIOLockedValueBox<[Bool]>([])
@@ -99,7 +99,7 @@ import Testing
     }
 
     @Test func aMessageShorterOrLongerThanAnnouncedOrWithANulIsNeverStored() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let message = Self.message(bodyLines: 10)
         var withNul = message
@@ -121,7 +121,7 @@ import Testing
     }
 
     @Test func aRefusedMailboxIsTheServersTypedRefusalBeforeAnyByteOfTheMessage() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let client = try await IMAPClient.connect(try server.configuration())
         try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)

@@ -96,9 +96,9 @@ enum TestMail {
 
 @Suite(.serialized) struct DovecotIMAPTests {
     @Test func fetchesWhatImaplibFetchesAndStoresSeenAndIdleSeesADelivery() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
-        for message in [TestMail.plain, TestMail.attachment(), TestMail.nonASCII] { try server.deliver(message) }
+        for message in [TestMail.plain, TestMail.attachment(), TestMail.nonASCII] { try await server.deliver(message) }
 
         let client = try await IMAPClient.connect(try server.configuration())
         let greeting = await client.capabilities
@@ -152,7 +152,7 @@ enum TestMail {
 
         let idleTask = Task { try await client.idle(timeout: .seconds(20)) }
         try await Task.sleep(for: .milliseconds(500))
-        try server.deliver(TestMail.plain)
+        try await server.deliver(TestMail.plain)
         let changes = try await idleTask.value
         #expect(changes.contains { if case .exists(3) = $0 { true } else { false } })
 
@@ -170,7 +170,7 @@ enum TestMail {
     }
 
     @Test func authenticatePlainAndAWrongPasswordIsATypedErrorWithoutThePassword() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let client = try await IMAPClient.connect(try server.configuration())
         let wrong = "wrong-password-canary-5521"
@@ -193,7 +193,7 @@ enum TestMail {
     }
 
     @Test func cancellingTheTaskEndsAWaitWithCancelledAndClosesTheConnection() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let client = try await IMAPClient.connect(try server.configuration())
         try await client.login(user: LiveDovecot.user, password: LiveDovecot.password)
@@ -206,7 +206,7 @@ enum TestMail {
     }
 
     @Test func aCertificateThatIsNotPinnedIsRefusedBeforeAnyIMAP() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         var configuration = try server.configuration()
         let b = try String(contentsOfFile: "\(server.certs)/b.pin", encoding: .utf8)

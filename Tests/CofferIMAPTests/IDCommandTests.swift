@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func dovecotTakesTheIDAndAnInjectionIsRefusedBeforeAnythingIsSent() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         let sent = NIOLockedValueBox<[String]>([])
         var configuration = try server.configuration()

@@ -111,9 +111,9 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
     }
 
     @Test func dovecotOverStartTLSIsPinnedAndForgetsWhatItSaidInPlaintext() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
-        try server.deliver(TestMail.plain)
+        try await server.deliver(TestMail.plain)
         let client = try await IMAPClient.connect(try server.configuration(security: .startTLS))
         guard case .matched = await client.pinEvaluation else {
             Issue.record("expected a matched pin, got \(await client.pinEvaluation)")
@@ -129,7 +129,7 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
     }
 
     @Test func dovecotOverStartTLSWithOtherPinsIsRefused() async throws {
-        let server = try LiveDovecot.start()
+        let server = try await LiveDovecot.start()
         defer { server.stop() }
         // Certificate B's key and the backup: a valid chain from the same CA, but not A's key.
         let configuration = try server.configuration(security: .startTLS, pinned: ["b", "backup"])

@@ -54,12 +54,12 @@ final class LogCollector: @unchecked Sendable {
             // Unlocked: the agent opens the token and holds the stream; a delivery is synced by the agent.
             #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
             let first = "Agent unlocked canary 0d4f"
-            try deliver(stack, subject: first)
+            try await deliver(stack, subject: first)
             #expect(await log.wait(for: "push: synced while unlocked"), "\(log.contents)")
             // Issue 23: the stream is one WebSocket, acked on the same socket: more mail opens no connection to the
             // service (before, each mail cost a long poll and an ack, each over a new TLS connection).
             for index in 1...3 {
-                try deliver(stack, subject: "Agent unlocked follow-up \(index)")
+                try await deliver(stack, subject: "Agent unlocked follow-up \(index)")
                 #expect(await log.wait(for: "push: synced while unlocked", count: 1 + index), "\(log.contents)")
             }
             #expect(
@@ -75,7 +75,7 @@ final class LogCollector: @unchecked Sendable {
             #expect(on.status == 0, "\(on.stderr)")
             #expect(try await cli.runOffPool(["lock"]).status == 0)
             let second = "Agent locked canary 6a3b"
-            try deliver(stack, subject: second)
+            try await deliver(stack, subject: second)
             #expect(await log.wait(for: "push: FastSync synced while locked"), "\(log.contents)")
             let status = try await cli.runOffPool(["status"])
             #expect(status.stdout.contains("locked"), "\(status.stdout)")
@@ -148,7 +148,7 @@ final class LogCollector: @unchecked Sendable {
             var lockedAfter: Double?
             var delivered = 0
             while Date().timeIntervalSince(start) < 90 {
-                try deliver(stack, subject: "Autolock probe \(delivered)")
+                try await deliver(stack, subject: "Autolock probe \(delivered)")
                 delivered += 1
                 try await Task.sleep(for: .seconds(5))
                 let status = try await cli.runOffPool(["status"]).stdout
@@ -215,8 +215,8 @@ final class LogCollector: @unchecked Sendable {
         return (agent, log)
     }
 
-    func deliver(_ stack: FastSyncCLITests.Stack, subject: String) throws {
-        try stack.dovecot.deliver(
+    func deliver(_ stack: FastSyncCLITests.Stack, subject: String) async throws {
+        try await stack.dovecot.deliver(
             Array(
                 ("From: FastSync Canary <fastsync-sender@example.org>\r\nTo: alice@coffer.test\r\n"
                     + "Subject: \(subject)\r\nMessage-ID: <\(UUID())@example.org>\r\n\r\nBody.\r\n").utf8

@@ -80,7 +80,7 @@ extension TestServers.PinnedDovecot {
         try await Application(router: NotifyAPI.router(service: service)).test(.live) { client in
             let port = try #require(client.port)
             let secret = String(decoding: Self.eventSecret, as: UTF8.self)
-            let dovecot = try TestServers.PinnedDovecot.start(
+            let dovecot = try await TestServers.PinnedDovecot.start(
                 pushURL: "http://dovecot:\(secret)@127.0.0.1:\(port)/v1/events/dovecot"
             )
             defer { dovecot.stop() }
@@ -129,7 +129,7 @@ extension TestServers.PinnedDovecot {
             // A delivery: Dovecot's ox driver tells the service, which seals a push to the session.
             let subject = "Push canary subject 4b7e"
             let sender = "push-canary-sender@example.org"
-            try dovecot.deliver(
+            try await dovecot.deliver(
                 Array(
                     ("From: Canary <\(sender)>\r\nTo: alice@coffer.test\r\nSubject: \(subject)\r\n"
                         + "Message-ID: <push-1@example.org>\r\n\r\nHello.\r\n").utf8
@@ -261,7 +261,7 @@ extension TestServers.PinnedDovecot {
         try await application.test(.live) { client in
             let port = try #require(client.port)
             let secret = String(decoding: NotifyCLITests.eventSecret, as: UTF8.self)
-            let dovecot = try TestServers.PinnedDovecot.start(
+            let dovecot = try await TestServers.PinnedDovecot.start(
                 pushURL: "http://dovecot:\(secret)@127.0.0.1:\(port)/v1/events/dovecot"
             )
             defer { dovecot.stop() }
@@ -292,7 +292,7 @@ extension TestServers.PinnedDovecot {
 
     func deliver(_ stack: Stack, subject: String) async throws -> [UInt8] {
         let session = try #require(try await stack.storage.allSessions().first)
-        try stack.dovecot.deliver(
+        try await stack.dovecot.deliver(
             Array(
                 ("From: FastSync Canary <fastsync-sender@example.org>\r\nTo: alice@coffer.test\r\n"
                     + "Subject: \(subject)\r\nMessage-ID: <\(UUID())@example.org>\r\n\r\nBody of \(subject).\r\n")

@@ -134,7 +134,7 @@ import Testing
 
     @Test func dovecotSeesTheClientsAddressNotTheServices() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
-        let dovecot = try NotifyDovecot.start()
+        let dovecot = try await NotifyDovecot.start()
         defer { dovecot.stop() }
         let server = try await LiveNotify(
             arguments: try dovecot.serveArguments() + ["--trusted-proxy", "127.0.0.250/32"]
@@ -175,7 +175,7 @@ import Testing
     /// penalty), not the service's own.
     @Test func dovecotSeesEachDirectClientsAddress() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
-        let dovecot = try NotifyDovecot.start()
+        let dovecot = try await NotifyDovecot.start()
         defer { dovecot.stop() }
         let server = try await LiveNotify(arguments: try dovecot.serveArguments())
         defer { server.stop() }

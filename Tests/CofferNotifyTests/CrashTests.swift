@@ -164,7 +164,7 @@ import Glibc
 
     @Test func killDashNineDuringEventBurstsLosesNoRegistrationOrKeyAndRepeatsNoAckedPush() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
-        let dovecot = try NotifyDovecot.start()
+        let dovecot = try await NotifyDovecot.start()
         defer { dovecot.stop() }
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-crash-\(UUID())")
         let data = root.appendingPathComponent("data")

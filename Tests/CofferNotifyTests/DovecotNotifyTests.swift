@@ -24,7 +24,7 @@ extension TestServers.PinnedDovecot {
     }
 
     /// Delivers a message given as text.
-    func deliver(_ message: String) throws { try deliver(Array(message.utf8)) }
+    func deliver(_ message: String) async throws { try await deliver(Array(message.utf8)) }
 
     /// Pinned to certificate A and the backup key, as `coffer-notify serve --pin-sha256` would be.
     func configuration() throws -> IMAPConfiguration {
@@ -63,7 +63,7 @@ extension TestServers.PinnedDovecot {
 
 @Suite(.serialized) struct DovecotNotifyTests {
     @Test func registrationLogsInOnceAndRefusesAWrongPassword() async throws {
-        let dovecot = try NotifyDovecot.start()
+        let dovecot = try await NotifyDovecot.start()
         defer { dovecot.stop() }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-notify-\(UUID())")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -95,7 +95,7 @@ extension TestServers.PinnedDovecot {
     }
 
     @Test func aServerWithAnotherKeyIsRefusedBeforeTheCredentialsAreSent() async throws {
-        let dovecot = try NotifyDovecot.start()
+        let dovecot = try await NotifyDovecot.start()
         defer { dovecot.stop() }
         var configuration = try dovecot.configuration()
         let pins = [SPKIPin(subjectPublicKeyInfoDER: [1, 2, 3]), SPKIPin(subjectPublicKeyInfoDER: [4, 5, 6])]
@@ -132,7 +132,7 @@ extension TestServers.PinnedDovecot {
         try await Application(router: NotifyAPI.router(service: service)).test(.live) { client in
             let port = try #require(client.port)
             let secret = String(decoding: Harness.eventSecret, as: UTF8.self)
-            let dovecot = try NotifyDovecot.start(
+            let dovecot = try await NotifyDovecot.start(
                 pushURL: "http://dovecot:\(secret)@127.0.0.1:\(port)/v1/events/dovecot"
             )
             defer { dovecot.stop() }
@@ -140,7 +140,7 @@ extension TestServers.PinnedDovecot {
             let registered = try await client.register(
                 device.registration(user: NotifyDovecot.user, password: NotifyDovecot.password)
             )
-            try dovecot.deliver(
+            try await dovecot.deliver(
                 "From: Live Sender <live-sender@example.org>\r\nTo: alice@coffer.test\r\nSubject: \(subject)\r\n"
                     + "Message-ID: <live-1@example.org>\r\n\r\nHello.\r\n"
             )

@@ -46,7 +46,7 @@ import Testing
     /// the fix wrote `user=ALICE`, and the next mail to alice was queued only for that hidden session.
     @Test func aCaseVariantRegistrationLeavesTheCanonicalUserInDovecotsMetadata() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: NotifyBinary.path), "build coffer-notify first")
-        let dovecot = try NotifyDovecot.start()
+        let dovecot = try await NotifyDovecot.start()
         defer { dovecot.stop() }
         let server = try await LiveNotify(arguments: try dovecot.serveArguments())
         defer { server.stop() }

@@ -43,8 +43,8 @@ import Testing
         return nil
     }
 
-    @Test func theHeaderTravelsAndAMutualPeerGetsEncryptedMailByDefault() throws {
-        let server = try Server.start()
+    @Test func theHeaderTravelsAndAMutualPeerGetsEncryptedMailByDefault() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
         let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
@@ -135,8 +135,8 @@ import Testing
         #expect(String(decoding: clear, as: UTF8.self).contains(Self.canary))
     }
 
-    @Test func aSetupMessageIsSentToTheUsersOwnAddress() throws {
-        let server = try Server.start()
+    @Test func aSetupMessageIsSentToTheUsersOwnAddress() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
         let alice = try SendCLITests.home(server, user: Server.sender, submission: true)

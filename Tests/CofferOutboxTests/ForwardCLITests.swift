@@ -8,8 +8,8 @@ import Testing
 @Suite(.serialized) struct ForwardCLITests {
     typealias Server = TestServers.SubmissionDovecot
 
-    @Test func aForwardCarriesTheAttachmentInlineOrTheWholeMessageAttached() throws {
-        let server = try Server.start()
+    @Test func aForwardCarriesTheAttachmentInlineOrTheWholeMessageAttached() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
         let bob = try SendCLITests.home(server, user: Server.recipient, submission: true)

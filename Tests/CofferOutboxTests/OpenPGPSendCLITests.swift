@@ -134,8 +134,8 @@ import Testing
         return Array(inclusive ? bytes[open.lowerBound..<close.upperBound] : bytes[open.upperBound..<close.lowerBound])
     }
 
-    @Test func aSignedAndEncryptedMessageIsReadByGnuPGAndSequoiaAndItsSentCopyByCoffer() throws {
-        let server = try Server.start()
+    @Test func aSignedAndEncryptedMessageIsReadByGnuPGAndSequoiaAndItsSentCopyByCoffer() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
         let (alice, aliceKey, bobKey, aliceCert, bobSecret) = try Self.parties(server, oracle: oracle)
@@ -214,8 +214,8 @@ import Testing
         #expect(CanaryScanner.occurrences(of: [Array(Self.canary.utf8)], under: [alice.home.path]).isEmpty)
     }
 
-    @Test func aSignedMessageVerifiesUnderGnuPGAndSequoiaAndNotOnceChanged() throws {
-        let server = try Server.start()
+    @Test func aSignedMessageVerifiesUnderGnuPGAndSequoiaAndNotOnceChanged() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
         let (alice, aliceKey, _, aliceCert, _) = try Self.parties(server, oracle: oracle)

@@ -126,7 +126,7 @@ import Testing
     }
 
     @Test func queuedMessagesAreDeliveredAndTheirSentCopiesStoredOnTheServerAndHere() async throws {
-        let server = try Server.start(rejectSubject: "refuse-me")
+        let server = try await Server.start(rejectSubject: "refuse-me")
         defer { server.stop() }
         let world = try await World(server)
         // Past the store's attachment-file threshold: the Sent copy keeps it in a sealed file of its own.
@@ -203,7 +203,7 @@ import Testing
     }
 
     @Test func aMessageRefusedBeforeItsDataStopsItsSentCopyGoingUp() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let world = try await World(server)
         // Postfix refuses a recipient it does not list at RCPT, long before the 16 MiB copy beside it could be up.
@@ -249,7 +249,7 @@ import Testing
     }
 
     @Test func aMessageSentAsItIsQueuedIsDeliveredOnceAsQueuedAndItsDraftGoesWithItsFiles() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let world = try await World(server)
         // A draft with a sealed attachment of 3 MiB: the copy streamed to the server reads it after the transaction
@@ -292,7 +292,7 @@ import Testing
     }
 
     @Test func aMessageThatCannotBeQueuedIsNeverDeliveredThoughItWasStreaming() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let world = try await World(server)
         // Queued from a draft that does not exist: the file is written, the transaction that would queue the message
@@ -316,7 +316,7 @@ import Testing
     }
 
     @Test func anAttachmentThatChangesWhileItIsSentIsSentLaterAsQueued() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let world = try await World(server)
         // Each opening of the attachment reads other bytes: the queued copy and the streamed one differ.
@@ -367,7 +367,7 @@ import Testing
     }
 
     @Test func aSubmissionCertificateThatIsNotPinnedFailsForGoodBeforeAuth() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         // Pinned to two keys the server does not have.
         let world = try await World(
@@ -390,7 +390,7 @@ import Testing
     }
 
     @Test func anUnreachableServerQueuesTheMessageAgainWithBackoff() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         let world = try await World(server)
         server.stop()
         let (item, _) = try await world.enqueue(subject: "later")
@@ -418,7 +418,7 @@ import Testing
     /// of it is on the server or in the store while locked; the next drain after the unlock appends and stores it,
     /// once.
     @Test func aSendAcrossTheLockFinishesAndItsSentCopyWaitsForTheUnlock() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let world = try await World(server)
         let attachment = (0..<6_000_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 9) }
@@ -450,7 +450,7 @@ import Testing
     }
 
     @Test func aLockedStoreSendsNothingAndSaysLocked() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let world = try await World(server)
         _ = try await world.enqueue(subject: "queued while unlocked")

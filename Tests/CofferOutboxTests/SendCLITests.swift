@@ -53,8 +53,8 @@ import Glibc
         }
     }
 
-    @Test func composeSendSyncAndShowGiveTheSameTextAndAttachmentAndTheSentCopyIsOnTheServer() throws {
-        let server = try Server.start()
+    @Test func composeSendSyncAndShowGiveTheSameTextAndAttachmentAndTheSentCopyIsOnTheServer() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let alice = try Self.home(server, user: Server.sender, submission: true)
         let bob = try Self.home(server, user: Server.recipient, submission: true)
@@ -108,8 +108,8 @@ import Glibc
 
     /// With an agent running, a message held by `--delay` is sent by the agent's outbox service when it is due (no
     /// command runs then), and one taken back with `outbox --cancel` is never sent.
-    @Test func theAgentSendsADelayedMessageWhenItIsDueAndACancelledOneNever() throws {
-        let server = try Server.start()
+    @Test func theAgentSendsADelayedMessageWhenItIsDueAndACancelledOneNever() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let alice = try Self.home(server, user: Server.sender, submission: true)
         let bob = try Self.home(server, user: Server.recipient, submission: false)
@@ -151,8 +151,8 @@ import Glibc
 
     /// With --send, the files go straight into the outbox, never sealed into the draft; a message that cannot be
     /// queued (here: no recipient) leaves its draft holding them, so nothing given is lost.
-    @Test func aMessageThatCannotBeQueuedLeavesItsDraftWithItsFiles() throws {
-        let server = try Server.start()
+    @Test func aMessageThatCannotBeQueuedLeavesItsDraftWithItsFiles() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let alice = try Self.home(server, user: Server.sender, submission: true)
         let folder = TemporaryDirectory(prefix: "coffer-send-files")
@@ -166,8 +166,8 @@ import Glibc
         #expect(drafts.split(separator: "\n").count == 1 && drafts.hasSuffix("\tNo one\t@1\n"), "\(drafts)")
     }
 
-    @Test func aSenderWithoutASubmissionServerIsToldAndNothingIsQueued() throws {
-        let server = try Server.start()
+    @Test func aSenderWithoutASubmissionServerIsToldAndNothingIsQueued() async throws {
+        let server = try await Server.start()
         defer { server.stop() }
         let bob = try Self.home(server, user: Server.recipient, submission: false)
         let refused = try bob.run(["compose", "--to", "alice@coffer.test", "--subject", "x", "--send"])

@@ -29,7 +29,7 @@ import Glibc
         var needles: [[UInt8]]
     }
 
-    @Test func sigkillAtRandomMomentsOfTwentySendsLosesNoMessageAndLeavesNoCanaryInTheClear() throws {
+    @Test func sigkillAtRandomMomentsOfTwentySendsLosesNoMessageAndLeavesNoCanaryInTheClear() async throws {
         let started = Date()
         let seed =
             ProcessInfo.processInfo.environment["COFFER_KILL_SEED"].flatMap { UInt64($0) }
@@ -38,7 +38,7 @@ import Glibc
         let token = String(random.next() & 0xFFFF_FFFF, radix: 16)
         print("SendKillTests: seed \(seed) (COFFER_KILL_SEED=\(seed) repeats these kill delays), canary token \(token)")
 
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
         let bob = try SendCLITests.home(server, user: Server.recipient, submission: false)

@@ -14,7 +14,7 @@ import Testing
 
     @Test(arguments: [ServerEndpoint.Security.implicitTLS, .startTLS])
     func aMessageSentWithAuthArrivesByteIdentical(_ security: ServerEndpoint.Security) async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(security: security),
@@ -46,7 +46,7 @@ import Testing
     }
 
     @Test func linesStartingWithADotArriveAsWrittenAndBareLineFeedsAsCRLF() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(),
@@ -87,7 +87,7 @@ import Testing
         _ pins: [String],
         _ rogueCA: Bool
     ) async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         // Either a valid chain whose key is not pinned, or the right key under a CA the endpoint does not trust.
         let endpoint = try server.endpoint(
@@ -113,7 +113,7 @@ import Testing
     }
 
     @Test func aWrongPasswordIsAnAuthenticationErrorThatNamesNoPassword() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let wrong = "wrong-canary-password-4711"
         let endpoint = try server.endpoint()
@@ -138,7 +138,7 @@ import Testing
     }
 
     @Test func aRefusedRecipientFailsTheSendForEveryoneAndTheConnectionGoesOn() async throws {
-        let server = try Server.start()
+        let server = try await Server.start()
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(),
@@ -178,7 +178,7 @@ import Testing
     }
 
     @Test func aRefusalAtTheEndOfDataIsPermanentWithTheServersReason() async throws {
-        let server = try Server.start(maxSize: 100_000, rejectSubject: "refuse-me-on-data")
+        let server = try await Server.start(maxSize: 100_000, rejectSubject: "refuse-me-on-data")
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(),
@@ -236,7 +236,7 @@ import Testing
 /// process's resident set, so scripts/test.sh runs this suite alone (other suites' allocations would count).
 @Suite(.serialized) struct StreamedSubmissionTests {
     @Test func a25MBMessageIsSentWithFlatMemoryAndArrivesWhole() async throws {
-        let server = try LiveSubmission.start()
+        let server = try await LiveSubmission.start()
         defer { server.stop() }
         let client = try await SMTPClient.connect(
             to: try server.endpoint(),
@@ -300,7 +300,7 @@ import Testing
     /// the process that started them has ended (a stand-in owner, killed here).
     @Test func bothServersStopOnceTheProcessThatStartedThemHasEnded() async throws {
         let owner = try TestServers.standInOwner()
-        let server = try await TestServers.blocking { try LiveSubmission.start(owner: owner) }
+        let server = try await LiveSubmission.start(owner: owner)
         defer { server.stop() }
         let pidFile = "\(server.dir)/relay/spool/pid/master.pid"
         let relay = try #require(

@@ -37,13 +37,15 @@ import Testing
     }
 
     @Test func firstSyncMatchesTheServerAndASecondFetchesNothingThenOnlyNewMail() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let markers = ["syncalpha", "syncbravo", "synccharlie"]
-        try server.deliver(SyncMail.message(markers[0]))
-        try server.deliver(SyncMail.attachment(markers[1]))
-        try server.deliver(SyncMail.nonASCII)
-        try server.deliver(SyncMail.message(markers[2], extraBody: String(repeating: "line of text\r\n", count: 2000)))
+        try await server.deliver(SyncMail.message(markers[0]))
+        try await server.deliver(SyncMail.attachment(markers[1]))
+        try await server.deliver(SyncMail.nonASCII)
+        try await server.deliver(
+            SyncMail.message(markers[2], extraBody: String(repeating: "line of text\r\n", count: 2000))
+        )
         let (world, syncer, account) = try await setUp(server)
 
         let first = try await syncer.sync(accountID: account)
@@ -64,7 +66,7 @@ import Testing
                 }()
         )
 
-        try server.deliver(SyncMail.message("syncdelta"))
+        try await server.deliver(SyncMail.message("syncdelta"))
         let third = try await syncer.sync(accountID: account)
         #expect(third.fetched == 1)
         try await expectMatches(world, server, account: account)
@@ -85,7 +87,7 @@ import Testing
     /// and two 10 MB messages (a 10 MB attachment and 10 MB of text) matches what imaplib reads there, byte for byte
     /// where the store gives bytes back, and no word of it is in Coffer's files afterwards.
     @Test func aFolderWithAttachmentsNonASCIIHeadersAndTenMegabyteMessagesMatchesTheServer() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let wire = "Anh&AOQ-nge"
         var random = SystemRandomNumberGenerator()
@@ -154,9 +156,9 @@ import Testing
     }
 
     @Test func expungesDeleteLocallyAndSeenTravelsBothWays() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        for marker in ["one", "two", "three"] { try server.deliver(SyncMail.message("flags\(marker)")) }
+        for marker in ["one", "two", "three"] { try await server.deliver(SyncMail.message("flags\(marker)")) }
         let (world, syncer, account) = try await setUp(server)
         #expect(try await syncer.sync(accountID: account).fetched == 3)
 
@@ -191,7 +193,7 @@ import Testing
     }
 
     @Test func aUIDValidityChangeForgetsTheFolderAndFetchesItAgain() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let append = { (marker: String) in
             let literal = String(decoding: SyncMail.message(marker), as: UTF8.self)
@@ -219,9 +221,9 @@ import Testing
     }
 
     @Test func aWrongPinIsRefusedAndNothingIsWritten() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.deliver(SyncMail.message("pinned"))
+        try await server.deliver(SyncMail.message("pinned"))
         let world = try await SyncWorld()
         let syncer = Syncer(store: world.store, timeout: .seconds(60))
         // Certificate B's key and the backup: a valid chain, but not the key the server uses (A).
@@ -245,7 +247,7 @@ import Testing
     /// A pin failure goes to the account's report URL (an https collector on loopback, trusted through the account's
     /// CA bundle and not pinned), once: the same failure again within the day is not sent twice.
     @Test func aPinFailureIsReportedToTheAccountsReportURLOnce() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let collector = try ReportCollector(
             certificate: "\(server.certs)/a-chain.pem",
@@ -282,9 +284,9 @@ import Testing
     /// An account record whose pins expired (record v4's `pinExpires`): the wrong pins no longer refuse, the sync
     /// completes, and the mismatch is reported as not enforced.
     @Test func anAccountWhosePinsExpiredSyncsAndReportsTheMismatch() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.deliver(SyncMail.message("expiredpins"))
+        try await server.deliver(SyncMail.message("expiredpins"))
         let collector = try ReportCollector(
             certificate: "\(server.certs)/a-chain.pem",
             key: "\(server.certs)/a.key"

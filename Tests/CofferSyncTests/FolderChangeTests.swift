@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func aRenamedFolderADeletedFolderAndAMovedMessageLeaveNoStaleState() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         try server.python(
             """
@@ -36,7 +36,7 @@ import Testing
         )
         for marker in ["archone", "archtwo", "archthree"] { try append(server, "Archive", marker) }
         try append(server, "Scratch", "scratchonly")
-        try server.deliver(SyncMail.message("inboxonly"))
+        try await server.deliver(SyncMail.message("inboxonly"))
         let world = try await SyncWorld()
         let syncer = Syncer(store: world.store, batchSize: 10, timeout: .seconds(60))
         let account = try await world.store.addServerAccount(try server.account())

@@ -77,7 +77,7 @@ extension TestServers.PinnedDovecot {
     /// of sequence numbers, with ESEARCH and without, and the folder after it is synced too.
     @Test(arguments: [Set<String>(), ["ESEARCH"]])
     func aFolderTooLargeForOneSearchAnswerIsSyncedAndSoIsTheNextFolder(ignoring: Set<String>) async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         try server.fillMaildir("Big", count: 2500, template: Self.template)
         try server.fillMaildir("After", count: 3, template: Self.template.replacingOccurrences(of: "bulk", with: "aft"))
@@ -108,7 +108,7 @@ extension TestServers.PinnedDovecot {
     /// the sync lists it in 25 windows with ESEARCH, stores every message, and a second sync without QRESYNC
     /// compares all 100,000 UIDs and their flags in answers of bounded size and fetches nothing.
     @Test func aFolderOfOneHundredThousandMessagesIsSynced() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let count = 100_000
         let clock = ContinuousClock()
@@ -159,7 +159,7 @@ extension TestServers.PinnedDovecot {
     /// not exist: each is reported in the summary with why, and the folders after them are synced all the same,
     /// the first over a new connection (a line over the limit drops the connection).
     @Test func aFolderThatFailsIsReportedAndTheOtherFoldersStillSync() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         try server.fillMaildir("Wide", count: 1, template: Self.template)
         let keywords = (0..<120).map { "keyword\($0)-" + String(repeating: "x", count: 30) }.joined(separator: " ")
@@ -169,7 +169,7 @@ extension TestServers.PinnedDovecot {
             imap.uid("STORE", "1", "+FLAGS", "(\(keywords))")
             """
         )
-        try server.deliver(SyncMail.message("inboxafterfailure"))
+        try await server.deliver(SyncMail.message("inboxafterfailure"))
         let limits = IMAPResponseParser.Limits(maxLineLength: 2048)
         let (world, syncer, account, _) = try await world(server, limits: limits)
 

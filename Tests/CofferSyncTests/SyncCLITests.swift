@@ -83,7 +83,7 @@ extension CLIRunner {
 
     /// Before the expiry the pins are enforced (another key is refused); the date is kept and shown.
     @Test func pinsWithAFutureExpiryAreEnforcedAndShown() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let cli = try makeHome()
         let expiry = ["--pin-expires", "2099-06-30"]
@@ -97,9 +97,9 @@ extension CLIRunner {
     }
 
     @Test func accountAddShowSyncListRemove() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        for marker in ["clione", "clitwo"] { try server.deliver(SyncMail.message(marker)) }
+        for marker in ["clione", "clitwo"] { try await server.deliver(SyncMail.message(marker)) }
         let cli = try makeHome()
 
         let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
@@ -141,9 +141,9 @@ extension CLIRunner {
     }
 
     @Test func anIMAPAccountWithSTARTTLSIsPinnedAndSyncs() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.deliver(SyncMail.message("starttlsone"))
+        try await server.deliver(SyncMail.message("starttlsone"))
         let cli = try makeHome()
         let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], startTLS: true)
         #expect(added.status == 0, "\(added.stderr)")
@@ -159,7 +159,7 @@ extension CLIRunner {
     }
 
     @Test func aWrongPasswordOrAWrongPinStoresNoAccount() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let cli = try makeHome()
         let wrongPassword = "not-the-password-4471"
@@ -179,7 +179,7 @@ extension CLIRunner {
 
     @Test("a sync killed with SIGKILL at random points leaves no duplicate or half message; a rerun completes")
     func killedSyncs() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         // No PIN here (a PIN's key derivation would take most of each run's time): kills land inside the sync.
         let cli = try makeHome(protected: false)
@@ -187,7 +187,7 @@ extension CLIRunner {
         #expect(added.status == 0, "\(added.stderr)")
         // One whole sync of 20 new messages, unkilled, to learn how long a run takes on this machine.
         var markers = (0..<20).map { "killmarkerfirst\($0)x" }
-        try server.deliver(
+        try await server.deliver(
             many: markers.map { SyncMail.message($0, extraBody: String(repeating: "padding\r\n", count: 500)) }
         )
         let start = ContinuousClock.now
@@ -200,7 +200,7 @@ extension CLIRunner {
         for run in 0..<20 {
             // Every run has new mail to fetch, one message per transaction.
             let fresh = (0..<20).map { "killmarker\(run)n\($0)x" }
-            try server.deliver(
+            try await server.deliver(
                 many: fresh.map { SyncMail.message($0, extraBody: String(repeating: "padding\r\n", count: 500)) }
             )
             markers += fresh
@@ -232,9 +232,9 @@ extension CLIRunner {
     }
 
     @Test func aProgressBarIsDrawnOnStandardErrorOnlyWhenItIsATerminal() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.deliver(many: (0..<4).map { SyncMail.message("progress\($0)x") })
+        try await server.deliver(many: (0..<4).map { SyncMail.message("progress\($0)x") })
         let cli = try makeHome(protected: false)
         let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
         #expect(added.status == 0, "\(added.stderr)")
@@ -283,9 +283,9 @@ extension CLIRunner {
     }
 
     @Test func throughTheAgentALockedSyncIsRefusedAndAnUnlockedOneSyncs() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        for marker in ["agentone", "agenttwo"] { try server.deliver(SyncMail.message(marker)) }
+        for marker in ["agentone", "agenttwo"] { try await server.deliver(SyncMail.message(marker)) }
         let cli = try makeHome()
         let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
         #expect(added.status == 0, "\(added.stderr)")
@@ -308,9 +308,9 @@ extension CLIRunner {
     /// With an agent running the account commands ask it: no PIN is read and no key is unlocked in the CLI (the
     /// commands get no `--pin-stdin` and an empty standard input after the password), a locked agent refuses.
     @Test func accountCommandsGoThroughTheAgentWhenOneRuns() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.deliver(SyncMail.message("agentaccountone"))
+        try await server.deliver(SyncMail.message("agentaccountone"))
         let cli = try makeHome()
         let agent = try cli.startAgent()
         defer { CLIRunner.stopAgent(agent) }
@@ -346,9 +346,9 @@ extension CLIRunner {
     }
 
     @Test func watchSyncsAgainWhenNewMailArrives() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.deliver(SyncMail.message("watchone"))
+        try await server.deliver(SyncMail.message("watchone"))
         let cli = try makeHome(protected: false)
         let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
         #expect(added.status == 0, "\(added.stderr)")
@@ -380,7 +380,7 @@ extension CLIRunner {
         }
         let first = lines(1)
         #expect(first.first?.contains("1 new") == true, "\(first)")
-        try server.deliver(SyncMail.message("watchtwo"))
+        try await server.deliver(SyncMail.message("watchtwo"))
         let second = lines(2)
         #expect(second.count == 2, "\(second)")
         #expect(second.last?.contains("1 new") == true, "\(second)")

@@ -45,9 +45,9 @@ final class SyncEventLog: Sendable {
     }
 
     @Test func localFlagChangesGoInOneUIDStorePerFlagSetAndLocationsAreReadOncePerFolder() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        for index in 1...6 { try server.deliver(SyncMail.message("batchstore\(index)")) }
+        for index in 1...6 { try await server.deliver(SyncMail.message("batchstore\(index)")) }
         let (world, syncer, account, log) = try await setUp(server)
         #expect(try await syncer.sync(accountID: account).fetched == 6)
         #expect(log.take().filter { $0 == .locationsRead }.count == 1)
@@ -78,9 +78,9 @@ final class SyncEventLog: Sendable {
     /// when the client ignores both.
     @Test(arguments: [[], ["QRESYNC"], ["QRESYNC", "CONDSTORE"]])
     func serverChangesArriveWithAndWithoutQRESYNC(ignoring: [String]) async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
-        for index in 1...4 { try server.deliver(SyncMail.message("qresync\(index)")) }
+        for index in 1...4 { try await server.deliver(SyncMail.message("qresync\(index)")) }
         let qresync = ignoring.isEmpty
         let (world, syncer, account, log) = try await setUp(server, ignoring: Set(ignoring))
         #expect(try await syncer.sync(accountID: account).fetched == 4)
@@ -116,14 +116,14 @@ final class SyncEventLog: Sendable {
         }
 
         // New mail after it is still found (QRESYNC: by UID above the highest stored).
-        try server.deliver(SyncMail.message("qresync5"))
+        try await server.deliver(SyncMail.message("qresync5"))
         #expect(try await syncer.sync(accountID: account).fetched == 1)
         #expect(try await world.store.search("qresync5").count == 1)
         #expect(try server.messages().map(\.uid) == [2, 3, 4, 5])
     }
 
     @Test func aUIDValidityChangeStillResyncsWithQRESYNC() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let append = { (marker: String) in
             let literal = String(decoding: SyncMail.message(marker), as: UTF8.self)
@@ -143,7 +143,7 @@ final class SyncEventLog: Sendable {
     }
 
     @Test func withoutFoldersEverySubscribedFolderAndINBOXAreSyncedUnderTheirDecodedNames() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         // Entwürfe and 日本語 (RFC 3501's example) in modified UTF-7; "Archive" exists but is not subscribed.
         try server.python(
@@ -157,7 +157,7 @@ final class SyncEventLog: Sendable {
             imap.append("Archive", None, None, b"Subject: archiveword\\r\\nMessage-ID: <a@coffer.test>\\r\\n\\r\\nx\\r\\n")
             """
         )
-        try server.deliver(SyncMail.message("inboxword"))
+        try await server.deliver(SyncMail.message("inboxword"))
         let (world, syncer, account, _) = try await setUp(server)
         let summary = try await syncer.sync(accountID: account)
         #expect(summary.folders == 3)

@@ -23,13 +23,13 @@ import Testing
     /// A sender writes `Status: RO` and `X-Status: AFT` into an unread message: its flags here stay the server's
     /// (none), and the next sync pushes nothing, so the message stays unread on the server for every client.
     @Test func statusHeadersInAMessageNeverSetFlagsOfSyncedMail() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let forged = Array(
             ("From: Mallory <m@coffer.test>\r\nTo: alice@coffer.test\r\nSubject: already read statusforged\r\n"
                 + "Message-ID: <forged@coffer.test>\r\nStatus: RO\r\nX-Status: AFT\r\n\r\nLooks read.\r\n").utf8
         )
-        try server.deliver(forged)
+        try await server.deliver(forged)
         let (world, syncer, account) = try await world(server)
 
         #expect(try await syncer.sync(accountID: account).fetched == 1)
@@ -48,7 +48,7 @@ import Testing
     /// stored: a way to hide mail behind an earlier message), while the same bytes in a second folder stay one
     /// message with both folders' labels.
     @Test func twoMessagesWithOneMessageIDAreBothStoredAndOneMessageInTwoFoldersIsStoredOnce() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         func message(_ word: String) -> [UInt8] {
             Array(
@@ -56,8 +56,8 @@ import Testing
                     + "Message-ID: <same@coffer.test>\r\n\r\nText \(word).\r\n").utf8
             )
         }
-        try server.deliver(message("legitword"))
-        try server.deliver(message("forgedword"))
+        try await server.deliver(message("legitword"))
+        try await server.deliver(message("forgedword"))
         let legitBytes = try #require(try server.messages().first?.body)
         try server.python(
             """
@@ -84,7 +84,7 @@ import Testing
     /// "(damaged message)" row that says why, its bytes sealed as an attachment, counted in the summary; before, it
     /// was skipped without a word and the highest UID moved past it for ever.
     @Test func aMessageCofferCannotParseIsStoredAsADamagedMessageAndCounted() async throws {
-        let server = try SyncDovecot.start()
+        let server = try await SyncDovecot.start()
         defer { server.stop() }
         let fields = (0..<10_001).map { "X-Filler-\($0): value\r\n" }.joined()
         let unparsable = Array(
@@ -99,7 +99,7 @@ import Testing
                 imap.append("INBOX", None, None, f.read())
             """
         )
-        try server.deliver(SyncMail.message("besidedamaged"))
+        try await server.deliver(SyncMail.message("besidedamaged"))
         let (world, syncer, account) = try await world(server)
 
         let summary = try await syncer.sync(accountID: account)

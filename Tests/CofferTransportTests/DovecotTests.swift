@@ -12,8 +12,8 @@ import Testing
 
     init() throws { pki = try TestPKI.get() }
 
-    func start() throws -> TestServers.Dovecot {
-        try TestServers.Dovecot.start(
+    func start() async throws -> TestServers.Dovecot {
+        try await TestServers.Dovecot.start(
             dir: "\(pki.dir)/dovecot-\(UUID().uuidString.prefix(8))",
             certificate: pki.path("a-chain.pem"),
             key: pki.path("a.key"),
@@ -32,8 +32,8 @@ import Testing
         #expect(result.output.contains(#""selftest": "ok""#))
     }
 
-    @Test func dovecotRunsAsAnUnprivilegedUserOnLoopbackOnly() throws {
-        let server = try start()
+    @Test func dovecotRunsAsAnUnprivilegedUserOnLoopbackOnly() async throws {
+        let server = try await start()
         defer { server.stop() }
         let status = try String(contentsOfFile: "/proc/\(server.pid)/status", encoding: .utf8)
         let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }?.split(separator: "\t").dropFirst().first
@@ -43,7 +43,7 @@ import Testing
     }
 
     @Test func pinnedTransportReadsDovecotsGreetingWithAAndIsRefusedWithB() async throws {
-        let server = try start()
+        let server = try await start()
         defer { server.stop() }
         let connection = try await PinnedTLS.connect(pki.configuration(port: server.imapsPort, policy: pki.policy("a")))
         let greeting = try await readGreeting(connection)
@@ -79,15 +79,13 @@ import Testing
         let (dir, certificate, key) = (
             "\(pki.dir)/dovecot-\(UUID().uuidString.prefix(8))", pki.path("a-chain.pem"), pki.path("a.key")
         )
-        let server = try await TestServers.blocking {
-            try TestServers.Dovecot.start(
-                dir: dir,
-                certificate: certificate,
-                key: key,
-                users: ["alice:alice-test-password"],
-                owner: owner
-            )
-        }
+        let server = try await TestServers.Dovecot.start(
+            dir: dir,
+            certificate: certificate,
+            key: key,
+            users: ["alice:alice-test-password"],
+            owner: owner
+        )
         defer { server.stop() }
         #expect(!TestServers.hasEnded(server.pid), "Dovecot did not run")
         await TestServers.end(owner: owner, thenAwait: [server.pid])
