@@ -1,3 +1,4 @@
+import CofferBlocking
 import Foundation
 
 /// Runs the built `coffer` executable as a user would: detached from any terminal, with a private home and input on
@@ -89,8 +90,16 @@ public struct CLIRunner: Sendable {
         return (process, stdout, stderr)
     }
 
-    /// Runs `coffer args…` as ``start(_:input:withHome:)`` does and waits for it.
-    public func run(_ arguments: [String], input: String = "", withHome: Bool = true) throws -> Result {
+    /// Runs `coffer args…` as ``start(_:input:withHome:)`` does and waits for it on ``BlockingPool``: a test that
+    /// waits for a command holds none of the cooperative pool's threads, which every other test (and the TLS
+    /// handshakes of the network suites) share.
+    public func run(_ arguments: [String], input: String = "", withHome: Bool = true) async throws -> Result {
+        try await BlockingPool.run { try runBlocking(arguments, input: input, withHome: withHome) }
+    }
+
+    /// ``run(_:input:withHome:)`` for a thread of the caller's own (never the cooperative pool): to start many
+    /// commands at the same moment, more than ``BlockingPool`` has threads.
+    public func runBlocking(_ arguments: [String], input: String = "", withHome: Bool = true) throws -> Result {
         let (process, stdout, stderr) = try start(arguments, input: input, withHome: withHome)
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         let err = stderr.fileHandleForReading.readDataToEndOfFile()
@@ -109,7 +118,7 @@ public struct CLIRunner: Sendable {
 
     /// Starts `coffer agent` for this home (its output discarded) and waits, at most 20 s, until `status` reaches
     /// it. End it with ``stopAgent(_:)``.
-    public func startAgent() throws -> Process {
+    public func startAgent() async throws -> Process {
         let agent = Process()
         agent.executableURL = URL(fileURLWithPath: Self.binary)
         agent.arguments = ["agent", "--home", home.path]
@@ -118,8 +127,8 @@ public struct CLIRunner: Sendable {
         agent.standardError = FileHandle.nullDevice
         try agent.run()
         for _ in 0..<200 {
-            if try run(["status"]).stdout.contains("mode: agent") { return agent }
-            usleep(100_000)
+            if try await run(["status"]).stdout.contains("mode: agent") { return agent }
+            try await Task.sleep(for: .milliseconds(100))
         }
         Self.stopAgent(agent)
         throw AgentDidNotStart()

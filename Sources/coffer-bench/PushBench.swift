@@ -49,9 +49,9 @@ enum PushBench {
         }
 
         let cli = CLIRunner(prefix: "coffer-bench-push-home", ownRuntime: true)
-        try step(cli, ["init", "--account", "alice"])
-        try step(cli, ["protect", "pin", "--pin-stdin"], input: "\(pin)\n")
-        try step(
+        try await step(cli, ["init", "--account", "alice"])
+        try await step(cli, ["protect", "pin", "--pin-stdin"], input: "\(pin)\n")
+        try await step(
             cli,
             [
                 "account", "add", "--imap", "imaps://\(TestServers.PinnedDovecot.name):\(dovecot.server.imapsPort)",
@@ -60,7 +60,11 @@ enum PushBench {
             ],
             input: "\(pin)\n\(TestServers.PinnedDovecot.password)\n"
         )
-        try step(cli, ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"], input: "\(pin)\n")
+        try await step(
+            cli,
+            ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
+            input: "\(pin)\n"
+        )
 
         let agent = try Background(
             [CLIRunner.binary, "agent", "--home", cli.home.path],
@@ -70,17 +74,17 @@ enum PushBench {
         defer { agent.stop() }
         var ready = false
         for _ in 0..<200 where !ready {
-            ready = try cli.run(["status"]).stdout.contains("mode: agent")
+            ready = try await cli.run(["status"]).stdout.contains("mode: agent")
             if !ready { try await Task.sleep(for: .milliseconds(100)) }
         }
         guard ready else { throw BenchError("the agent did not start: \(agent.log.text)") }
-        try step(cli, ["unlock", "--pin-stdin"], input: "\(pin)\n")
+        try await step(cli, ["unlock", "--pin-stdin"], input: "\(pin)\n")
 
         let lmtp = try LMTPFeeder(dovecot)
         defer { lmtp.stop() }
         let unlocked = try await measure(deliveries, "unlocked", lmtp, agent.log, line: "push: synced while unlocked")
-        try step(cli, ["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(pin)\n")
-        try step(cli, ["lock"])
+        try await step(cli, ["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(pin)\n")
+        try await step(cli, ["lock"])
         let locked = try await measure(
             deliveries,
             "locked",
@@ -134,8 +138,8 @@ enum PushBench {
         return (total, handoff)
     }
 
-    private static func step(_ cli: CLIRunner, _ arguments: [String], input: String = "") throws {
-        let result = try cli.run(arguments, input: input)
+    private static func step(_ cli: CLIRunner, _ arguments: [String], input: String = "") async throws {
+        let result = try await cli.run(arguments, input: input)
         guard result.status == 0 else {
             throw BenchError("coffer \(arguments.prefix(2).joined(separator: " ")) failed: \(result.stderr)")
         }

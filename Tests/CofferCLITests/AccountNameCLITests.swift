@@ -27,12 +27,12 @@ import Glibc
     ]
 
     /// A home with two accounts that each hold a message, and a folder beside it that must stay untouched.
-    static func twoAccounts(_ cli: CLIRunner) throws -> TemporaryDirectory {
+    static func twoAccounts(_ cli: CLIRunner) async throws -> TemporaryDirectory {
         for account in ["alice", "bob"] {
-            #expect(try cli.run(["init", "--account", account]).status == 0)
+            #expect(try await cli.run(["init", "--account", account]).status == 0)
             let eml = "\(cli.home.path)/\(account).eml"
             try messageWithAttachment(canary: "C-\(account)").write(toFile: eml, atomically: true, encoding: .utf8)
-            let imported = try cli.run(["import", eml, "--account", account])
+            let imported = try await cli.run(["import", eml, "--account", account])
             #expect(imported.stdout.contains("Imported 1 messages"), "\(imported.stderr)")
         }
         let outside = TemporaryDirectory(prefix: "coffer-outside")
@@ -58,22 +58,22 @@ import Glibc
         return result
     }
 
-    static func assertBothAccountsIntact(_ cli: CLIRunner) throws {
+    static func assertBothAccountsIntact(_ cli: CLIRunner) async throws {
         for account in ["alice", "bob"] {
-            let list = try cli.run(["list", "--account", account])
+            let list = try await cli.run(["list", "--account", account])
             #expect(list.status == 0, "\(list.stderr)")
             #expect(list.stdout.contains("Quarterly numbers"), "\(account) lost its mail")
         }
     }
 
-    @Test func everyCommandRefusesHostileNamesOneShotAndTouchesNothing() throws {
+    @Test func everyCommandRefusesHostileNamesOneShotAndTouchesNothing() async throws {
         let cli = CLIRunner()
-        let outside = try Self.twoAccounts(cli)
+        let outside = try await Self.twoAccounts(cli)
         let before = Self.snapshot([cli.home.path, outside.path])
         for name in Self.hostile {
             for command in Self.commands {
                 let arguments = command + ["--home", cli.home.path, "--account=\(name)"]
-                let result = try cli.run(arguments, input: "123456\n123456\n", withHome: false)
+                let result = try await cli.run(arguments, input: "123456\n123456\n", withHome: false)
                 #expect(result.status != 0, "\(command) accepted \(name.debugDescription)")
                 // The argument parser itself refuses an empty value.
                 let sentence = name.isEmpty ? "Missing value for '--account" : "That account name cannot be used"
@@ -87,18 +87,18 @@ import Glibc
             }
         }
         #expect(Self.snapshot([cli.home.path, outside.path]) == before, "a refused command changed a file")
-        try Self.assertBothAccountsIntact(cli)
+        try await Self.assertBothAccountsIntact(cli)
     }
 
     @Test func theAgentRefusesHostileNamesFromAnyClient() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        let outside = try Self.twoAccounts(cli)
-        let agent = try AgentProcess(cli, runtime: runtime)
-        #expect(try cli.run(["unlock", "--account", "alice"]).status == 0)
-        #expect(try cli.run(["unlock", "--account", "bob"]).status == 0)
+        let outside = try await Self.twoAccounts(cli)
+        let agent = try await AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["unlock", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["unlock", "--account", "bob"]).status == 0)
         // An unlock wakes the outbox, which opens the account's store in the background, and every open writes the
         // store's empty write-ahead log (GRDB): a request that opens both stores first lets that settle.
-        try Self.assertBothAccountsIntact(cli)
+        try await Self.assertBothAccountsIntact(cli)
         let before = Self.snapshot([cli.home.path, outside.path])
         let operations: [(String) -> AgentRequest] = [
             { .status(account: $0) }, { .account($0) }, { .create(account: $0) },
@@ -123,7 +123,7 @@ import Glibc
             }
         }
         #expect(Self.snapshot([cli.home.path, outside.path]) == before, "a refused request changed a file")
-        try Self.assertBothAccountsIntact(cli)
+        try await Self.assertBothAccountsIntact(cli)
         #expect(agent.stop() == 0)
     }
 
@@ -138,17 +138,17 @@ import Glibc
         }
     }
 
-    @Test func aFolderNamedAfterTheRawNameIsMovedToTheHashedOne() throws {
+    @Test func aFolderNamedAfterTheRawNameIsMovedToTheHashedOne() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "C-1").write(toFile: eml, atomically: true, encoding: .utf8)
-        #expect(try cli.run(["import", eml]).status == 0)
+        #expect(try await cli.run(["import", eml]).status == 0)
         let paths = AppPaths(data: "\(cli.home.path)/data", keychain: "", state: "")
         // Put the home back in the layout of the first version: the folder named after the account.
         let legacy = "\(cli.home.path)/data/mail/alice"
         #expect(rename(paths.mail("alice"), legacy) == 0)
-        let list = try cli.run(["list"])
+        let list = try await cli.run(["list"])
         #expect(list.stdout.contains("Quarterly numbers"), "\(list.stderr)")
         #expect(!FileManager.default.fileExists(atPath: legacy))
         #expect(FileManager.default.fileExists(atPath: paths.store("alice")))

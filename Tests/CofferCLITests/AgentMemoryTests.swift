@@ -24,13 +24,13 @@ import Glibc
         """
     }
 
-    @Test func noCleartextMailStaysInTheAgentAfterLock() throws {
+    @Test func noCleartextMailStaysInTheAgentAfterLock() async throws {
         var (cli, runtime) = AgentProcess.runner()
         // Positive control: a marker the agent holds for its whole life (in its environment, on its stack).
         let control = "CtrlMem\(UInt32.random(in: 100_000...999_999))Kw"
         cli.extraEnvironment["COFFER_TEST_MEMORY_CONTROL"] = control
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
         let pid = agent.process.processIdentifier
         try #require(ProcessMemory.readable(pid: pid), "this run cannot read the agent's memory (needs CAP_SYS_PTRACE)")
         // The agent restarted itself with glibc's per-thread cache off, whose chunks skip the overwrite on free.
@@ -40,27 +40,27 @@ import Glibc
                 && String(decoding: $0, as: UTF8.self).contains(FreedMemory.noThreadCache)
         }
         #expect(cacheOff, "the agent runs with glibc's per-thread cache on")
-        #expect(try cli.run(["unlock"]).status == 0)
+        #expect(try await cli.run(["unlock"]).status == 0)
         // Unique per run, so nothing else in the test's memory or the binary can hold them.
         let subject = "SubjMem\(UInt32.random(in: 100_000...999_999))Qz"
         let body = "BodyMem\(UInt32.random(in: 100_000...999_999))Vx"
         let eml = "\(cli.home.path)/memory.eml"
         try Self.canaryMessage(subject: subject, body: body).write(toFile: eml, atomically: true, encoding: .utf8)
-        #expect(try cli.run(["import", eml]).status == 0)
+        #expect(try await cli.run(["import", eml]).status == 0)
         try FileManager.default.removeItem(atPath: eml)
         for _ in 0..<3 {
-            #expect(try cli.run(["list"]).stdout.contains(subject))
-            #expect(try cli.run(["search", body]).stdout.contains(subject))
-            #expect(try cli.run(["show", "1"]).stdout.contains(body))
+            #expect(try await cli.run(["list"]).stdout.contains(subject))
+            #expect(try await cli.run(["search", body]).stdout.contains(subject))
+            #expect(try await cli.run(["show", "1"]).stdout.contains(body))
         }
         let needles = [Array(subject.utf8), Array(body.utf8)]
         let unlocked = ProcessMemory.count(pid: pid, needles: needles)
         #expect(ProcessMemory.count(pid: pid, needles: [Array(control.utf8)]) != [0], "the scan cannot see the agent")
 
-        #expect(try cli.run(["lock"]).status == 0)
+        #expect(try await cli.run(["lock"]).status == 0)
         // The lock event reaches the registry's watcher asynchronously.
         var locked = ProcessMemory.count(pid: pid, needles: needles)
-        _ = eventually(seconds: 5) {
+        _ = await eventually(seconds: 5) {
             locked = ProcessMemory.count(pid: pid, needles: needles)
             return locked == [0, 0]
         }

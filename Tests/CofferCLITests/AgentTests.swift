@@ -27,16 +27,16 @@ final class AgentProcess {
     /// Arguments added to `coffer agent`.
     let agentArguments: [String]
 
-    init(_ cli: CLIRunner, runtime: TemporaryDirectory, arguments: [String] = []) throws {
+    init(_ cli: CLIRunner, runtime: TemporaryDirectory, arguments: [String] = []) async throws {
         self.cli = cli
         self.runtime = runtime
         agentArguments = arguments
         log = "\(runtime.path)/agent.log"
-        try start()
+        try await start()
     }
 
     /// Starts the agent and waits (bounded) until `status` reaches it.
-    func start() throws {
+    func start() async throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: CLIRunner.binary)
         process.arguments = ["agent", "--home", cli.home.path] + agentArguments
@@ -48,7 +48,7 @@ final class AgentProcess {
         process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
-        let ready = try eventually(seconds: 20) { try cli.run(["status"]).stdout.contains("mode: agent") }
+        let ready = try await eventually(seconds: 20) { try await cli.run(["status"]).stdout.contains("mode: agent") }
         #expect(ready, "the agent did not come up: \(logText)")
     }
 
@@ -80,13 +80,13 @@ final class AgentProcess {
 }
 
 /// Polls `check` every 100 ms for at most `seconds`.
-func eventually(seconds: Double, _ check: () throws -> Bool) rethrows -> Bool {
+func eventually(seconds: Double, _ check: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
-        if try check() { return true }
-        usleep(100_000)
+        if try await check() { return true }
+        try? await Task.sleep(for: .milliseconds(100))
     }
-    return try check()
+    return try await check()
 }
 
 /// A message with a text attachment whose content is a canary.
@@ -116,34 +116,35 @@ func messageWithAttachment(canary: String) -> String {
 }
 
 @Suite(.serialized) struct AgentTests {
-    @Test func commandsGoToTheAgentAndStatusSaysSo() throws {
+    @Test func commandsGoToTheAgentAndStatusSaysSo() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
-        let status = try cli.run(["status"])
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
+        let status = try await cli.run(["status"])
         #expect(status.stdout.contains("mode: agent (pid \(agent.process.processIdentifier), socket "))
         #expect(status.stdout.contains("state: locked"))
-        let locked = try cli.run(["list"])
+        let locked = try await cli.run(["list"])
         #expect(locked.status == 1)
         #expect(locked.stderr.contains("locked"))
 
-        let unlock = try cli.run(["unlock"])
+        let unlock = try await cli.run(["unlock"])
         #expect(unlock.stdout.contains("Unlocked alice in the agent"), "\(unlock.stderr)")
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "C-1").write(toFile: eml, atomically: true, encoding: .utf8)
-        let imported = try cli.run(["import", eml])
+        let imported = try await cli.run(["import", eml])
         #expect(imported.stdout.contains("Imported 1 messages"), "\(imported.stderr)")
-        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
-        #expect(try cli.run(["search", "quarterly"]).stdout.contains("Quarterly numbers"))
-        #expect(try cli.run(["show", "1"]).stdout.contains("See the attached file."))
-        #expect(try cli.run(["attachments", "1"]).stdout.contains("numbers.txt"))
+        #expect(try await cli.run(["list"]).stdout.contains("Quarterly numbers"))
+        #expect(try await cli.run(["search", "quarterly"]).stdout.contains("Quarterly numbers"))
+        #expect(try await cli.run(["show", "1"]).stdout.contains("See the attached file."))
+        #expect(try await cli.run(["attachments", "1"]).stdout.contains("numbers.txt"))
         let saved = "\(cli.home.path)/saved.txt"
         #expect(
-            try cli.run(["attachment", "save", "1", "--home", cli.home.path, "--to", saved], withHome: false).status
+            try await cli.run(["attachment", "save", "1", "--home", cli.home.path, "--to", saved], withHome: false)
+                .status
                 == 0
         )
         #expect((try? String(contentsOfFile: saved, encoding: .utf8))?.contains("C-1") == true)
-        let seconds = try cli.run(["status"]).stdout
+        let seconds = try await cli.run(["status"]).stdout
         #expect(seconds.contains("state: unlocked") && seconds.contains("autolock: in "), "\(seconds)")
 
         // The agent's store is open with writes in its write-ahead log; a clean shutdown closes it (checkpointing
@@ -153,7 +154,7 @@ func messageWithAttachment(canary: String) -> String {
         #expect(Self.size(of: wal) > 0, "the control: the open store has a write-ahead log")
         #expect(agent.stop() == 0)
         #expect(Self.size(of: wal) == 0, "the store was not closed at shutdown")
-        #expect(try cli.run(["status"]).stdout.contains("mode: one-shot"))
+        #expect(try await cli.run(["status"]).stdout.contains("mode: one-shot"))
         #expect(!FileManager.default.fileExists(atPath: agent.socketPath))
         let log = agent.logText
         #expect(!log.contains("C-1") && !log.contains("Quarterly"), "the log must not carry message content")
@@ -166,10 +167,10 @@ func messageWithAttachment(canary: String) -> String {
     }
 
     @Test(.enabled(if: getuid() == 0, "needs root to run a client as the user nobody"))
-    func anotherUserCannotTalkToTheAgent() throws {
+    func anotherUserCannotTalkToTheAgent() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
-        let agent = try AgentProcess(cli, runtime: runtime)
+        _ = try await cli.run(["init", "--account", "alice"])
+        let agent = try await AgentProcess(cli, runtime: runtime)
         let socket = agent.socketPath
         #expect(FileManager.default.fileExists(atPath: socket), "\(socket)")
         var info = stat()
@@ -185,7 +186,7 @@ func messageWithAttachment(canary: String) -> String {
         #expect(outcome.contains("forbidden") || outcome == "reply ", "\(outcome)")
         #expect(!outcome.contains(#""accounts""#), "another user must see no account")
         #expect(agent.logText.contains("refused a connection from another user"))
-        #expect(try cli.run(["status"]).stdout.contains("mode: agent"), "the agent still serves its own user")
+        #expect(try await cli.run(["status"]).stdout.contains("mode: agent"), "the agent still serves its own user")
     }
 
     private func connectAsNobody(_ socket: String) throws -> String {
@@ -227,45 +228,47 @@ func messageWithAttachment(canary: String) -> String {
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    @Test func theAutolockFiresInTheAgentAndBackgroundLocksAtOnce() throws {
+    @Test func theAutolockFiresInTheAgentAndBackgroundLocksAtOnce() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
-        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "739146\n").status == 0)
-        #expect(try cli.run(["autolock", "2s", "--pin-stdin"], input: "739146\n").status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
+        _ = try await cli.run(["init", "--account", "alice"])
+        #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "739146\n").status == 0)
+        #expect(try await cli.run(["autolock", "2s", "--pin-stdin"], input: "739146\n").status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "C-2").write(toFile: eml, atomically: true, encoding: .utf8)
 
-        let unlock = try cli.run(["unlock", "--pin-stdin"], input: "739146\n")
+        let unlock = try await cli.run(["unlock", "--pin-stdin"], input: "739146\n")
         #expect(unlock.status == 0, "\(unlock.stderr)")
         #expect(unlock.stdout.contains("autolock: in "), "\(unlock.stdout)")
         // Import counts as activity; without more of it (status does not use the key), the timer fires 2 s later.
-        #expect(try cli.run(["import", eml]).status == 0)
-        let locked = try eventually(seconds: 20) { try cli.run(["status"]).stdout.contains("state: locked") }
+        #expect(try await cli.run(["import", eml]).status == 0)
+        let locked = try await eventually(seconds: 20) {
+            try await cli.run(["status"]).stdout.contains("state: locked")
+        }
         #expect(locked, "the autolock did not fire: \(agent.logText)")
         #expect(agent.logText.contains("reason=timeout"))
-        let list = try cli.run(["list"])
+        let list = try await cli.run(["list"])
         #expect(list.status == 1 && list.stderr.contains("Coffer is locked"), "\(list.stderr)")
 
         // Under `background`, `coffer background` locks at once.
-        let background = try cli.run(["autolock", "background", "--pin-stdin"], input: "739146\n")
+        let background = try await cli.run(["autolock", "background", "--pin-stdin"], input: "739146\n")
         #expect(background.status == 0, "\(background.stderr)")
-        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
-        #expect(try cli.run(["background"]).status == 0)
-        let after = try cli.run(["list"])
+        #expect(try await cli.run(["list"]).stdout.contains("Quarterly numbers"))
+        #expect(try await cli.run(["background"]).status == 0)
+        let after = try await cli.run(["list"])
         #expect(after.status == 1 && after.stderr.contains("Coffer is locked"))
 
         // SIGUSR1 does the same.
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "739146\n").status == 0)
+        #expect(try await cli.run(["unlock", "--pin-stdin"], input: "739146\n").status == 0)
         agent.signal(SIGUSR1)
-        #expect(try eventually(seconds: 10) { try cli.run(["status"]).stdout.contains("state: locked") })
+        #expect(try await eventually(seconds: 10) { try await cli.run(["status"]).stdout.contains("state: locked") })
         #expect(!agent.logText.contains("739146"), "the PIN must never be logged")
     }
 
     @Test func fuzzedFramesLeaveTheAgentServingEveryoneElse() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
-        let agent = try AgentProcess(cli, runtime: runtime)
+        _ = try await cli.run(["init", "--account", "alice"])
+        let agent = try await AgentProcess(cli, runtime: runtime)
         let socket = agent.socketPath
         var random = SplitMix(seed: 0xA6E4_7F00)
         let valid = AgentFrame(kind: .request, payload: Array(#"{"status":{}}"#.utf8)).encoded
@@ -301,10 +304,10 @@ func messageWithAttachment(canary: String) -> String {
         let stalled = try #require(try AgentSocket.connect(socket))
         defer { close(stalled) }
         _ = valid.prefix(12).withUnsafeBytes { send(stalled, $0.baseAddress, $0.count, 0) }
-        #expect(try cli.run(["status"]).stdout.contains("mode: agent"))
+        #expect(try await cli.run(["status"]).stdout.contains("mode: agent"))
         let answer = readAll(stalled, seconds: 15)
         #expect(String(decoding: answer, as: UTF8.self).contains("bad-frame"))
-        #expect(try cli.run(["status"]).stdout.contains("account: alice"))
+        #expect(try await cli.run(["status"]).stdout.contains("account: alice"))
     }
 
     private func exchange(_ socket: String, _ bytes: [UInt8]) throws -> String {
@@ -328,36 +331,36 @@ func messageWithAttachment(canary: String) -> String {
         return data
     }
 
-    @Test func theSecureElementAsksForPresenceAtTheClientsTerminal() throws {
+    @Test func theSecureElementAsksForPresenceAtTheClientsTerminal() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "carol"])
-        #expect(try cli.run(["protect", "secure-element"]).status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
+        _ = try await cli.run(["init", "--account", "carol"])
+        #expect(try await cli.run(["protect", "secure-element"]).status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
         // A client without a terminal cannot confirm presence for the agent either.
-        let piped = try cli.run(["unlock"])
+        let piped = try await cli.run(["unlock"])
         #expect(piped.status == 1)
         #expect(piped.stderr.contains("presence"), "\(piped.stderr)")
         let refused = try cli.runOnTerminal(["unlock"], answerPresence: false)
         #expect(refused.status == 1, "\(refused.stdout)")
-        #expect(try cli.run(["status"]).stdout.contains("state: locked"))
+        #expect(try await cli.run(["status"]).stdout.contains("state: locked"))
         let answered = try cli.runOnTerminal(["unlock"], answerPresence: true)
         #expect(answered.status == 0, "\(answered.stdout)")
         #expect(answered.stdout.contains("Unlocked carol in the agent"))
-        #expect(try cli.run(["status"]).stdout.contains("state: unlocked"))
+        #expect(try await cli.run(["status"]).stdout.contains("state: unlocked"))
         #expect(agent.logText.contains("method=secure-element"))
     }
 
-    @Test func aPresenceQuestionNobodyAnswersEndsAtTheAgentsLimit() throws {
+    @Test func aPresenceQuestionNobodyAnswersEndsAtTheAgentsLimit() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "carol"])
-        #expect(try cli.run(["protect", "secure-element"]).status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
+        _ = try await cli.run(["init", "--account", "carol"])
+        #expect(try await cli.run(["protect", "secure-element"]).status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
         // The person at the terminal never types the code: the client stops asking when the agent stops waiting.
         let ignored = try cli.runOnTerminal(["unlock"], answerPresence: false, mode: "ignore")
         #expect(ignored.status == 1, "\(ignored.stdout)")
         #expect(ignored.stdout.contains("type "), "the code was shown: \(ignored.stdout)")
         #expect(ignored.stdout.contains("No answer in time; presence was not confirmed."), "\(ignored.stdout)")
-        #expect(try cli.run(["status"]).stdout.contains("state: locked"))
+        #expect(try await cli.run(["status"]).stdout.contains("state: locked"))
         // The agent serves on, and a prompt answered in time unlocks.
         let answered = try cli.runOnTerminal(["unlock"], answerPresence: true)
         #expect(answered.status == 0, "\(answered.stdout)")
@@ -366,12 +369,12 @@ func messageWithAttachment(canary: String) -> String {
 
     @Test func manyClientsAtOnceAndClientsThatLeaveMidRequest() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
-        let agent = try AgentProcess(cli, runtime: runtime)
-        #expect(try cli.run(["unlock"]).status == 0)
+        _ = try await cli.run(["init", "--account", "alice"])
+        let agent = try await AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["unlock"]).status == 0)
         let eml = "\(runtime.path)/one.eml"
         try messageWithAttachment(canary: "C-3").write(toFile: eml, atomically: true, encoding: .utf8)
-        #expect(try cli.run(["import", eml]).status == 0)
+        #expect(try await cli.run(["import", eml]).status == 0)
         let socket = agent.socketPath
 
         // Clients that send a request (or half of one) and vanish without reading the reply.
@@ -402,14 +405,14 @@ func messageWithAttachment(canary: String) -> String {
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(counts == Array(repeating: 5, count: 16))
-        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
+        #expect(try await cli.run(["list"]).stdout.contains("Quarterly numbers"))
     }
 
-    @Test func installUserServiceWritesASystemdUnit() throws {
+    @Test func installUserServiceWritesASystemdUnit() async throws {
         var cli = CLIRunner()
         let config = TemporaryDirectory(prefix: "coffer-config")
         cli.extraEnvironment["XDG_CONFIG_HOME"] = config.path
-        let result = try cli.run(["agent", "--install-user-service"])
+        let result = try await cli.run(["agent", "--install-user-service"])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("systemctl --user enable --now coffer-agent.service"))
         let unit = try String(contentsOfFile: "\(config.path)/systemd/user/coffer-agent.service", encoding: .utf8)
@@ -417,15 +420,15 @@ func messageWithAttachment(canary: String) -> String {
         #expect(unit.contains("WantedBy=default.target"))
     }
 
-    @Test func killNineLeavesNoCleartextAndLosesNothing() throws {
+    @Test func killNineLeavesNoCleartextAndLosesNothing() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
-        let agent = try AgentProcess(cli, runtime: runtime)
-        #expect(try cli.run(["unlock"]).status == 0)
+        _ = try await cli.run(["init", "--account", "alice"])
+        let agent = try await AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["unlock"]).status == 0)
         let canary = "CANARY-\(UInt32.random(in: 100_000...999_999))"
         let eml = "\(runtime.path)/one.eml"
         try messageWithAttachment(canary: canary).write(toFile: eml, atomically: true, encoding: .utf8)
-        #expect(try cli.run(["import", eml]).status == 0)
+        #expect(try await cli.run(["import", eml]).status == 0)
         unlink(eml)
 
         // A viewer holds the decrypted preview open while the agent is killed.
@@ -437,7 +440,7 @@ func messageWithAttachment(canary: String) -> String {
         viewer.standardError = FileHandle.nullDevice
         try viewer.run()
         let previews = "\(runtime.path)/coffer-previews"
-        let opened = eventually(seconds: 20) { !TemporaryDirectory.files(below: previews).isEmpty }
+        let opened = await eventually(seconds: 20) { !TemporaryDirectory.files(below: previews).isEmpty }
         #expect(opened, "no preview appeared: \(agent.logText)")
         #expect(!CanaryScanner.occurrences(of: [Array(canary.utf8)], under: [previews]).isEmpty)
 
@@ -446,15 +449,16 @@ func messageWithAttachment(canary: String) -> String {
         kill(viewer.processIdentifier, SIGKILL)
         viewer.waitUntilExit()
 
-        try agent.start()
+        try await agent.start()
         #expect(TemporaryDirectory.files(below: previews).isEmpty, "a cleartext preview survived the restart")
         let hits = CanaryScanner.occurrences(of: [Array(canary.utf8)], under: [cli.home.path, runtime.path])
         #expect(hits.isEmpty, "cleartext on disk: \(hits.map(\.file))")
-        #expect(try cli.run(["unlock"]).status == 0)
-        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
+        #expect(try await cli.run(["unlock"]).status == 0)
+        #expect(try await cli.run(["list"]).stdout.contains("Quarterly numbers"))
         let saved = "\(runtime.path)/saved.txt"
         #expect(
-            try cli.run(["attachment", "save", "1", "--home", cli.home.path, "--to", saved], withHome: false).status
+            try await cli.run(["attachment", "save", "1", "--home", cli.home.path, "--to", saved], withHome: false)
+                .status
                 == 0
         )
         #expect((try? String(contentsOfFile: saved, encoding: .utf8))?.contains(canary) == true)

@@ -12,9 +12,9 @@ import Glibc
 @Suite(.serialized) struct AgentTimeoutTests {
     @Test func anUnansweredPresenceQuestionTimesOutAndTheAgentServesOn() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "carol"])
-        #expect(try cli.run(["protect", "secure-element"]).status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
+        _ = try await cli.run(["init", "--account", "carol"])
+        #expect(try await cli.run(["protect", "secure-element"]).status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime, arguments: ["--unlock-timeout", "2"])
         let request = AgentRequest.unlock(account: "carol", method: .secureElement)
         // A client that shows the question to nobody and never answers.
         let (events, reply) = try await Self.exchange(agent.socketPath, request)
@@ -25,7 +25,7 @@ import Glibc
         }
         #expect(seconds == 2, "the question says how long the agent waits")
         #expect(reply?.failure?.code == .timeout, "\(String(describing: reply))")
-        let status = try cli.run(["status"])
+        let status = try await cli.run(["status"])
         #expect(status.stdout.contains("mode: agent"), "the agent serves on: \(status.stderr)")
         #expect(status.stdout.contains("state: locked"))
         #expect(agent.stop() == 0)

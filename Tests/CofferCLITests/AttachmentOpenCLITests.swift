@@ -18,16 +18,16 @@ import Testing
     }
 
     @Test(arguments: [("false", Int32(1)), ("exit 3 #", 1), ("test -f", 0), ("true", 0)])
-    func aFailingViewerExitsNonZeroAndTheCopyIsDeleted(viewer: String, expected: Int32) throws {
+    func aFailingViewerExitsNonZeroAndTheCopyIsDeleted(viewer: String, expected: Int32) async throws {
         var cli = CLIRunner()
         let runtime = TemporaryDirectory(prefix: "coffer-runtime")
         cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime.path
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let source = "\(cli.home.path)/one.eml"
         try Data(messageWithAttachment(canary: "ViewerCanary").utf8).write(to: URL(fileURLWithPath: source))
-        #expect(try cli.run(["import", source]).status == 0)
+        #expect(try await cli.run(["import", source]).status == 0)
 
-        let opened = try cli.run(
+        let opened = try await cli.run(
             ["attachment", "open", "1", "--home", cli.home.path, "--viewer", viewer],
             withHome: false
         )
@@ -42,17 +42,17 @@ import Testing
     }
 
     @Test(arguments: [("false", Int32(1)), ("true", 0)])
-    func throughTheAgentAFailingViewerAlsoExitsNonZero(viewer: String, expected: Int32) throws {
+    func throughTheAgentAFailingViewerAlsoExitsNonZero(viewer: String, expected: Int32) async throws {
         let (cli, runtime) = AgentProcess.runner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
         defer { _ = agent.stop() }
-        #expect(try cli.run(["unlock"]).status == 0)
+        #expect(try await cli.run(["unlock"]).status == 0)
         let source = "\(cli.home.path)/one.eml"
         try Data(messageWithAttachment(canary: "AgentViewerCanary").utf8).write(to: URL(fileURLWithPath: source))
-        #expect(try cli.run(["import", source]).status == 0)
+        #expect(try await cli.run(["import", source]).status == 0)
 
-        let opened = try cli.run(
+        let opened = try await cli.run(
             ["attachment", "open", "1", "--home", cli.home.path, "--viewer", viewer],
             withHome: false
         )
@@ -62,20 +62,20 @@ import Testing
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
-    @Test func aDamagedCacheFileIsRefilledFromTheStore() throws {
+    @Test func aDamagedCacheFileIsRefilledFromTheStore() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let source = "\(cli.home.path)/one.eml"
         try Data(messageWithAttachment(canary: "RefillCanary").utf8).write(to: URL(fileURLWithPath: source))
-        #expect(try cli.run(["import", source]).status == 0)
+        #expect(try await cli.run(["import", source]).status == 0)
         let outside = TemporaryDirectory(prefix: "coffer-refill")
-        func save(_ name: String) throws -> CLIRunner.Result {
-            try cli.run(
+        func save(_ name: String) async throws -> CLIRunner.Result {
+            try await cli.run(
                 ["attachment", "save", "1", "--home", cli.home.path, "--to", "\(outside.path)/\(name)"],
                 withHome: false
             )
         }
-        #expect(try save("first").status == 0)
+        #expect(try await save("first").status == 0)
         let entries = Self.files(under: cli.home.path).filter { $0.hasSuffix(".cfa") }
         #expect(entries.count == 1)
         for entry in entries {
@@ -84,7 +84,7 @@ import Testing
             bytes[bytes.count - 3] ^= 0x01
             try Data(bytes).write(to: URL(fileURLWithPath: path))
         }
-        let second = try save("second")
+        let second = try await save("second")
         #expect(second.status == 0, "\(second.stderr)")
         let saved = try String(contentsOfFile: "\(outside.path)/second", encoding: .utf8)
         #expect(saved == "attachment body RefillCanary\n")

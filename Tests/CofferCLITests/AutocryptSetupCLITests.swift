@@ -56,8 +56,8 @@ import Testing
     }
 
     /// The id of the one message listed in `cli`'s store.
-    static func onlyMessage(_ cli: CLIRunner) throws -> String {
-        let listed = try cli.run(["list"]).stdout
+    static func onlyMessage(_ cli: CLIRunner) async throws -> String {
+        let listed = try await cli.run(["list"]).stdout
         let line = try #require(
             listed.split(separator: "\n").first { $0.contains("Autocrypt Setup Message") },
             "\(listed)"
@@ -65,15 +65,15 @@ import Testing
         return String(try #require(line.split(separator: "\t").first))
     }
 
-    @Test func aSetupMessageMadeByCofferOpensInGnuPGAndInAnotherCoffer() throws {
+    @Test func aSetupMessageMadeByCofferOpensInGnuPGAndInAnotherCoffer() async throws {
         let gpg = try GnuPG()
-        let alice = try KeyCLITests.home()
-        let generated = try alice.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        let alice = try await KeyCLITests.home()
+        let generated = try await alice.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
         try #require(generated.status == 0, "\(generated.stderr)")
         let fingerprint = String(try #require(generated.stdout.split(separator: "\t").first))
-        #expect(try alice.run(["key", "autocrypt", "--prefer-encrypt", "mutual"]).status == 0)
+        #expect(try await alice.run(["key", "autocrypt", "--prefer-encrypt", "mutual"]).status == 0)
         let file = gpg.folder.path + "/setup.eml"
-        let made = try alice.run(["key", "autocrypt", "--setup-message", file])
+        let made = try await alice.run(["key", "autocrypt", "--setup-message", file])
         try #require(made.status == 0, "\(made.stderr)")
         let code = try Self.code(in: made.stdout)
         let message = try String(contentsOfFile: file, encoding: .utf8)
@@ -86,7 +86,7 @@ import Testing
         #expect(payload.contains("Passphrase-Format: numeric9x4"))
         #expect(payload.contains("Passphrase-Begin: \(code.prefix(2))"))
         // Writing over an existing file is refused.
-        #expect(try alice.run(["key", "autocrypt", "--setup-message", file]).status != 0)
+        #expect(try await alice.run(["key", "autocrypt", "--setup-message", file]).status != 0)
 
         // GnuPG decrypts the payload with the code and imports the secret key.
         let opened = try gpg.gpg(["--passphrase", code, "--decrypt"], input: Array(payload.utf8))
@@ -95,19 +95,19 @@ import Testing
         #expect(try gpg.gpg(["--with-colons", "--list-secret-keys", fingerprint]).stdout.contains(fingerprint))
 
         // Another Coffer imports it: a wrong code is refused with nothing stored, the right one imports the key.
-        let bob = try KeyCLITests.home()
-        #expect(try bob.run(["import", file]).status == 0)
-        let id = try Self.onlyMessage(bob)
-        let wrong = try bob.run(
+        let bob = try await KeyCLITests.home()
+        #expect(try await bob.run(["import", file]).status == 0)
+        let id = try await Self.onlyMessage(bob)
+        let wrong = try await bob.run(
             ["key", "autocrypt", "--import-setup", id, "--code-stdin"],
             input: "1111-2222-3333-4444-5555-6666-7777-8888-9999\n"
         )
         #expect(wrong.status != 0 && wrong.stderr.contains("Setup Code is wrong"), "\(wrong.stderr)")
-        #expect(!(try KeyCLITests.listed(bob).contains(fingerprint)))
-        let right = try bob.run(["key", "autocrypt", "--import-setup", id, "--code-stdin"], input: "\(code)\n")
+        #expect(!(try await KeyCLITests.listed(bob).contains(fingerprint)))
+        let right = try await bob.run(["key", "autocrypt", "--import-setup", id, "--code-stdin"], input: "\(code)\n")
         #expect(right.status == 0, "\(right.stderr)")
-        #expect(try KeyCLITests.listed(bob) == [fingerprint])
-        #expect(try bob.run(["key", "autocrypt"]).stdout.contains("prefer-encrypt: mutual"))
+        #expect(try await KeyCLITests.listed(bob) == [fingerprint])
+        #expect(try await bob.run(["key", "autocrypt"]).stdout.contains("prefer-encrypt: mutual"))
 
         // Canary: neither the code (as typed or as digits) nor the secret key's bytes are in a file of either home.
         let secretBytes = try Self.dearmored(try gpg.gpg(["--armor", "--export-secret-keys", fingerprint]).stdout)
@@ -119,18 +119,18 @@ import Testing
         #expect(hits.isEmpty, "\(hits)")
     }
 
-    @Test func throughTheAgentTheCodeTravelsInASecretFrameAndNoFileHoldsIt() throws {
+    @Test func throughTheAgentTheCodeTravelsInASecretFrameAndNoFileHoldsIt() async throws {
         let cli = CLIRunner(prefix: "coffer-autocrypt-agent", ownRuntime: true)
-        try #require(try cli.run(["init", "--account", "alice"]).status == 0)
-        let agent = try cli.startAgent()
+        try #require(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try await cli.startAgent()
         defer { CLIRunner.stopAgent(agent) }
-        try #require(try cli.run(["unlock"]).status == 0)
-        let generated = try cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
+        try #require(try await cli.run(["unlock"]).status == 0)
+        let generated = try await cli.run(["key", "generate", "--user-id", "Alice <alice@example.org>"])
         try #require(generated.status == 0, "\(generated.stderr)")
         let fingerprint = String(try #require(generated.stdout.split(separator: "\t").first))
         let gpg = try GnuPG()
         let file = gpg.folder.path + "/setup.eml"
-        let made = try cli.run(["key", "autocrypt", "--setup-message", file])
+        let made = try await cli.run(["key", "autocrypt", "--setup-message", file])
         try #require(made.status == 0, "\(made.stderr)")
         let code = try Self.code(in: made.stdout)
         let opened = try gpg.gpg(["--passphrase", code, "--decrypt"], input: Array(try Self.payload(file).utf8))
@@ -139,7 +139,7 @@ import Testing
         #expect(try gpg.gpg(["--with-colons", "--list-secret-keys", fingerprint]).stdout.contains(fingerprint))
         let secretBytes = try Self.dearmored(try gpg.gpg(["--armor", "--export-secret-keys", fingerprint]).stdout)
         try #require(secretBytes.count > 64)
-        #expect(try cli.run(["lock"]).status == 0)
+        #expect(try await cli.run(["lock"]).status == 0)
         let roots = [cli.home.path] + (cli.runtime.map { [$0.path] } ?? [])
         let hits = CanaryScanner.occurrences(
             of: [
@@ -151,7 +151,7 @@ import Testing
         #expect(hits.isEmpty, "\(hits)")
     }
 
-    @Test func aSetupMessageMadeByGnuPGImports() throws {
+    @Test func aSetupMessageMadeByGnuPGImports() async throws {
         let gpg = try GnuPG()
         let fingerprint = try gpg.generateKey(userID: "Carol <carol@example.org>", passphrase: "")
         var armored = try gpg.gpg(["--armor", "--export-secret-keys", fingerprint]).stdout
@@ -174,24 +174,27 @@ import Testing
             + "Content-Disposition: attachment; filename=\"autocrypt-setup-message.html\"\r\n\r\n"
             + html.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n--b--\r\n"
         let file = try gpg.file(message, name: "gpg-setup.eml")
-        let carol = try KeyCLITests.home()
-        #expect(try carol.run(["import", file]).status == 0)
-        let id = try Self.onlyMessage(carol)
-        let imported = try carol.run(["key", "autocrypt", "--import-setup", id, "--code-stdin"], input: "\(code)\n")
+        let carol = try await KeyCLITests.home()
+        #expect(try await carol.run(["import", file]).status == 0)
+        let id = try await Self.onlyMessage(carol)
+        let imported = try await carol.run(
+            ["key", "autocrypt", "--import-setup", id, "--code-stdin"],
+            input: "\(code)\n"
+        )
         #expect(imported.status == 0, "\(imported.stderr)")
-        #expect(try KeyCLITests.listed(carol) == [fingerprint])
+        #expect(try await KeyCLITests.listed(carol) == [fingerprint])
         #expect(CanaryScanner.occurrences(of: [Array(code.utf8)], under: [carol.home.path]).isEmpty)
         // A message that is not a Setup Message is refused by name.
         let plain = try gpg.file(
             "From: a@example.org\r\nSubject: Autocrypt Setup Message too\r\nMessage-ID: <p@x>\r\n\r\nhi\r\n",
             name: "plain.eml"
         )
-        #expect(try carol.run(["import", plain]).status == 0)
-        let listed = try carol.run(["list"]).stdout
+        #expect(try await carol.run(["import", plain]).status == 0)
+        let listed = try await carol.run(["list"]).stdout
         let plainID = String(
             try #require(listed.split(separator: "\n").first { $0.contains("too") }?.split(separator: "\t").first)
         )
-        let refused = try carol.run(
+        let refused = try await carol.run(
             ["key", "autocrypt", "--import-setup", plainID, "--code-stdin"],
             input: "\(code)\n"
         )

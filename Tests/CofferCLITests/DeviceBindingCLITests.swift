@@ -19,9 +19,9 @@ import Testing
         return found
     }
 
-    @Test func filesFromAnotherDeviceAreReportedNotTakenForNoAccount() throws {
+    @Test func filesFromAnotherDeviceAreReportedNotTakenForNoAccount() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         // Another device: the same folders under another device secret (a new machine id changes the item keys the
         // same way for the this-device-only items that hold the MainKey).
         let secret = "\(cli.home.path)/state/device-secret"
@@ -31,7 +31,7 @@ import Testing
         chmod(secret, 0o600)
         let before = Self.snapshot(cli.home.path)
         for command in [["status"], ["unlock"], ["list"], ["logout", "--yes"]] {
-            let result = try cli.run(command)
+            let result = try await cli.run(command)
             #expect(result.status == 1, "\(command)")
             #expect(result.stderr.hasPrefix(Self.otherDevice), "\(command): \(result.stderr)")
             #expect(!result.stdout.contains("accounts: none"))
@@ -88,9 +88,9 @@ import Testing
     }()
 
     @Test(.enabled(if: canChangeTheMachineID, "needs root and mount namespaces to give coffer another machine id"))
-    func anotherMachineIDIsReportedNotTakenForNoAccount() throws {
+    func anotherMachineIDIsReportedNotTakenForNoAccount() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let before = Self.snapshot(cli.home.path)
         // Positive control: the same machine id through the same namespace trick still opens the account.
         let own = try String(contentsOfFile: "/etc/machine-id", encoding: .utf8)
@@ -109,13 +109,13 @@ import Testing
         #expect(after == before, "a refused command changed the home")
     }
 
-    @Test func aLostDeviceSecretIsReportedAndNeverRegenerated() throws {
+    @Test func aLostDeviceSecretIsReportedAndNeverRegenerated() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let secret = "\(cli.home.path)/state/device-secret"
         try FileManager.default.removeItem(atPath: secret)
         for command in [["status"], ["unlock"], ["init", "--account", "bob"]] {
-            let result = try cli.run(command)
+            let result = try await cli.run(command)
             #expect(result.status == 1, "\(command)")
             #expect(result.stderr.hasPrefix(Self.otherDevice), "\(command): \(result.stderr)")
         }
@@ -123,10 +123,10 @@ import Testing
     }
 
     @Test(arguments: [["status"], ["unlock"], ["list"], ["search", "word"], ["show", "1"], ["lock"]])
-    func readOnlyCommandsOnAMissingHomeCreateNothing(command: [String]) throws {
+    func readOnlyCommandsOnAMissingHomeCreateNothing(command: [String]) async throws {
         let cli = CLIRunner()
         let home = "\(cli.home.path)/nonexistent/deep"
-        let result = try cli.run(command + ["--home", home], withHome: false)
+        let result = try await cli.run(command + ["--home", home], withHome: false)
         #expect(!FileManager.default.fileExists(atPath: "\(cli.home.path)/nonexistent"), "\(command) created \(home)")
         if command == ["status"] {
             #expect(result.status == 0, "\(result.stderr)")
@@ -137,24 +137,24 @@ import Testing
         }
     }
 
-    @Test func initCreatesTheHome() throws {
+    @Test func initCreatesTheHome() async throws {
         let cli = CLIRunner()
         let home = "\(cli.home.path)/new/deep"
-        let result = try cli.run(["init", "--home", home, "--account", "alice"], withHome: false)
+        let result = try await cli.run(["init", "--home", home, "--account", "alice"], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: "\(home)/state/device-secret"))
-        #expect(try cli.run(["status", "--home", home], withHome: false).stdout.contains("account: alice"))
+        #expect(try await cli.run(["status", "--home", home], withHome: false).stdout.contains("account: alice"))
     }
 
-    @Test func aDeviceSecretOpenToOthersIsRefused() throws {
+    @Test func aDeviceSecretOpenToOthersIsRefused() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         chmod("\(cli.home.path)/state/device-secret", 0o644)
-        let result = try cli.run(["status"])
+        let result = try await cli.run(["status"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("refuses to use"), "\(result.stderr)")
         #expect(result.stderr.contains("mode 644"))
         chmod("\(cli.home.path)/state/device-secret", 0o600)
-        #expect(try cli.run(["status"]).status == 0)
+        #expect(try await cli.run(["status"]).status == 0)
     }
 }

@@ -93,24 +93,24 @@ import Glibc
     }
 
     /// A new unprotected account's home.
-    static func home() throws -> CLIRunner {
+    static func home() async throws -> CLIRunner {
         let cli = CLIRunner(prefix: "coffer-key")
-        let created = try cli.run(["init", "--account", "alice"])
+        let created = try await cli.run(["init", "--account", "alice"])
         try #require(created.status == 0, "\(created.stderr)")
         return cli
     }
 
     /// The first field of each line of `coffer key list`.
-    static func listed(_ cli: CLIRunner) throws -> [String] {
-        let listed = try cli.run(["key", "list"])
+    static func listed(_ cli: CLIRunner) async throws -> [String] {
+        let listed = try await cli.run(["key", "list"])
         #expect(listed.status == 0, "\(listed.stderr)")
         return listed.stdout.split(separator: "\n").compactMap { $0.split(separator: "\t").first.map(String.init) }
     }
 
-    @Test func aGeneratedKeyIsListedAndItsExportImportsIntoGnuPG() throws {
-        let cli = try Self.home()
-        #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
-        let generated = try cli.run(["key", "generate", "--user-id", "Alice Liddell <alice@example.org>"])
+    @Test func aGeneratedKeyIsListedAndItsExportImportsIntoGnuPG() async throws {
+        let cli = try await Self.home()
+        #expect(try await cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
+        let generated = try await cli.run(["key", "generate", "--user-id", "Alice Liddell <alice@example.org>"])
         #expect(generated.status == 0, "\(generated.stderr)")
         #expect(generated.stderr.isEmpty, "\(generated.stderr)")
         let fields = generated.stdout.trimmingCharacters(in: .newlines).split(separator: "\t").map(String.init)
@@ -118,21 +118,21 @@ import Glibc
         let fingerprint = fields[0]
         #expect(fingerprint.count == 40 && fingerprint.allSatisfy(\.isHexDigit))
         #expect(fields[2] == "default" && fields[3] == "Alice Liddell <alice@example.org>")
-        #expect(try Self.listed(cli) == [fingerprint])
+        #expect(try await Self.listed(cli) == [fingerprint])
 
         // A second key is not the default; export without a fingerprint gives the default one's.
-        let second = try cli.run(["key", "generate", "--user-id", "Alice <alice@work.example>"])
+        let second = try await cli.run(["key", "generate", "--user-id", "Alice <alice@work.example>"])
         #expect(second.status == 0 && second.stdout.contains("\t-\tAlice <alice@work.example>"), "\(second.stdout)")
 
-        let exported = try cli.run(["key", "export", "--public"])
+        let exported = try await cli.run(["key", "export", "--public"])
         #expect(exported.status == 0, "\(exported.stderr)")
         #expect(exported.stdout.hasPrefix("-----BEGIN PGP PUBLIC KEY BLOCK-----"), "\(exported.stdout)")
         #expect(!exported.stdout.contains("PRIVATE"))
-        let byFingerprint = try cli.run(["key", "export", "--public", fingerprint.lowercased()])
+        let byFingerprint = try await cli.run(["key", "export", "--public", fingerprint.lowercased()])
         #expect(byFingerprint.stdout == exported.stdout)
-        let unknown = try cli.run(["key", "export", "--public", String(repeating: "AB", count: 20)])
+        let unknown = try await cli.run(["key", "export", "--public", String(repeating: "AB", count: 20)])
         #expect(unknown.status == 1 && unknown.stderr.contains("no such OpenPGP key"), "\(unknown.stderr)")
-        let noFlag = try cli.run(["key", "export"])
+        let noFlag = try await cli.run(["key", "export"])
         #expect(noFlag.status != 0 && noFlag.stderr.contains("--public"), "\(noFlag.stderr)")
 
         let gpg = try GnuPG()
@@ -149,8 +149,8 @@ import Glibc
         #expect(CanaryScanner.occurrences(of: needles, under: [cli.home.path]).isEmpty)
     }
 
-    @Test func aKeyGnuPGProtectedWithAPassphraseImportsWithItAndAWrongOneIsATypedError() throws {
-        let cli = try Self.home()
+    @Test func aKeyGnuPGProtectedWithAPassphraseImportsWithItAndAWrongOneIsATypedError() async throws {
+        let cli = try await Self.home()
         let gpg = try GnuPG()
         let passphrase = "correct horse battery staple 41"
         let fingerprint = try gpg.generateKey(userID: "Dave <dave@example.org>", passphrase: passphrase)
@@ -158,12 +158,12 @@ import Glibc
         let file = try gpg.file(secret, name: "dave-secret.asc")
 
         // Without a terminal and without --passphrase-stdin, the command says how to give it.
-        let noTerminal = try cli.run(["key", "import", file])
+        let noTerminal = try await cli.run(["key", "import", file])
         #expect(noTerminal.status == 1, "\(noTerminal.stdout)")
         #expect(noTerminal.stderr.contains("no terminal to read the passphrase"), "\(noTerminal.stderr)")
 
         let wrong = "not the passphrase 99"
-        let refused = try cli.run(["key", "import", file, "--passphrase-stdin"], input: "\(wrong)\n")
+        let refused = try await cli.run(["key", "import", file, "--passphrase-stdin"], input: "\(wrong)\n")
         #expect(refused.status == 1)
         #expect(
             refused.stderr.contains("The passphrase does not unlock the secret key \(fingerprint)"),
@@ -171,18 +171,18 @@ import Glibc
         )
         #expect(!refused.stderr.contains(wrong) && !refused.stdout.contains(wrong))
         #expect(!refused.stderr.contains(passphrase))
-        #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
+        #expect(try await cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
 
-        let imported = try cli.run(["key", "import", file, "--passphrase-stdin"], input: "\(passphrase)\n")
+        let imported = try await cli.run(["key", "import", file, "--passphrase-stdin"], input: "\(passphrase)\n")
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(imported.stdout.hasPrefix("\(fingerprint)\t"), "\(imported.stdout)")
         #expect(imported.stdout.contains("\tdefault\tDave <dave@example.org>"), "\(imported.stdout)")
-        #expect(try Self.listed(cli) == [fingerprint])
+        #expect(try await Self.listed(cli) == [fingerprint])
 
         // Once stored, importing it again is refused; the export is gpg's key.
-        let again = try cli.run(["key", "import", file, "--passphrase-stdin"], input: "\(passphrase)\n")
+        let again = try await cli.run(["key", "import", file, "--passphrase-stdin"], input: "\(passphrase)\n")
         #expect(again.status == 1 && again.stderr.contains("in the store already"), "\(again.stderr)")
-        let exported = try cli.run(["key", "export", "--public", fingerprint])
+        let exported = try await cli.run(["key", "export", "--public", fingerprint])
         let other = try GnuPG()
         try other.gpg(["--import"], input: Array(exported.stdout.utf8))
         #expect(try other.gpg(["--with-colons", "--list-keys"]).stdout.contains("fpr:::::::::\(fingerprint):"))
@@ -191,12 +191,12 @@ import Glibc
         #expect(CanaryScanner.occurrences(of: [Array(passphrase.utf8)], under: [cli.home.path]).isEmpty)
     }
 
-    @Test func theAgentAsksForThePassphraseThroughItsFailureAndTakesItInASecretFrame() throws {
+    @Test func theAgentAsksForThePassphraseThroughItsFailureAndTakesItInASecretFrame() async throws {
         let cli = CLIRunner(prefix: "coffer-key-agent", ownRuntime: true)
-        try #require(try cli.run(["init", "--account", "alice"]).status == 0)
-        let agent = try cli.startAgent()
+        try #require(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let agent = try await cli.startAgent()
         defer { CLIRunner.stopAgent(agent) }
-        try #require(try cli.run(["unlock"]).status == 0)
+        try #require(try await cli.run(["unlock"]).status == 0)
 
         let gpg = try GnuPG()
         let passphrase = "agent passphrase 17"
@@ -204,11 +204,11 @@ import Glibc
         // Binary this time.
         let path = gpg.folder.path + "/erin.gpg"
         try gpg.gpg(["--passphrase", passphrase, "--output", path, "--export-secret-keys", fingerprint])
-        let refused = try cli.run(["key", "import", path, "--passphrase-stdin"], input: "wrong one\n")
+        let refused = try await cli.run(["key", "import", path, "--passphrase-stdin"], input: "wrong one\n")
         #expect(refused.status == 1 && refused.stderr.contains("does not unlock"), "\(refused.stderr)")
-        let imported = try cli.run(["key", "import", path, "--passphrase-stdin"], input: "\(passphrase)\n")
+        let imported = try await cli.run(["key", "import", path, "--passphrase-stdin"], input: "\(passphrase)\n")
         #expect(imported.status == 0, "\(imported.stderr)")
-        #expect(try Self.listed(cli) == [fingerprint])
+        #expect(try await Self.listed(cli) == [fingerprint])
     }
 
     @Test(arguments: [
@@ -220,52 +220,52 @@ import Glibc
                 + "-----END PGP PUBLIC KEY BLOCK-----\n"
         ),
     ])
-    func aFileThatIsNoKeyIsRefusedAndRNPPrintsNothing(name: String, content: String) throws {
-        let cli = try Self.home()
+    func aFileThatIsNoKeyIsRefusedAndRNPPrintsNothing(name: String, content: String) async throws {
+        let cli = try await Self.home()
         let folder = TemporaryDirectory(prefix: "coffer-key-bad")
         let path = folder.path + "/input"
         try Data(content.utf8).write(to: URL(fileURLWithPath: path))
-        let result = try cli.run(["key", "import", path])
+        let result = try await cli.run(["key", "import", path])
         #expect(result.status == 1)
         #expect(
             result.stderr == "coffer: The OpenPGP key is empty, cut short or not OpenPGP data.\n",
             "\(result.stderr)"
         )
-        #expect(try cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
+        #expect(try await cli.run(["key", "list"]).stdout == "No OpenPGP keys.\n")
     }
 
-    @Test func aCertificateAloneIsACorrespondentsKeyNotYours() throws {
-        let cli = try Self.home()
+    @Test func aCertificateAloneIsACorrespondentsKeyNotYours() async throws {
+        let cli = try await Self.home()
         let gpg = try GnuPG()
         let fingerprint = try gpg.generateKey(userID: "Frank <frank@example.org>", passphrase: "")
         let certificate = try gpg.gpg(["--armor", "--export", fingerprint]).stdout
-        let result = try cli.run(["key", "import", try gpg.file(certificate, name: "frank.asc")])
+        let result = try await cli.run(["key", "import", try gpg.file(certificate, name: "frank.asc")])
         #expect(result.status == 0 && result.stdout.contains("\tcontact\t"), "\(result.stderr)")
         // Not the user's own: there is no key of theirs to export.
-        let export = try cli.run(["key", "export", "--public"])
+        let export = try await cli.run(["key", "export", "--public"])
         #expect(export.status == 1 && export.stderr.contains("no such OpenPGP key of yours"), "\(export.stderr)")
-        let missing = try cli.run(["key", "import", gpg.folder.path + "/nothing-here.asc"])
+        let missing = try await cli.run(["key", "import", gpg.folder.path + "/nothing-here.asc"])
         #expect(missing.status == 1 && missing.stderr.contains("no key file"), "\(missing.stderr)")
     }
 
-    @Test func aUserIDWithTerminalEscapesIsListedCleaned() throws {
-        let cli = try Self.home()
+    @Test func aUserIDWithTerminalEscapesIsListedCleaned() async throws {
+        let cli = try await Self.home()
         let gpg = try GnuPG()
         let hostile = "Mallory \u{1b}]0;owned\u{07}\u{1b}[2J <mallory@example.org>"
         let fingerprint = try gpg.generateKey(userID: hostile, passphrase: "")
         let secret = try gpg.gpg(["--armor", "--export-secret-keys", fingerprint]).stdout
-        let imported = try cli.run(["key", "import", try gpg.file(secret, name: "mallory.asc")])
+        let imported = try await cli.run(["key", "import", try gpg.file(secret, name: "mallory.asc")])
         #expect(imported.status == 0, "\(imported.stderr)")
-        let listed = try cli.run(["key", "list"]).stdout
+        let listed = try await cli.run(["key", "list"]).stdout
         #expect(listed.contains("Mallory ]0;owned[2J <mallory@example.org>"), "\(listed)")
         #expect(!listed.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 })
     }
 
-    @Test func generateWithoutAUserIDNeedsASendingAddress() throws {
-        let cli = try Self.home()
-        let result = try cli.run(["key", "generate"])
+    @Test func generateWithoutAUserIDNeedsASendingAddress() async throws {
+        let cli = try await Self.home()
+        let result = try await cli.run(["key", "generate"])
         #expect(result.status == 1 && result.stderr.contains("needs a user id"), "\(result.stderr)")
-        let control = try cli.run(["key", "generate", "--user-id", "Bad\u{1}Name <b@example.org>"])
+        let control = try await cli.run(["key", "generate", "--user-id", "Bad\u{1}Name <b@example.org>"])
         #expect(control.status == 1 && control.stderr.contains("user id cannot be used"), "\(control.stderr)")
     }
 }

@@ -13,22 +13,22 @@ import Glibc
     static let pin = "246813"
 
     /// A home with the account alice, one imported message and the PIN ``pin``.
-    func protectedAccount() throws -> CLIRunner {
+    func protectedAccount() async throws -> CLIRunner {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "PIN-LIMIT").write(toFile: eml, atomically: true, encoding: .utf8)
-        let imported = try cli.run(["import", eml])
+        let imported = try await cli.run(["import", eml])
         #expect(imported.status == 0, "\(imported.stderr)")
-        let protect = try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n")
+        let protect = try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(protect.status == 0, "\(protect.stderr)")
         #expect(protect.stdout.contains("A thief with a copy of this disk needs about"), "\(protect.stdout)")
         #expect(protect.stdout.contains("to try every 6-digit PIN (10^6 guesses at"), "\(protect.stdout)")
         return cli
     }
 
-    func failures(_ cli: CLIRunner) throws -> String {
-        let status = try cli.run(["status"]).stdout
+    func failures(_ cli: CLIRunner) async throws -> String {
+        let status = try await cli.run(["status"]).stdout
         return status.split(separator: "\n").first { $0.contains("failed PIN attempts") }.map(String.init) ?? status
     }
 
@@ -53,10 +53,10 @@ import Glibc
         return results.withLockedValue { $0 }
     }
 
-    @Test func twelveParallelWrongPINsAreCountedOneByOne() throws {
-        let cli = try protectedAccount()
+    @Test func twelveParallelWrongPINsAreCountedOneByOne() async throws {
+        let cli = try await protectedAccount()
         let answers = atOnce(12, cli) { index in
-            try cli.run(["unlock", "--pin-stdin"], input: "9000\(10 + index)\n")
+            try cli.runBlocking(["unlock", "--pin-stdin"], input: "9000\(10 + index)\n")
         }
         let wrong = answers.filter { $0.contains("Wrong PIN.") }
         let waiting = answers.filter { $0.contains("try again in") }
@@ -65,14 +65,14 @@ import Glibc
         #expect(wrong.count == 4, "\(answers)")
         #expect(waiting.count == 8, "\(answers.filter { !$0.contains("Wrong PIN.") })")
         for left in 6...9 { #expect(wrong.contains { $0.contains("Wrong PIN. \(left) attempts left.") }, "\(wrong)") }
-        #expect(try failures(cli).contains("failed PIN attempts: 4 of 10"))
+        #expect(try await failures(cli).contains("failed PIN attempts: 4 of 10"))
         // The right PIN waits too.
-        let right = try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
+        let right = try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(right.status == 1 && right.stderr.contains("try again in"), "\(right.stderr)")
     }
 
-    @Test func theShredDeletesTheMailStoreAndTheCache() throws {
-        let cli = try protectedAccount()
+    @Test func theShredDeletesTheMailStoreAndTheCache() async throws {
+        let cli = try await protectedAccount()
         let paths = AppPaths(data: "\(cli.home.path)/data", keychain: "\(cli.home.path)/keychain", state: "")
         let store = "\(paths.store("alice"))/mail.sqlite"
         #expect(FileManager.default.fileExists(atPath: store))
@@ -80,127 +80,127 @@ import Glibc
         let record = "\(paths.keychain)/\(try keychainFileName(service: "coffer.attempts", account: "alice"))"
         #expect(FileManager.default.fileExists(atPath: record))
         try Data([0x43, 0x46, 0x4B, 0x43, 1, 3, 0, 0, 0, 0]).write(to: URL(fileURLWithPath: record))
-        let unlock = try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
+        let unlock = try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(unlock.status == 1)
         #expect(!FileManager.default.fileExists(atPath: paths.mail("alice")), "the mail folder survived the shred")
         // A new login under the same name starts empty.
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
-        let list = try cli.run(["list"])
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let list = try await cli.run(["list"])
         #expect(list.status == 0, "\(list.stderr)")
         #expect(!list.stdout.contains("Quarterly numbers"), "\(list.stdout)")
         #expect(!list.stdout.lowercased().contains("damaged"), "\(list.stdout)")
     }
 
-    @Test func loweringOrChangingProtectionNeedsTheCurrentPIN() throws {
-        let cli = try protectedAccount()
+    @Test func loweringOrChangingProtectionNeedsTheCurrentPIN() async throws {
+        let cli = try await protectedAccount()
         // Without a terminal and without --pin-stdin there is no PIN, so nothing changes.
-        let bare = try cli.run(["protect", "none"])
+        let bare = try await cli.run(["protect", "none"])
         #expect(bare.status == 1, "\(bare.stdout)")
-        let wrongNone = try cli.run(["protect", "none", "--pin-stdin"], input: "000000\n")
+        let wrongNone = try await cli.run(["protect", "none", "--pin-stdin"], input: "000000\n")
         #expect(wrongNone.stderr.contains("Wrong PIN. 9 attempts left."), "\(wrongNone.stderr)")
-        let wrongChange = try cli.run(["protect", "pin", "--pin-stdin"], input: "000000\n135790\n")
+        let wrongChange = try await cli.run(["protect", "pin", "--pin-stdin"], input: "000000\n135790\n")
         #expect(wrongChange.stderr.contains("Wrong PIN. 8 attempts left."), "\(wrongChange.stderr)")
-        #expect(try failures(cli).contains("failed PIN attempts: 2 of 10"))
-        #expect(try cli.run(["status"]).stdout.contains("protection: pin"))
+        #expect(try await failures(cli).contains("failed PIN attempts: 2 of 10"))
+        #expect(try await cli.run(["status"]).stdout.contains("protection: pin"))
 
-        let change = try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n135790\n")
+        let change = try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n135790\n")
         #expect(change.status == 0, "\(change.stderr)")
-        let old = try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
+        let old = try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(old.stderr.contains("Wrong PIN."), "\(old.stderr)")
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "135790\n").status == 0)
+        #expect(try await cli.run(["unlock", "--pin-stdin"], input: "135790\n").status == 0)
 
-        let tooShort = try cli.run(["protect", "pin", "--pin-stdin"], input: "135790\n12345\n")
+        let tooShort = try await cli.run(["protect", "pin", "--pin-stdin"], input: "135790\n12345\n")
         #expect(tooShort.status == 1)
         #expect(tooShort.stderr.contains("at least 6 digits"), "\(tooShort.stderr)")
 
-        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "135790\n")
+        let none = try await cli.run(["protect", "none", "--pin-stdin"], input: "135790\n")
         #expect(none.stdout.contains("protected by: none"), "\(none.stderr)")
     }
 
-    @Test func logoutOfAProtectedAccountNeedsThePINOrTheTypedName() throws {
-        let cli = try protectedAccount()
-        #expect(try cli.run(["logout", "--yes"]).status == 1)
-        let wrong = try cli.run(["logout", "--yes", "--pin-stdin"], input: "000000\n")
+    @Test func logoutOfAProtectedAccountNeedsThePINOrTheTypedName() async throws {
+        let cli = try await protectedAccount()
+        #expect(try await cli.run(["logout", "--yes"]).status == 1)
+        let wrong = try await cli.run(["logout", "--yes", "--pin-stdin"], input: "000000\n")
         #expect(wrong.stderr.contains("Wrong PIN. 9 attempts left."), "\(wrong.stderr)")
-        #expect(try cli.run(["status"]).stdout.contains("account: alice"))
+        #expect(try await cli.run(["status"]).stdout.contains("account: alice"))
 
-        let otherName = try cli.run(["logout", "--forgot-pin"], input: "bob\n")
+        let otherName = try await cli.run(["logout", "--forgot-pin"], input: "bob\n")
         #expect(otherName.status == 1)
         #expect(otherName.stderr.contains("lost"), "\(otherName.stderr)")
-        let yesAlone = try cli.run(["logout", "--forgot-pin", "--yes"], input: "yes\n")
+        let yesAlone = try await cli.run(["logout", "--forgot-pin", "--yes"], input: "yes\n")
         #expect(yesAlone.status == 1)
-        #expect(try cli.run(["status"]).stdout.contains("account: alice"))
+        #expect(try await cli.run(["status"]).stdout.contains("account: alice"))
 
-        let forgotten = try cli.run(["logout", "--forgot-pin"], input: "alice\n")
+        let forgotten = try await cli.run(["logout", "--forgot-pin"], input: "alice\n")
         #expect(forgotten.status == 0, "\(forgotten.stderr)")
-        #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
+        #expect(try await cli.run(["status"]).stdout.contains("accounts: none"))
         let mail = "\(cli.home.path)/data/mail/alice"
         #expect(!FileManager.default.fileExists(atPath: mail))
     }
 
-    @Test func logoutWithTheRightPINErasesTheAccount() throws {
-        let cli = try protectedAccount()
-        let logout = try cli.run(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
+    @Test func logoutWithTheRightPINErasesTheAccount() async throws {
+        let cli = try await protectedAccount()
+        let logout = try await cli.run(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(logout.status == 0, "\(logout.stderr)")
-        #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
+        #expect(try await cli.run(["status"]).stdout.contains("accounts: none"))
     }
 
-    @Test func inTheAgentTheShredDeletesTheStoreAndANewLoginStartsEmpty() throws {
+    @Test func inTheAgentTheShredDeletesTheStoreAndANewLoginStartsEmpty() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
+        _ = try await cli.run(["init", "--account", "alice"])
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "AGENT-SHRED").write(toFile: eml, atomically: true, encoding: .utf8)
-        #expect(try cli.run(["import", eml]).status == 0)
-        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-        #expect(try cli.run(["list"]).stdout.contains("Quarterly numbers"))
-        #expect(try cli.run(["lock"]).status == 0)
+        #expect(try await cli.run(["import", eml]).status == 0)
+        #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        #expect(try await cli.run(["list"]).stdout.contains("Quarterly numbers"))
+        #expect(try await cli.run(["lock"]).status == 0)
 
         let paths = AppPaths(data: "\(cli.home.path)/data", keychain: "\(cli.home.path)/keychain", state: "")
         let record = "\(paths.keychain)/\(try keychainFileName(service: "coffer.attempts", account: "alice"))"
         try Data([0x43, 0x46, 0x4B, 0x43, 1, 3, 0, 0, 0, 0]).write(to: URL(fileURLWithPath: record))
-        let unlock = try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
+        let unlock = try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(unlock.status == 1, "\(unlock.stdout)")
         #expect(!FileManager.default.fileExists(atPath: paths.mail("alice")), "the mail folder survived the shred")
 
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
-        let fresh = try eventually(seconds: 10) {
-            _ = try cli.run(["unlock"])
-            let list = try cli.run(["list"])
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
+        let fresh = try await eventually(seconds: 10) {
+            _ = try await cli.run(["unlock"])
+            let list = try await cli.run(["list"])
             return list.status == 0 && !list.stdout.contains("Quarterly numbers")
         }
         #expect(fresh, "the agent still showed the old store")
         agent.stop()
     }
 
-    @Test func inTheAgentProtectionChangesAndLogoutNeedTheCurrentPIN() throws {
+    @Test func inTheAgentProtectionChangesAndLogoutNeedTheCurrentPIN() async throws {
         let (cli, runtime) = AgentProcess.runner()
-        _ = try cli.run(["init", "--account", "alice"])
-        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-        let agent = try AgentProcess(cli, runtime: runtime)
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        _ = try await cli.run(["init", "--account", "alice"])
+        #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let agent = try await AgentProcess(cli, runtime: runtime)
+        #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
         // The key is in the agent; that alone no longer lowers or changes the protection, or logs out.
-        #expect(try cli.run(["protect", "none"]).status == 1)
-        #expect(try cli.run(["logout", "--yes"]).status == 1)
+        #expect(try await cli.run(["protect", "none"]).status == 1)
+        #expect(try await cli.run(["logout", "--yes"]).status == 1)
         // A wrong PIN is refused and counted, as an unlock's would be.
-        let none = try cli.run(["protect", "none", "--pin-stdin"], input: "000000\n")
+        let none = try await cli.run(["protect", "none", "--pin-stdin"], input: "000000\n")
         #expect(none.stderr.contains("Wrong PIN. 9 attempts left."), "\(none.stderr)")
-        let change = try cli.run(["protect", "pin", "--pin-stdin"], input: "000000\n135790\n")
+        let change = try await cli.run(["protect", "pin", "--pin-stdin"], input: "000000\n135790\n")
         #expect(change.stderr.contains("Wrong PIN. 8 attempts left."), "\(change.stderr)")
-        let logout = try cli.run(["logout", "--yes", "--pin-stdin"], input: "000000\n")
+        let logout = try await cli.run(["logout", "--yes", "--pin-stdin"], input: "000000\n")
         #expect(logout.stderr.contains("Wrong PIN. 7 attempts left."), "\(logout.stderr)")
-        let status = try cli.run(["status"]).stdout
+        let status = try await cli.run(["status"]).stdout
         #expect(status.contains("protection: pin") && status.contains("3 of 10"), "\(status)")
         // With the PIN each succeeds.
-        let changed = try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n135790\n")
+        let changed = try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n135790\n")
         #expect(changed.status == 0, "\(changed.stderr)")
-        let lowered = try cli.run(["protect", "none", "--pin-stdin"], input: "135790\n")
+        let lowered = try await cli.run(["protect", "none", "--pin-stdin"], input: "135790\n")
         #expect(lowered.stdout.contains("protected by: none"), "\(lowered.stderr)")
-        #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-        let out = try cli.run(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
+        #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let out = try await cli.run(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(out.status == 0, "\(out.stderr)")
-        #expect(try cli.run(["status"]).stdout.contains("accounts: none"))
+        #expect(try await cli.run(["status"]).stdout.contains("accounts: none"))
         #expect(!agent.logText.contains(Self.pin) && !agent.logText.contains("135790"), "a PIN was logged")
         agent.stop()
     }

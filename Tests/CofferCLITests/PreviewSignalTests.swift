@@ -29,14 +29,14 @@ import Glibc
     static let commands: [[String]] = [["attachment", "open", "1"], ["show", "1", "--html"]]
 
     /// A home with one message that has an attachment, and its own runtime folder.
-    static func home() throws -> (CLIRunner, TemporaryDirectory) {
+    static func home() async throws -> (CLIRunner, TemporaryDirectory) {
         let runtime = TemporaryDirectory(prefix: "coffer-xdg")
         var cli = CLIRunner()
         cli.extraEnvironment["XDG_RUNTIME_DIR"] = runtime.path
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let eml = "\(cli.home.path)/one.eml"
         try messageWithAttachment(canary: "C-SIGNAL").write(toFile: eml, atomically: true, encoding: .utf8)
-        #expect(try cli.run(["import", eml]).status == 0)
+        #expect(try await cli.run(["import", eml]).status == 0)
         return (cli, runtime)
     }
 
@@ -67,8 +67,8 @@ import Glibc
     }
 
     @Test(arguments: commands, Interruption.allCases)
-    func thePreviewIsGoneHoweverThePromptEnds(command: [String], interruption: Interruption) throws {
-        let (cli, runtime) = try Self.home()
+    func thePreviewIsGoneHoweverThePromptEnds(command: [String], interruption: Interruption) async throws {
+        let (cli, runtime) = try await Self.home()
         let output = try Self.interrupt(
             cli,
             command,
@@ -86,8 +86,8 @@ import Glibc
     }
 
     @Test(.enabled(if: Self.sharedMemoryIsUsable, "needs /dev/shm as a tmpfs with mode 1777"))
-    func withoutARuntimeFolderThePreviewStaysInMemory() throws {
-        let (cli, _) = try Self.home()
+    func withoutARuntimeFolderThePreviewStaysInMemory() async throws {
+        let (cli, _) = try await Self.home()
         let output = try Self.interrupt(cli, ["attachment", "open", "1"], with: .interrupt, environment: [:])
         // `env -u` is not needed: the driver's environment has no XDG_RUNTIME_DIR when the test's has none.
         let expected = "/dev/shm/coffer-previews-\(getuid())/"
@@ -103,8 +103,8 @@ import Glibc
             && ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] == nil
     }
 
-    @Test func aCommandThatOpensTheCacheDeletesADeadProcesssPreview() throws {
-        let (cli, runtime) = try Self.home()
+    @Test func aCommandThatOpensTheCacheDeletesADeadProcesssPreview() async throws {
+        let (cli, runtime) = try await Self.home()
         let previews = "\(runtime.path)/coffer-previews"
         // A process that has ended, and one that runs (this test).
         let ended = Process()
@@ -122,7 +122,7 @@ import Glibc
             try "cleartext".write(toFile: "\(folder)/attachment.txt", atomically: true, encoding: .utf8)
         }
         #expect(chmod(previews, 0o700) == 0)
-        let list = try cli.run(["list"])
+        let list = try await cli.run(["list"])
         #expect(list.status == 0, "\(list.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dead), "a dead process's preview survived")
         #expect(FileManager.default.fileExists(atPath: "\(alive)/attachment.txt"), "a live process's preview was taken")

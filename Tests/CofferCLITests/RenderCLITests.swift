@@ -42,10 +42,10 @@ import Testing
         return path
     }
 
-    @Test func anHTMLFileBecomesASafePageWithItsPolicyFirst() throws {
+    @Test func anHTMLFileBecomesASafePageWithItsPolicyFirst() async throws {
         let files = TemporaryDirectory(prefix: "coffer-render")
         let input = try write(Self.htmlBody, named: "body.html", in: files)
-        let result = try CLIRunner().run(["render", input, "--output", "-"], withHome: false)
+        let result = try await CLIRunner().run(["render", input, "--output", "-"], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("<!DOCTYPE html>\n" + Self.policyMeta))
         #expect(result.stdout.contains("img-src data:;"))
@@ -56,11 +56,11 @@ import Testing
         #expect(result.stderr == "2 remote resources blocked (1 tracker)\n")
     }
 
-    @Test func anEmlHasItsEmbeddedImagesInlinedAndRemoteOnesBlocked() throws {
+    @Test func anEmlHasItsEmbeddedImagesInlinedAndRemoteOnesBlocked() async throws {
         let files = TemporaryDirectory(prefix: "coffer-render")
         let input = try write(Self.message, named: "weekly.eml", in: files)
         let output = files.path + "/page.html"
-        let result = try CLIRunner().run(["render", input, "--output", output], withHome: false)
+        let result = try await CLIRunner().run(["render", input, "--output", output], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
         let page = try String(contentsOfFile: output, encoding: .utf8)
         #expect(page.hasPrefix("<!DOCTYPE html>\n" + Self.policyMeta))
@@ -73,10 +73,10 @@ import Testing
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
     }
 
-    @Test func allowRemoteLoadsContentButStillBlocksTrackers() throws {
+    @Test func allowRemoteLoadsContentButStillBlocksTrackers() async throws {
         let files = TemporaryDirectory(prefix: "coffer-render")
         let input = try write(Self.message, named: "weekly.eml", in: files)
-        let result = try CLIRunner().run(["render", input, "--allow-remote", "--output", "-"], withHome: false)
+        let result = try await CLIRunner().run(["render", input, "--allow-remote", "--output", "-"], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("img-src data: https: http:;"))
         #expect(result.stdout.contains("src=\"https://images.example/hero.jpg\""))
@@ -84,12 +84,12 @@ import Testing
         #expect(result.stderr.contains("1 remote resource allowed\n1 tracker blocked\n"))
     }
 
-    @Test func theViewerGetsAPrivateFileThatIsDeletedAfterwards() throws {
+    @Test func theViewerGetsAPrivateFileThatIsDeletedAfterwards() async throws {
         let files = TemporaryDirectory(prefix: "coffer-render")
         let input = try write(Self.htmlBody, named: "body.html", in: files)
         let record = files.path + "/seen"
         let viewer = "stat -c %a \"$1\" \"$(dirname \"$1\")\" > \(record); echo \"$1\" >> \(record); head -c 200 "
-        let result = try CLIRunner().run(["render", input, "--viewer", viewer], withHome: false)
+        let result = try await CLIRunner().run(["render", input, "--viewer", viewer], withHome: false)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.hasPrefix("<!DOCTYPE html>\n" + Self.policyMeta))
         #expect(result.stdout.contains("The viewer exited with status 0; the page was deleted."))
@@ -134,16 +134,16 @@ import Testing
         }
     }
 
-    @Test func showHTMLRendersAStoredMessageWithItsEmbeddedImage() throws {
+    @Test func showHTMLRendersAStoredMessageWithItsEmbeddedImage() async throws {
         let cli = CLIRunner()
         let files = TemporaryDirectory(prefix: "coffer-render")
         let input = try write(Self.message, named: "weekly.eml", in: files)
-        #expect(try cli.run(["init", "--account", "alice@example.com"]).status == 0)
-        let imported = try cli.run(["import", input])
+        #expect(try await cli.run(["init", "--account", "alice@example.com"]).status == 0)
+        let imported = try await cli.run(["import", input])
         #expect(imported.status == 0, "\(imported.stderr)")
         let page = files.path + "/copy.html"
         let viewer = "cp \"$1\" \(page); true"
-        let shown = try cli.run(["show", "1", "--html", "--viewer", viewer])
+        let shown = try await cli.run(["show", "1", "--html", "--viewer", viewer])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stderr.contains("2 remote resources blocked (1 tracker)\n"))
         #expect(shown.stdout.contains("the page was deleted"))
@@ -152,15 +152,20 @@ import Testing
         #expect(text.contains("<img src=\"data:image/png;base64,iVBORw0KGgo=\">"))
         #expect(!text.contains("images.example"))
 
-        let remote = try cli.run(["show", "1", "--html", "--allow-remote", "--viewer", viewer + "; rm -f \(page)"])
+        let remote = try await cli.run([
+            "show", "1", "--html", "--allow-remote", "--viewer", viewer + "; rm -f \(page)",
+        ])
         #expect(remote.status == 0, "\(remote.stderr)")
         #expect(remote.stderr.contains("1 tracker blocked"))
-        let plain = try cli.run(["show", "1"])
+        let plain = try await cli.run(["show", "1"])
         #expect(plain.stdout.contains("(HTML only; no plain text part)"))
     }
 
-    @Test func aMissingFileIsOneSentence() throws {
-        let result = try CLIRunner().run(["render", "/nonexistent/message.eml", "--output", "-"], withHome: false)
+    @Test func aMissingFileIsOneSentence() async throws {
+        let result = try await CLIRunner().run(
+            ["render", "/nonexistent/message.eml", "--output", "-"],
+            withHome: false
+        )
         #expect(result.status == 1)
         #expect(result.stderr == "coffer: Cannot read /nonexistent/message.eml.\n")
     }

@@ -40,12 +40,12 @@ import Testing
         throw CocoaError(.fileNoSuchFile)
     }
 
-    @Test func listSearchAndShowSurviveWrongTypesAndExtremeValues() throws {
+    @Test func listSearchAndShowSurviveWrongTypesAndExtremeValues() async throws {
         let cli = CLIRunner()
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         let source = "\(cli.home.path)/tamper.mbox"
         try Data(Self.mbox().utf8).write(to: URL(fileURLWithPath: source))
-        let imported = try cli.run(["import", source])
+        let imported = try await cli.run(["import", source])
         #expect(imported.status == 0, "\(imported.stderr)")
         let database = try Self.database(under: cli.home.path)
         let sql = """
@@ -56,7 +56,7 @@ import Testing
             """
         #expect(try Self.sqlite(database, sql) == 0)
 
-        let list = try cli.run(["list"])
+        let list = try await cli.run(["list"])
         #expect(list.status == 0, "\(list.stderr)")
         let lines = list.stdout.split(separator: "\n")
         #expect(lines.count == 4)
@@ -69,15 +69,15 @@ import Testing
         // damaged subject cell is found when the message is opened (below).
         #expect(lines.contains { $0.hasPrefix("3\t") && $0.contains("subject number 3") })
 
-        let search = try cli.run(["search", "sharedword"])
+        let search = try await cli.run(["search", "sharedword"])
         #expect(search.status == 0, "\(search.stderr)")
         #expect(search.stdout.split(separator: "\n").count == 4)
 
-        let shown = try cli.run(["show", "1"])
+        let shown = try await cli.run(["show", "1"])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains("Subject: subject number 1"))
         for id in ["2", "3", "4"] {
-            let damaged = try cli.run(["show", id])
+            let damaged = try await cli.run(["show", id])
             #expect(damaged.status == 1)
             #expect(damaged.stderr.contains("Message \(id) is damaged"))
         }

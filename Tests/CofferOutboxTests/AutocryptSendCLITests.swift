@@ -47,17 +47,17 @@ import Testing
         let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
-        let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
-        let generated = try alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
+        let alice = try await SendCLITests.home(server, user: Server.sender, submission: true)
+        let generated = try await alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
         try #require(generated.status == 0, "\(generated.stderr)")
         let aliceKey = String(try #require(generated.stdout.split(separator: "\t").first))
-        #expect(try alice.run(["key", "autocrypt"]).stdout.contains("prefer-encrypt: nopreference"))
-        let set = try alice.run(["key", "autocrypt", "--prefer-encrypt", "mutual"])
+        #expect(try await alice.run(["key", "autocrypt"]).stdout.contains("prefer-encrypt: nopreference"))
+        let set = try await alice.run(["key", "autocrypt", "--prefer-encrypt", "mutual"])
         #expect(set.status == 0 && set.stdout.contains("prefer-encrypt: mutual"), "\(set.stdout) \(set.stderr)")
         let body = try oracle.file(Array("the word is \(Self.canary)\n".utf8), name: "body.txt")
 
         // 1. Bob has no state yet: the message goes in clear, with Alice's header.
-        let first = try alice.run([
+        let first = try await alice.run([
             "compose", "--to", Server.recipient.address, "--subject", "First hello", "--body-file", body, "--send",
         ])
         #expect(first.status == 0, "\(first.stdout) \(first.stderr)")
@@ -94,13 +94,13 @@ import Testing
             + "Autocrypt: addr=\(Server.recipient.address); prefer-encrypt=mutual; keydata=\r\n \(folded)\r\n"
             + "Content-Type: text/plain\r\n\r\nHello Alice\r\n"
         let replyPath = try oracle.file(Array(reply.utf8), name: "reply.eml")
-        let importedReply = try alice.run(["import", replyPath])
+        let importedReply = try await alice.run(["import", replyPath])
         #expect(importedReply.status == 0, "\(importedReply.stderr)")
         // Bob's key was never imported explicitly.
-        #expect(!(try alice.run(["key", "list"]).stdout.contains("Correspondents")))
+        #expect(!(try await alice.run(["key", "list"]).stdout.contains("Correspondents")))
 
         // 3. Both mutual, Bob's key known: encrypted without --encrypt, and gpg decrypts it with Bob's key.
-        let second = try alice.run([
+        let second = try await alice.run([
             "compose", "--to", Server.recipient.address, "--subject", "Second hello", "--body-file", body, "--send",
         ])
         #expect(second.status == 0, "\(second.stdout) \(second.stderr)")
@@ -125,7 +125,7 @@ import Testing
         #expect(decrypted.stdout.contains("the word is \(Self.canary)"), "\(decrypted.stdout)")
 
         // 4. --no-encrypt: in clear, and said so.
-        let third = try alice.run([
+        let third = try await alice.run([
             "compose", "--to", Server.recipient.address, "--subject", "Third hello", "--body-file", body, "--send",
             "--no-encrypt",
         ])
@@ -139,11 +139,11 @@ import Testing
         let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
-        let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
-        let generated = try alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
+        let alice = try await SendCLITests.home(server, user: Server.sender, submission: true)
+        let generated = try await alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
         try #require(generated.status == 0, "\(generated.stderr)")
         let file = oracle.folder.path + "/setup.eml"
-        let made = try alice.run(["key", "autocrypt", "--setup-message", file, "--send"])
+        let made = try await alice.run(["key", "autocrypt", "--setup-message", file, "--send"])
         #expect(made.status == 0, "\(made.stdout) \(made.stderr)")
         #expect(made.stdout.contains("sent to your own address"), "\(made.stdout)")
         let delivered = try OpenPGPSendCLITests.delivered(

@@ -71,14 +71,14 @@ import Testing
     static func parties(
         _ server: Server,
         oracle: Oracle
-    ) throws -> (
+    ) async throws -> (
         alice: CLIRunner, aliceKey: String, bobKey: String, aliceCert: String, bobSecret: String
     ) {
-        let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
-        let generated = try alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
+        let alice = try await SendCLITests.home(server, user: Server.sender, submission: true)
+        let generated = try await alice.run(["key", "generate", "--user-id", "Alice <\(Server.sender.address)>"])
         try #require(generated.status == 0, "\(generated.stderr)")
         let aliceKey = String(try #require(generated.stdout.split(separator: "\t").first))
-        let aliceCert = try alice.run(["key", "export", "--public"]).stdout
+        let aliceCert = try await alice.run(["key", "export", "--public"]).stdout
         try #require(try oracle.run("gpg", ["--import"], input: Array(aliceCert.utf8)).status == 0)
         let made = try oracle.run(
             "gpg",
@@ -94,7 +94,7 @@ import Testing
             try #require(line.split(separator: ":", omittingEmptySubsequences: false).dropFirst(9).first)
         )
         let bobCert = try oracle.run("gpg", ["--armor", "--export", bobKey]).stdout
-        let imported = try alice.run(["key", "import", try oracle.file(Array(bobCert.utf8), name: "bob.asc")])
+        let imported = try await alice.run(["key", "import", try oracle.file(Array(bobCert.utf8), name: "bob.asc")])
         try #require(imported.status == 0, "\(imported.stderr)")
         let bobSecret = try oracle.run("gpg", ["--armor", "--export-secret-keys", bobKey]).stdout
         return (
@@ -138,21 +138,21 @@ import Testing
         let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
-        let (alice, aliceKey, bobKey, aliceCert, bobSecret) = try Self.parties(server, oracle: oracle)
+        let (alice, aliceKey, bobKey, aliceCert, bobSecret) = try await Self.parties(server, oracle: oracle)
         let bodyPath = try oracle.file(Array(Self.body.utf8), name: "body.txt")
         let attachment = try oracle.file(Array("attached figures \(Self.canary)\n".utf8), name: "figures.txt")
 
         // A recipient without a key: refused before anything is queued, naming the address.
-        let refused = try alice.run([
+        let refused = try await alice.run([
             "compose", "--to", Server.recipient.address, "--cc", "carol@coffer.test", "--subject", "Nokey plan",
             "--body-file", bodyPath, "--encrypt", "--send",
         ])
         #expect(refused.status == 1, "\(refused.stdout)")
         #expect(refused.stderr.contains("no OpenPGP key for carol@coffer.test"), "\(refused.stderr)")
         #expect(!refused.stderr.contains(Server.recipient.address), "\(refused.stderr)")
-        #expect(try alice.run(["outbox"]).stdout.contains("The outbox is empty."))
+        #expect(try await alice.run(["outbox"]).stdout.contains("The outbox is empty."))
 
-        let sent = try alice.run([
+        let sent = try await alice.run([
             "compose", "--to", Server.recipient.address, "--subject", "Sealed plan", "--body-file", bodyPath,
             "--attach", attachment, "--sign", "--encrypt", "--send",
         ])
@@ -202,10 +202,10 @@ import Testing
         #expect(bad.status != 0 && !bad.stdout.contains(Self.canary), "\(bad.stdout)")
 
         // Alice's Sent copy is what was sent, encrypted to her key too: it reads back decrypted and verified.
-        let sentList = try alice.run(["list", "--label", "Sent"]).stdout
+        let sentList = try await alice.run(["list", "--label", "Sent"]).stdout
         let line = try #require(sentList.split(separator: "\n").first { $0.contains("Sealed plan") }, "\(sentList)")
         let id = String(try #require(line.split(separator: "\t").first))
-        let shown = try alice.run(["show", id]).stdout
+        let shown = try await alice.run(["show", id]).stdout
         #expect(
             shown.contains("OpenPGP: encrypted, signed by Alice <\(Server.sender.address)> (\(aliceKey)), verified"),
             "\(shown)"
@@ -218,12 +218,12 @@ import Testing
         let server = try await Server.start()
         defer { server.stop() }
         let oracle = try Oracle()
-        let (alice, aliceKey, _, aliceCert, _) = try Self.parties(server, oracle: oracle)
+        let (alice, aliceKey, _, aliceCert, _) = try await Self.parties(server, oracle: oracle)
         let bodyPath = try oracle.file(
             Array("Signed, not sealed: Grüße, and a line with trailing space \nend\n".utf8),
             name: "body.txt"
         )
-        let sent = try alice.run([
+        let sent = try await alice.run([
             "compose", "--to", Server.recipient.address, "--subject", "Signed note", "--body-file", bodyPath, "--sign",
             "--send",
         ])
@@ -260,9 +260,9 @@ import Testing
         #expect(sqBad.status != 0, "\(sqBad.stderr)")
 
         // Alice's Sent copy is the signed message, and her signature over it checks out.
-        let sentList = try alice.run(["list", "--label", "Sent"]).stdout
+        let sentList = try await alice.run(["list", "--label", "Sent"]).stdout
         let line = try #require(sentList.split(separator: "\n").first { $0.contains("Signed note") }, "\(sentList)")
-        let shown = try alice.run(["show", String(try #require(line.split(separator: "\t").first))]).stdout
+        let shown = try await alice.run(["show", String(try #require(line.split(separator: "\t").first))]).stdout
         #expect(
             shown.contains(
                 "OpenPGP: not encrypted; signed by Alice <\(Server.sender.address)> (\(aliceKey)), verified"
@@ -271,9 +271,11 @@ import Testing
         )
 
         // Without a key of her own, --sign is refused before anything is queued.
-        let bare = try SendCLITests.home(server, user: Server.sender, submission: true)
-        let noKey = try bare.run(["compose", "--to", Server.recipient.address, "--subject", "x", "--sign", "--send"])
+        let bare = try await SendCLITests.home(server, user: Server.sender, submission: true)
+        let noKey = try await bare.run([
+            "compose", "--to", Server.recipient.address, "--subject", "x", "--sign", "--send",
+        ])
         #expect(noKey.status == 1 && noKey.stderr.contains("need an OpenPGP key of yours"), "\(noKey.stderr)")
-        #expect(try bare.run(["outbox"]).stdout.contains("The outbox is empty."))
+        #expect(try await bare.run(["outbox"]).stdout.contains("The outbox is empty."))
     }
 }

@@ -40,11 +40,11 @@ import Glibc
 
         let server = try await Server.start()
         defer { server.stop() }
-        let alice = try SendCLITests.home(server, user: Server.sender, submission: true)
-        let bob = try SendCLITests.home(server, user: Server.recipient, submission: false)
+        let alice = try await SendCLITests.home(server, user: Server.sender, submission: true)
+        let bob = try await SendCLITests.home(server, user: Server.recipient, submission: false)
         let contactName = "Canary Person\(token)"
         let contactAddress = "canary-contact-\(token)@example.org"
-        let added = try alice.run(["contacts", "--add", "\(contactName) <\(contactAddress)>"])
+        let added = try await alice.run(["contacts", "--add", "\(contactName) <\(contactAddress)>"])
         #expect(added.status == 0 && added.stdout.contains(contactAddress), "\(added.stdout) \(added.stderr)")
 
         // 20 drafts to kill, and one more whose send is timed whole, to spread the kills over a send's life.
@@ -56,7 +56,7 @@ import Glibc
             let attachmentPath = "\(folder.path)/kill-\(index).bin"
             try Data(letter.body.utf8).write(to: URL(fileURLWithPath: bodyPath))
             try Data(letter.attachment).write(to: URL(fileURLWithPath: attachmentPath))
-            let composed = try alice.run([
+            let composed = try await alice.run([
                 "compose", "--to", Server.recipient.address, "--subject", letter.subject, "--body-file", bodyPath,
                 "--attach", attachmentPath,
             ])
@@ -64,13 +64,13 @@ import Glibc
             let id = try #require(Self.draftID(composed.stdout), "no draft id in: \(composed.stdout)")
             draftOf[id] = index
         }
-        let drafts = try alice.run(["drafts"]).stdout
+        let drafts = try await alice.run(["drafts"]).stdout
         for letter in letters { #expect(drafts.contains(letter.subject), "\(drafts)") }
         let idOf = Dictionary(uniqueKeysWithValues: draftOf.map { ($1, $0) })
 
         // The timed send (index 20): never in flight when a kill falls, so bob must get it exactly once.
         let timing = Date()
-        let whole = try alice.run(["send", String(idOf[Self.count]!)])
+        let whole = try await alice.run(["send", String(idOf[Self.count]!)])
         let sendTime = Date().timeIntervalSince(timing)
         #expect(whole.status == 0 && whole.stdout.contains("Sent"), "\(whole.stdout) \(whole.stderr)")
 
@@ -95,7 +95,7 @@ import Glibc
                 #expect(sending.count <= 1, "one message is sent at a time: \(sending)")
                 if let outboxID = sending.first {
                     // The outbox lists it (opening the store returns it to the queue, as the next send would).
-                    let listed = try alice.run(["outbox"]).stdout.split(separator: "\n")
+                    let listed = try await alice.run(["outbox"]).stdout.split(separator: "\n")
                     let line = try #require(listed.first { $0.hasPrefix("\(outboxID)\t") }, "\(listed)")
                     let letter = try #require(letters.firstIndex { line.contains($0.subject) }, "\(line)")
                     inFlightKills[letter] += 1
@@ -116,31 +116,31 @@ import Glibc
         // until the outbox is empty, then send the drafts whose kill fell before they were queued.
         var outbox = ""
         for _ in 0..<6 {
-            outbox = try alice.run(["outbox"]).stdout
+            outbox = try await alice.run(["outbox"]).stdout
             if outbox.contains("The outbox is empty.") { break }
-            let flushed = try alice.run(["outbox", "--flush"])
+            let flushed = try await alice.run(["outbox", "--flush"])
             #expect(flushed.status == 0, "\(flushed.stdout) \(flushed.stderr)")
         }
         var resent: [Int] = []
-        for line in try alice.run(["drafts"]).stdout.split(separator: "\n") {
+        for line in try await alice.run(["drafts"]).stdout.split(separator: "\n") {
             guard let id = line.split(separator: "\t").first.flatMap({ Int64($0) }), let index = draftOf[id] else {
                 continue
             }
-            let sent = try alice.run(["send", String(id)])
+            let sent = try await alice.run(["send", String(id)])
             #expect(sent.status == 0 && sent.stdout.contains("Sent"), "\(sent.stdout) \(sent.stderr)")
             resent.append(index)
         }
-        outbox = try alice.run(["outbox"]).stdout
+        outbox = try await alice.run(["outbox"]).stdout
         #expect(outbox.contains("The outbox is empty."), "something is stuck in the outbox: \(outbox)")
-        let draftsLeft = try alice.run(["drafts"]).stdout
+        let draftsLeft = try await alice.run(["drafts"]).stdout
         #expect(draftsLeft.contains("No drafts."), "\(draftsLeft)")
 
         // bob gets every one of them: none lost.
         let deadline = Date().addingTimeInterval(90)
         var listed: [String] = []
         while true {
-            #expect(try bob.run(["sync"]).status == 0)
-            listed = try bob.run(["list", "--limit", "1000"]).stdout.split(separator: "\n").map(String.init)
+            #expect(try await bob.run(["sync"]).status == 0)
+            listed = try await bob.run(["list", "--limit", "1000"]).stdout.split(separator: "\n").map(String.init)
             let arrived = letters.filter { letter in listed.contains { $0.contains(letter.subject) } }.count
             if arrived == letters.count || Date() > deadline { break }
             usleep(300_000)
@@ -156,8 +156,8 @@ import Glibc
             let shown = letters.map { letter in listed.filter { $0.contains(letter.subject) }.count }
             if shown == delivered { break }
             usleep(500_000)
-            #expect(try bob.run(["sync"]).status == 0)
-            listed = try bob.run(["list", "--limit", "1000"]).stdout.split(separator: "\n").map(String.init)
+            #expect(try await bob.run(["sync"]).status == 0)
+            listed = try await bob.run(["list", "--limit", "1000"]).stdout.split(separator: "\n").map(String.init)
         }
         let duplicates = delivered.reduce(0) { $0 + max(0, $1 - 1) }
         #expect(delivered.allSatisfy { $0 >= 1 }, "lost on the server: \(delivered)")
@@ -173,14 +173,14 @@ import Glibc
         for line in listed {
             guard let index = letters.firstIndex(where: { line.contains($0.subject) }) else { continue }
             let id = try #require(line.split(separator: "\t").first.map(String.init))
-            let shown = try bob.run(["show", id])
+            let shown = try await bob.run(["show", id])
             #expect(shown.status == 0, "\(shown.stderr)")
             let text = shown.stdout.replacingOccurrences(of: "\r\n", with: "\n")
             #expect(text.contains(letters[index].body.trimmingCharacters(in: .newlines)), "\(index): \(text)")
-            let attachments = try bob.run(["attachments", id]).stdout
+            let attachments = try await bob.run(["attachments", id]).stdout
             let attachmentID = try #require(attachments.split(separator: "\t").first.map(String.init), "\(attachments)")
             let saved = "\(folder.path)/saved-\(id).bin"
-            #expect(try bob.run(["attachment", "save", attachmentID, "--to", saved]).status == 0)
+            #expect(try await bob.run(["attachment", "save", attachmentID, "--to", saved]).status == 0)
             #expect(try Array(Data(contentsOf: URL(fileURLWithPath: saved))) == letters[index].attachment, "\(index)")
         }
 

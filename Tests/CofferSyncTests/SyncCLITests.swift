@@ -15,8 +15,8 @@ extension CLIRunner {
         protected: Bool = true,
         startTLS: Bool = false,
         extra: [String] = []
-    ) throws -> Result {
-        try run(
+    ) async throws -> Result {
+        try await run(
             [
                 "account", "add", "--imap",
                 startTLS
@@ -35,33 +35,33 @@ extension CLIRunner {
     static let pin = "582914"
 
     /// A home with account "alice" protected by a PIN.
-    func makeHome(protected: Bool = true) throws -> CLIRunner {
+    func makeHome(protected: Bool = true) async throws -> CLIRunner {
         let cli = CLIRunner(prefix: "coffer-sync-cli", ownRuntime: true)
-        #expect(try cli.run(["init", "--account", "alice"]).status == 0)
+        #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
         if protected {
-            #expect(try cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
         }
         return cli
     }
 
     /// A report URL is https and goes with pins, or the command is refused before anything is asked.
-    @Test func aPinReportURLMustBeHTTPSAndComesWithPins() throws {
+    @Test func aPinReportURLMustBeHTTPSAndComesWithPins() async throws {
         let cli = CLIRunner(prefix: "coffer-sync-cli-report")
         let base = ["account", "add", "--imap", "imaps://mail.example.org", "--user", "alice", "--password-stdin"]
         let pins = [
             "--pin-sha256", String(repeating: "A", count: 43) + "=", "--pin-sha256",
             String(repeating: "B", count: 43) + "=",
         ]
-        let plain = try cli.run(base + pins + ["--pin-report-url", "http://report.example.org/pins"])
+        let plain = try await cli.run(base + pins + ["--pin-report-url", "http://report.example.org/pins"])
         #expect(plain.status != 0)
         #expect(plain.stderr.contains("--pin-report-url must be an https URL"), "\(plain.stderr)")
-        let unpinned = try cli.run(base + ["--pin-report-url", "https://report.example.org/pins"])
+        let unpinned = try await cli.run(base + ["--pin-report-url", "https://report.example.org/pins"])
         #expect(unpinned.status != 0)
         #expect(unpinned.stderr.contains("--pin-report-url needs --pin-sha256"), "\(unpinned.stderr)")
     }
 
     /// `--pin-expires` is a future YYYY-MM-DD and goes with pins, or the command is refused before anything is asked.
-    @Test func aPinExpiryMustBeAFutureDateAndComesWithPins() throws {
+    @Test func aPinExpiryMustBeAFutureDateAndComesWithPins() async throws {
         let cli = CLIRunner(prefix: "coffer-sync-cli-expires")
         let base = ["account", "add", "--imap", "imaps://mail.example.org", "--user", "alice", "--password-stdin"]
         let pins = [
@@ -72,11 +72,11 @@ extension CLIRunner {
             ("2030-13-01", "YYYY-MM-DD"), ("2030-02-30", "YYYY-MM-DD"), ("tomorrow", "YYYY-MM-DD"),
             ("2001-01-01", "in the future"), ("2200-01-01", "before the year 2106"),
         ] {
-            let refused = try cli.run(base + pins + ["--pin-expires", value])
+            let refused = try await cli.run(base + pins + ["--pin-expires", value])
             #expect(refused.status != 0, "\(value)")
             #expect(refused.stderr.contains(sentence), "\(value): \(refused.stderr)")
         }
-        let unpinned = try cli.run(base + ["--pin-expires", "2099-01-01"])
+        let unpinned = try await cli.run(base + ["--pin-expires", "2099-01-01"])
         #expect(unpinned.status != 0)
         #expect(unpinned.stderr.contains("--pin-expires needs --pin-sha256"), "\(unpinned.stderr)")
     }
@@ -85,14 +85,22 @@ extension CLIRunner {
     @Test func pinsWithAFutureExpiryAreEnforcedAndShown() async throws {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
-        let cli = try makeHome()
+        let cli = try await makeHome()
         let expiry = ["--pin-expires", "2099-06-30"]
-        let other = try cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")], extra: expiry)
+        let other = try await cli.addAccount(
+            server,
+            pins: [try server.pin("b"), try server.pin("backup")],
+            extra: expiry
+        )
         #expect(other.status == 1, "\(other.stdout)")
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], extra: expiry)
+        let added = try await cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            extra: expiry
+        )
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.contains("matched"))
-        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        let shown = try await cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(shown.stdout.contains("pins enforced until: 2099-06-30T00:00:00Z"), "\(shown.stdout)")
     }
 
@@ -100,26 +108,26 @@ extension CLIRunner {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         for marker in ["clione", "clitwo"] { try await server.deliver(SyncMail.message(marker)) }
-        let cli = try makeHome()
+        let cli = try await makeHome()
 
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
+        let added = try await cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.contains("login checked"))
         #expect(added.stdout.contains("matched"))
-        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        let shown = try await cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(shown.stdout.contains("alice at imaps://\(SyncDovecot.name)"))
         #expect(!shown.stdout.contains(SyncDovecot.password))
 
-        let synced = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        let synced = try await cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(synced.status == 0, "\(synced.stderr)")
         #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
         // Not a terminal: no progress line anywhere.
         #expect(!synced.stdout.contains("\r") && !synced.stderr.contains("\r"))
         #expect(!synced.stderr.contains("] 2/2"))
-        let listed = try cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+        let listed = try await cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(listed.stdout.contains("note clione") && listed.stdout.contains("note clitwo"))
         // A folder the server refuses is named on standard error and fails the command; the others are synced.
-        let partial = try cli.run(
+        let partial = try await cli.run(
             ["sync", "--folder", "Missing\u{1B}[2J", "--folder", "INBOX", "--pin-stdin"],
             input: "\(Self.pin)\n"
         )
@@ -127,15 +135,15 @@ extension CLIRunner {
         #expect(partial.stdout.contains("Synced 1 folder: 0 new") && partial.stdout.contains("1 folder(s) not synced"))
         #expect(partial.stderr.contains("The folder Missing[2J was not synced"), "\(partial.stderr)")
         #expect(!partial.stderr.contains("\u{1B}"))
-        let again = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        let again = try await cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(again.stdout.contains("0 new, 0 deleted, 0 flags changed"), "\(again.stdout)")
 
-        let removed = try cli.run(["account", "remove", "1", "--pin-stdin"], input: "\(Self.pin)\n")
+        let removed = try await cli.run(["account", "remove", "1", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(removed.stdout.contains("2 messages"))
-        let none = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        let none = try await cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(none.stdout.contains("No mail server account"))
-        let nothing = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        let nothing = try await cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(nothing.status == 1)
         #expect(nothing.stderr.contains("No mail server account is set up"))
     }
@@ -144,36 +152,44 @@ extension CLIRunner {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         try await server.deliver(SyncMail.message("starttlsone"))
-        let cli = try makeHome()
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], startTLS: true)
+        let cli = try await makeHome()
+        let added = try await cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            startTLS: true
+        )
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.contains("at imap://\(SyncDovecot.name):\(server.server.imapPort)"), "\(added.stdout)")
         #expect(added.stdout.contains("matched"))
-        let synced = try cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
+        let synced = try await cli.run(["sync", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(synced.stdout.contains("1 new"), "\(synced.stdout) \(synced.stderr)")
         // Another key pinned: refused over STARTTLS too, and nothing stored.
-        let other = try cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")], startTLS: true)
+        let other = try await cli.addAccount(
+            server,
+            pins: [try server.pin("b"), try server.pin("backup")],
+            startTLS: true
+        )
         #expect(other.status == 1)
-        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        let shown = try await cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(shown.stdout.split(separator: "\n").filter { $0.contains(" at imap") }.count == 1, "\(shown.stdout)")
     }
 
     @Test func aWrongPasswordOrAWrongPinStoresNoAccount() async throws {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
-        let cli = try makeHome()
+        let cli = try await makeHome()
         let wrongPassword = "not-the-password-4471"
-        let refused = try cli.addAccount(server, pins: [], password: wrongPassword)
+        let refused = try await cli.addAccount(server, pins: [], password: wrongPassword)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("LOGIN"))
         #expect(!refused.stderr.contains(wrongPassword))
-        let wrongPin = try cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")])
+        let wrongPin = try await cli.addAccount(server, pins: [try server.pin("b"), try server.pin("backup")])
         #expect(wrongPin.status == 1)
         #expect(wrongPin.stderr.contains(SyncDovecot.name), "\(wrongPin.stderr)")
-        let one = try cli.addAccount(server, pins: [try server.pin("a")])
+        let one = try await cli.addAccount(server, pins: [try server.pin("a")])
         #expect(one.status != 0)
         #expect(one.stderr.contains("at least two --pin-sha256"))
-        let shown = try cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
+        let shown = try await cli.run(["account", "show", "--pin-stdin"], input: "\(Self.pin)\n")
         #expect(shown.stdout.contains("No mail server account"))
     }
 
@@ -182,8 +198,12 @@ extension CLIRunner {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         // No PIN here (a PIN's key derivation would take most of each run's time): kills land inside the sync.
-        let cli = try makeHome(protected: false)
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        let cli = try await makeHome(protected: false)
+        let added = try await cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            protected: false
+        )
         #expect(added.status == 0, "\(added.stderr)")
         // One whole sync of 20 new messages, unkilled, to learn how long a run takes on this machine.
         var markers = (0..<20).map { "killmarkerfirst\($0)x" }
@@ -191,7 +211,7 @@ extension CLIRunner {
             many: markers.map { SyncMail.message($0, extraBody: String(repeating: "padding\r\n", count: 500)) }
         )
         let start = ContinuousClock.now
-        #expect(try cli.run(["sync", "--batch", "1"]).status == 0)
+        #expect(try await cli.run(["sync", "--batch", "1"]).status == 0)
         let elapsed = ContinuousClock.now - start
         let base = Int(elapsed.components.seconds * 1000) + Int(elapsed.components.attoseconds / 1_000_000_000_000_000)
 
@@ -217,15 +237,15 @@ extension CLIRunner {
             _ = stderr.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
         }
-        let final = try cli.run(["sync"], input: "")
+        let final = try await cli.run(["sync"], input: "")
         #expect(final.status == 0, "\(final.stderr)")
-        let listed = try cli.run(["list", "--limit", "1000"])
+        let listed = try await cli.run(["list", "--limit", "1000"])
         let lines = listed.stdout.split(separator: "\n")
         #expect(lines.count == markers.count, "\(killed) kills; \(listed.stdout)")
         #expect(!listed.stdout.contains("damaged"))
         #expect(try server.messages().count == markers.count)
         for marker in markers {
-            let found = try cli.run(["search", marker])
+            let found = try await cli.run(["search", marker])
             #expect(found.stdout.split(separator: "\n").count == 1, "\(marker): \(found.stdout)")
         }
         print("killedSyncs: \(killed) of 20 runs killed mid-sync (a whole run took \(base) ms)")
@@ -235,8 +255,12 @@ extension CLIRunner {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         try await server.deliver(many: (0..<4).map { SyncMail.message("progress\($0)x") })
-        let cli = try makeHome(protected: false)
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        let cli = try await makeHome(protected: false)
+        let added = try await cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            protected: false
+        )
         #expect(added.status == 0, "\(added.stderr)")
         // Standard error on a pseudo-terminal, standard output on a pipe.
         let script = """
@@ -286,23 +310,23 @@ extension CLIRunner {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         for marker in ["agentone", "agenttwo"] { try await server.deliver(SyncMail.message(marker)) }
-        let cli = try makeHome()
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
+        let cli = try await makeHome()
+        let added = try await cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")])
         #expect(added.status == 0, "\(added.stderr)")
 
-        let agent = try cli.startAgent()
+        let agent = try await cli.startAgent()
         defer { CLIRunner.stopAgent(agent) }
 
-        let locked = try cli.run(["sync"])
+        let locked = try await cli.run(["sync"])
         #expect(locked.status == 1)
         #expect(locked.stderr.contains("Coffer is locked"), "\(locked.stderr)")
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-        let synced = try cli.run(["sync"])
+        #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        let synced = try await cli.run(["sync"])
         #expect(synced.status == 0, "\(synced.stderr)")
         #expect(synced.stdout.contains("Synced 1 folder: 2 new, 0 deleted, 0 flags changed."), "\(synced.stdout)")
-        let listed = try cli.run(["list"])
+        let listed = try await cli.run(["list"])
         #expect(listed.stdout.contains("note agentone") && listed.stdout.contains("note agenttwo"), "\(listed.stdout)")
-        #expect(try cli.run(["sync"]).stdout.contains("0 new"))
+        #expect(try await cli.run(["sync"]).stdout.contains("0 new"))
     }
 
     /// With an agent running the account commands ask it: no PIN is read and no key is unlocked in the CLI (the
@@ -311,46 +335,50 @@ extension CLIRunner {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         try await server.deliver(SyncMail.message("agentaccountone"))
-        let cli = try makeHome()
-        let agent = try cli.startAgent()
+        let cli = try await makeHome()
+        let agent = try await cli.startAgent()
         defer { CLIRunner.stopAgent(agent) }
 
-        let locked = try cli.run(["account", "show"])
+        let locked = try await cli.run(["account", "show"])
         #expect(locked.status == 1)
         #expect(locked.stderr.contains("Coffer is locked"), "\(locked.stderr)")
-        #expect(try cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+        #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
 
-        let added = try cli.addAccount(
+        let added = try await cli.addAccount(
             server,
             pins: [try server.pin("a"), try server.pin("backup")],
             protected: false
         )
         #expect(added.status == 0, "\(added.stderr)")
         #expect(added.stdout.contains("login checked") && added.stdout.contains("matched"), "\(added.stdout)")
-        let wrong = try cli.addAccount(server, pins: [], password: "not-the-password-9921", protected: false)
+        let wrong = try await cli.addAccount(server, pins: [], password: "not-the-password-9921", protected: false)
         #expect(wrong.status == 1)
         #expect(wrong.stderr.contains("LOGIN") && !wrong.stderr.contains("not-the-password-9921"), "\(wrong.stderr)")
 
-        let shown = try cli.run(["account", "show"])
+        let shown = try await cli.run(["account", "show"])
         #expect(shown.status == 0, "\(shown.stderr)")
         #expect(shown.stdout.contains("1\talice at imaps://\(SyncDovecot.name)"), "\(shown.stdout)")
         #expect(!shown.stdout.contains(SyncDovecot.password))
         #expect(!shown.stdout.contains("2\t"))
-        #expect(try cli.run(["sync"]).stdout.contains("1 new"))
+        #expect(try await cli.run(["sync"]).stdout.contains("1 new"))
 
-        let removed = try cli.run(["account", "remove", "1"])
+        let removed = try await cli.run(["account", "remove", "1"])
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(removed.stdout.contains("1 messages"), "\(removed.stdout)")
-        #expect(try cli.run(["account", "show"]).stdout.contains("No mail server account"))
-        #expect(try cli.run(["account", "remove", "7"]).status == 1)
+        #expect(try await cli.run(["account", "show"]).stdout.contains("No mail server account"))
+        #expect(try await cli.run(["account", "remove", "7"]).status == 1)
     }
 
     @Test func watchSyncsAgainWhenNewMailArrives() async throws {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         try await server.deliver(SyncMail.message("watchone"))
-        let cli = try makeHome(protected: false)
-        let added = try cli.addAccount(server, pins: [try server.pin("a"), try server.pin("backup")], protected: false)
+        let cli = try await makeHome(protected: false)
+        let added = try await cli.addAccount(
+            server,
+            pins: [try server.pin("a"), try server.pin("backup")],
+            protected: false
+        )
         #expect(added.status == 0, "\(added.stderr)")
 
         let output = "\(cli.home.path)/watch.out"
@@ -387,6 +415,6 @@ extension CLIRunner {
         #expect(watcher.isRunning)
         kill(watcher.processIdentifier, SIGKILL)
         watcher.waitUntilExit()
-        #expect(try cli.run(["search", "watchtwo"]).stdout.split(separator: "\n").count == 1)
+        #expect(try await cli.run(["search", "watchtwo"]).stdout.split(separator: "\n").count == 1)
     }
 }
