@@ -48,7 +48,7 @@ import Testing
             chunks.next()
         }
         #expect(appended?.uid == 1)
-        let stored = try server.imaplibMessages()
+        let stored = try await server.imaplibMessages()
         #expect(stored.count == 1)
         #expect(stored.first?.body == message)
         #expect(stored.first?.flags.contains("\\Seen") == true)
@@ -89,11 +89,11 @@ import Testing
                 await #expect(throws: IMAPError.appendWithdrawn) { _ = try await append() }
                 await #expect(throws: IMAPError.connectionClosed) { _ = try await client.noop() }
                 // Dovecot discards the message when the connection ends mid-command.
-                #expect(try server.imaplibMessages().isEmpty)
+                await #expect(try server.imaplibMessages().isEmpty)
             }
         }
         #expect(asked.withLockedValue { $0 } == [true, true])
-        let stored = try server.imaplibMessages()
+        let stored = try await server.imaplibMessages()
         #expect(stored.count == 1)
         #expect(stored.first?.body == message)
     }
@@ -117,7 +117,7 @@ import Testing
             // The literal could not be finished: the connection is closed, not left mid-command.
             await #expect(throws: IMAPError.connectionClosed) { _ = try await client.noop() }
         }
-        #expect(try server.imaplibMessages().isEmpty)
+        await #expect(try server.imaplibMessages().isEmpty)
     }
 
     @Test func aRefusedMailboxIsTheServersTypedRefusalBeforeAnyByteOfTheMessage() async throws {

@@ -1,3 +1,4 @@
+import CofferBlocking
 import CofferTesting
 import CofferTransport
 import Foundation
@@ -36,7 +37,7 @@ extension TestServers.PinnedDovecot {
     }
 
     /// Python's imaplib, as the reference: every INBOX message's UID, flags and exact bytes (base64).
-    func imaplibMessages() throws -> [(uid: UInt32, flags: [String], body: [UInt8])] {
+    func imaplibMessages() async throws -> [(uid: UInt32, flags: [String], body: [UInt8])] {
         let script = """
             import base64, json, ssl, sys, imaplib, re
             sys.path.insert(0, \(String(reflecting: TestServers.repoRoot.appendingPathComponent("Tests/servers").path)))
@@ -55,7 +56,7 @@ extension TestServers.PinnedDovecot {
                 imap.logout()
             print(json.dumps(out))
             """
-        let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
+        let result = try await BlockingPool.run { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
         guard result.code == 0, let line = result.output.split(separator: "\n").last,
             let list = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [[String: Any]]
         else { throw TestSetupError(reason: "imaplib failed: \(result.output)") }
@@ -125,7 +126,7 @@ enum TestMail {
         let uids = try await client.uidSearch()
         #expect(uids == [1, 2, 3])
         let fetched = try await client.uidFetch("1:*")
-        let reference = try server.imaplibMessages()
+        let reference = try await server.imaplibMessages()
         #expect(fetched.map(\.uid) == reference.map(\.uid))
         for (mine, theirs) in zip(fetched, reference) {
             #expect(mine.body == theirs.body, "UID \(mine.uid): the bytes differ from imaplib's")
@@ -136,7 +137,7 @@ enum TestMail {
         #expect(fetched.count == 3)
 
         try await client.uidStore("2", .add, flags: ["\\Seen"])
-        let after = try server.imaplibMessages()
+        let after = try await server.imaplibMessages()
         #expect(after.first { $0.uid == 2 }?.flags.contains("\\Seen") == true)
         #expect(after.first { $0.uid == 1 }?.flags.contains("\\Seen") == false)
 

@@ -1,3 +1,4 @@
+import CofferBlocking
 import CofferSampleMail
 import CofferTesting
 import Foundation
@@ -86,12 +87,12 @@ import Glibc
         for index in 0..<Self.count {
             let delay = Int(Double(random.next() % 1000) / 1000 * sendTime * 1.1 * 1000)
             var kill = Kill(index: index, delay: delay)
-            let sentBefore = Set(try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 3"))
+            let sentBefore = await Set(try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 3"))
             kill.killed = try Self.sendAndKill(alice, draft: idOf[index]!, afterMilliseconds: delay)
             if kill.killed {
-                let sending = try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 1")
-                let sent = Set(try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 3"))
-                let drafts = try Self.sqlite(database, "SELECT id FROM drafts").compactMap { Int64($0) }
+                let sending = try await Self.sqlite(database, "SELECT id FROM outbox WHERE state = 1")
+                let sent = await Set(try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 3"))
+                let drafts = try await Self.sqlite(database, "SELECT id FROM drafts").compactMap { Int64($0) }
                 #expect(sending.count <= 1, "one message is sent at a time: \(sending)")
                 if let outboxID = sending.first {
                     // The outbox lists it (opening the store returns it to the queue, as the next send would).
@@ -229,13 +230,15 @@ import Glibc
 
     /// The rows of `query` on `database`, opened read-only by Python's sqlite3 module (the oracle for the clear
     /// columns; Python already runs the test servers), one line each with its columns joined by `|`.
-    static func sqlite(_ database: String, _ query: String) throws -> [String] {
+    static func sqlite(_ database: String, _ query: String) async throws -> [String] {
         let script = """
             import sqlite3, sys
             db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
             for row in db.execute(sys.argv[2]): print("|".join(str(c) for c in row))
             """
-        let result = try runCommand(["/usr/bin/env", "python3", "-c", script, database, query])
+        let result = try await BlockingPool.run {
+            try runCommand(["/usr/bin/env", "python3", "-c", script, database, query])
+        }
         #expect(result.code == 0, "\(result.output)")
         return result.output.split(separator: "\n").map(String.init)
     }

@@ -24,7 +24,7 @@ import Testing
 
     /// The store's INBOX locations against imaplib's INBOX: same UIDs, same sizes, flags as the server has them.
     func expectMatches(_ world: SyncWorld, _ server: SyncDovecot, account: Int64) async throws {
-        let reference = try server.messages()
+        let reference = try await server.messages()
         let folder = try #require(try await world.store.syncFolder(accountID: account, name: "INBOX"))
         let locations = try await world.store.syncLocations(folderID: folder.id)
         #expect(locations.map(\.uid) == reference.map(\.uid))
@@ -109,7 +109,7 @@ import Testing
         for (index, message) in messages.enumerated() {
             try Data(message).write(to: URL(fileURLWithPath: "\(files.path)/\(index).eml"))
         }
-        try server.python(
+        try await server.python(
             """
             imap.create(\(String(reflecting: wire)))
             imap.subscribe(\(String(reflecting: wire)))
@@ -122,7 +122,7 @@ import Testing
         let summary = try await syncer.sync(accountID: account)
         #expect(summary.folders == 2 && summary.fetched == 4)
 
-        let reference = try server.messages(wire)
+        let reference = try await server.messages(wire)
         let folder = try #require(try await world.store.syncFolder(accountID: account, name: "Anhänge"))
         let locations = try await world.store.syncLocations(folderID: folder.id)
         #expect(locations.map(\.uid) == reference.map(\.uid))
@@ -163,7 +163,7 @@ import Testing
         #expect(try await syncer.sync(accountID: account).fetched == 3)
 
         // Server side: UID 1 expunged, UID 2 marked \Seen and \Flagged.
-        try server.python(
+        try await server.python(
             """
             imap.select("INBOX")
             imap.uid("STORE", "1", "+FLAGS", "(\\\\Deleted)")
@@ -181,7 +181,7 @@ import Testing
         #expect(summary.flagsPulled == 1)
         #expect(summary.flagsPushed == 1)
         #expect(try await world.store.search("flagsone").isEmpty)
-        let reference = try server.messages()
+        let reference = try await server.messages()
         #expect(reference.map(\.uid) == [2, 3])
         #expect(reference.first { $0.uid == 3 }?.flags.contains("\\Seen") == true)
         try await expectMatches(world, server, account: account)
@@ -197,18 +197,18 @@ import Testing
         defer { server.stop() }
         let append = { (marker: String) in
             let literal = String(decoding: SyncMail.message(marker), as: UTF8.self)
-            try server.python("imap.append(\"Work\", None, None, \(String(reflecting: literal)).encode())")
+            try await server.python("imap.append(\"Work\", None, None, \(String(reflecting: literal)).encode())")
         }
-        try server.python("imap.create(\"Work\")")
-        try append("workone")
-        try append("worktwo")
+        try await server.python("imap.create(\"Work\")")
+        try await append("workone")
+        try await append("worktwo")
         let (world, syncer, account) = try await setUp(server)
         #expect(try await syncer.sync(accountID: account, folders: ["Work"]).fetched == 2)
         let before = try #require(try await world.store.syncFolder(accountID: account, name: "Work"))
 
         // Recreated with other mail: a new UIDVALIDITY, and UID 1 now names another message.
-        try server.python("imap.delete(\"Work\")\nimap.create(\"Work\")")
-        try append("workthree")
+        try await server.python("imap.delete(\"Work\")\nimap.create(\"Work\")")
+        try await append("workthree")
         let summary = try await syncer.sync(accountID: account, folders: ["Work"])
         #expect(summary.resynced == 1)
         #expect(summary.deleted == 2)

@@ -9,9 +9,9 @@ import Testing
 /// Folders renamed and deleted on the server, and messages moved between them: the store follows where each message
 /// is on the server now (issue 25, items 2 and 3).
 @Suite(.serialized) struct FolderChangeTests {
-    func append(_ server: SyncDovecot, _ folder: String, _ marker: String) throws {
+    func append(_ server: SyncDovecot, _ folder: String, _ marker: String) async throws {
         let literal = String(decoding: SyncMail.message(marker), as: UTF8.self)
-        try server.python(
+        try await server.python(
             "imap.append(\(String(reflecting: folder)), None, None, \(String(reflecting: literal)).encode())"
         )
     }
@@ -27,15 +27,15 @@ import Testing
     @Test func aRenamedFolderADeletedFolderAndAMovedMessageLeaveNoStaleState() async throws {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.python(
+        try await server.python(
             """
             for name in ("Archive", "Scratch"):
                 imap.create(name)
                 imap.subscribe(name)
             """
         )
-        for marker in ["archone", "archtwo", "archthree"] { try append(server, "Archive", marker) }
-        try append(server, "Scratch", "scratchonly")
+        for marker in ["archone", "archtwo", "archthree"] { try await append(server, "Archive", marker) }
+        try await append(server, "Scratch", "scratchonly")
         try await server.deliver(SyncMail.message("inboxonly"))
         let world = try await SyncWorld()
         let syncer = Syncer(store: world.store, batchSize: 10, timeout: .seconds(60))
@@ -48,7 +48,7 @@ import Testing
 
         // On the server: Archive renamed to Old (and subscribed there), Scratch deleted (its subscription stays, as
         // Dovecot keeps it), and archone moved from Old to INBOX.
-        try server.python(
+        try await server.python(
             """
             imap.rename("Archive", "Old")
             imap.unsubscribe("Archive")
@@ -75,7 +75,7 @@ import Testing
         #expect(try await world.store.message(one).labelIDs.count == 1)
 
         // An expunge in the renamed folder deletes here.
-        try server.python(
+        try await server.python(
             """
             imap.select("Old")
             imap.uid("STORE", "2", "+FLAGS", "(\\\\Deleted)")

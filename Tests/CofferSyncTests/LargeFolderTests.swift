@@ -10,8 +10,8 @@ extension TestServers.PinnedDovecot {
     /// Creates `folder` over IMAP (subscribed unless told not to), then writes `count` messages straight into its
     /// Maildir as the server's user: tens of thousands a second, where APPEND or LMTP manage hundreds. Message `n`
     /// (from 0) is `template` with every `{n}` replaced by `n`; Dovecot numbers them when the folder is next selected.
-    func fillMaildir(_ folder: String, count: Int, template: String, subscribe: Bool = true) throws {
-        try python(
+    func fillMaildir(_ folder: String, count: Int, template: String, subscribe: Bool = true) async throws {
+        try await python(
             """
             import os
             imap.create(\(String(reflecting: folder)))
@@ -34,8 +34,8 @@ extension TestServers.PinnedDovecot {
     }
 
     /// The UIDs of `folder` as imaplib lists them (it has no line limit).
-    func uids(_ folder: String) throws -> [UInt32] {
-        let line = try python(
+    func uids(_ folder: String) async throws -> [UInt32] {
+        let line = try await python(
             """
             imap.select(\(String(reflecting: folder)), readonly=True)
             _, data = imap.uid("SEARCH", None, "ALL")
@@ -79,8 +79,12 @@ extension TestServers.PinnedDovecot {
     func aFolderTooLargeForOneSearchAnswerIsSyncedAndSoIsTheNextFolder(ignoring: Set<String>) async throws {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.fillMaildir("Big", count: 2500, template: Self.template)
-        try server.fillMaildir("After", count: 3, template: Self.template.replacingOccurrences(of: "bulk", with: "aft"))
+        try await server.fillMaildir("Big", count: 2500, template: Self.template)
+        try await server.fillMaildir(
+            "After",
+            count: 3,
+            template: Self.template.replacingOccurrences(of: "bulk", with: "aft")
+        )
         let limits = IMAPResponseParser.Limits(maxLineLength: 4096)
         let (world, syncer, account, log) = try await world(server, limits: limits, ignoring: ignoring)
 
@@ -91,7 +95,7 @@ extension TestServers.PinnedDovecot {
         for folder in ["Big", "After"] {
             let state = try #require(try await world.store.syncFolder(accountID: account, name: folder))
             let stored = try await world.store.syncLocations(folderID: state.id).map(\.uid)
-            #expect(stored == (try server.uids(folder)), "\(folder)")
+            await #expect(stored == (try server.uids(folder)), "\(folder)")
         }
         // Windows of (4096 - 256) / 11 = 349 sequence numbers: 8 for Big, 1 for After.
         #expect(SyncEventLog.commands(log.take(), "UID SEARCH") == 9)
@@ -113,7 +117,7 @@ extension TestServers.PinnedDovecot {
         let count = 100_000
         let clock = ContinuousClock()
         let filled = clock.now
-        try server.fillMaildir("Huge", count: count, template: Self.template)
+        try await server.fillMaildir("Huge", count: count, template: Self.template)
         print("100,000 messages written into the Maildir in \(clock.now - filled)")
         let (world, syncer, account, log) = try await world(server, batch: 500)
 
@@ -132,7 +136,7 @@ extension TestServers.PinnedDovecot {
         let state = try #require(try await world.store.syncFolder(accountID: account, name: "Huge"))
         let stored = try await world.store.syncLocations(folderID: state.id).map(\.uid)
         #expect(stored.count == count)
-        #expect(stored == (try server.uids("Huge")))
+        await #expect(stored == (try server.uids("Huge")))
         #expect(try await world.store.count() == count)
         #expect(try await world.store.search("99999").count == 1)
 
@@ -161,9 +165,9 @@ extension TestServers.PinnedDovecot {
     @Test func aFolderThatFailsIsReportedAndTheOtherFoldersStillSync() async throws {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
-        try server.fillMaildir("Wide", count: 1, template: Self.template)
+        try await server.fillMaildir("Wide", count: 1, template: Self.template)
         let keywords = (0..<120).map { "keyword\($0)-" + String(repeating: "x", count: 30) }.joined(separator: " ")
-        try server.python(
+        try await server.python(
             """
             imap.select("Wide")
             imap.uid("STORE", "1", "+FLAGS", "(\(keywords))")

@@ -243,7 +243,7 @@ extension CLIRunner {
         let lines = listed.stdout.split(separator: "\n")
         #expect(lines.count == markers.count, "\(killed) kills; \(listed.stdout)")
         #expect(!listed.stdout.contains("damaged"))
-        #expect(try server.messages().count == markers.count)
+        await #expect(try server.messages().count == markers.count)
         for marker in markers {
             let found = try await cli.run(["search", marker])
             #expect(found.stdout.split(separator: "\n").count == 1, "\(marker): \(found.stdout)")

@@ -63,7 +63,7 @@ final class SyncEventLog: Sendable {
         #expect(summary.flagsPushed == 5)
         #expect(SyncEventLog.commands(events, "UID STORE") == 2)
         #expect(events.filter { $0 == .locationsRead }.count == 1)
-        let reference = try server.messages()
+        let reference = try await server.messages()
         #expect(reference.filter { $0.flags.contains("\\Seen") }.map(\.uid) == Array(locations.prefix(5).map(\.uid)))
         #expect(reference.filter { $0.flags.contains("\\Flagged") }.map(\.uid) == [locations[0].uid])
 
@@ -88,7 +88,7 @@ final class SyncEventLog: Sendable {
         #expect((folder.highestModSeq > 0) == !ignoring.contains("CONDSTORE"))
         _ = log.take()
 
-        try server.python(
+        try await server.python(
             """
             imap.select("INBOX")
             imap.uid("STORE", "1", "+FLAGS", "(\\\\Deleted)")
@@ -119,7 +119,7 @@ final class SyncEventLog: Sendable {
         try await server.deliver(SyncMail.message("qresync5"))
         #expect(try await syncer.sync(accountID: account).fetched == 1)
         #expect(try await world.store.search("qresync5").count == 1)
-        #expect(try server.messages().map(\.uid) == [2, 3, 4, 5])
+        await #expect(try server.messages().map(\.uid) == [2, 3, 4, 5])
     }
 
     @Test func aUIDValidityChangeStillResyncsWithQRESYNC() async throws {
@@ -127,14 +127,14 @@ final class SyncEventLog: Sendable {
         defer { server.stop() }
         let append = { (marker: String) in
             let literal = String(decoding: SyncMail.message(marker), as: UTF8.self)
-            try server.python("imap.append(\"Work\", None, None, \(String(reflecting: literal)).encode())")
+            try await server.python("imap.append(\"Work\", None, None, \(String(reflecting: literal)).encode())")
         }
-        try server.python("imap.create(\"Work\")")
-        try append("validityone")
+        try await server.python("imap.create(\"Work\")")
+        try await append("validityone")
         let (world, syncer, account, log) = try await setUp(server)
         #expect(try await syncer.sync(accountID: account, folders: ["Work"]).fetched == 1)
-        try server.python("imap.delete(\"Work\")\nimap.create(\"Work\")")
-        try append("validitytwo")
+        try await server.python("imap.delete(\"Work\")\nimap.create(\"Work\")")
+        try await append("validitytwo")
         _ = log.take()
         let summary = try await syncer.sync(accountID: account, folders: ["Work"])
         #expect(summary.resynced == 1 && summary.deleted == 1 && summary.fetched == 1)
@@ -146,7 +146,7 @@ final class SyncEventLog: Sendable {
         let server = try await SyncDovecot.start()
         defer { server.stop() }
         // Entwürfe and 日本語 (RFC 3501's example) in modified UTF-7; "Archive" exists but is not subscribed.
-        try server.python(
+        try await server.python(
             """
             for box in ["Entw&APw-rfe", "&ZeVnLIqe-", "Archive"]:
                 imap.create(box)

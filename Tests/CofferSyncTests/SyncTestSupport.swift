@@ -1,3 +1,4 @@
+import CofferBlocking
 import CofferIMAP
 import CofferKeychain
 import CofferKeymaker
@@ -40,7 +41,7 @@ extension TestServers.PinnedDovecot {
 
     /// Runs Python with `imap` logged in as alice (imaplib over the test CA); returns the last line printed.
     @discardableResult
-    func python(_ body: String) throws -> String {
+    func python(_ body: String) async throws -> String {
         let indented = body.split(separator: "\n", omittingEmptySubsequences: false).map { "    " + $0 }
             .joined(separator: "\n")
         let script = """
@@ -54,14 +55,14 @@ extension TestServers.PinnedDovecot {
             \(indented)
                 imap.logout()
             """
-        let result = try runCommand(["/usr/bin/env", "python3", "-c", script])
+        let result = try await BlockingPool.run { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
         guard result.code == 0 else { throw TestSetupError(reason: "imaplib failed: \(result.output)") }
         return String(result.output.split(separator: "\n").last ?? "")
     }
 
     /// Every message of `folder` as imaplib sees it: UID, flags and exact bytes.
-    func messages(_ folder: String = "INBOX") throws -> [(uid: UInt32, flags: [String], body: [UInt8])] {
-        let line = try python(
+    func messages(_ folder: String = "INBOX") async throws -> [(uid: UInt32, flags: [String], body: [UInt8])] {
+        let line = try await python(
             """
             imap.select(\(String(reflecting: folder)), readonly=True)
             _, data = imap.uid("SEARCH", None, "ALL")

@@ -40,7 +40,7 @@ import Testing
 
         let again = try await syncer.sync(accountID: account)
         #expect(again.flagsPushed == 0)
-        #expect(try server.messages().first?.flags == [])
+        await #expect(try server.messages().first?.flags == [])
     }
 
     /// A message is its server location and its bytes, never its Message-ID alone: a second, different message that
@@ -58,8 +58,8 @@ import Testing
         }
         try await server.deliver(message("legitword"))
         try await server.deliver(message("forgedword"))
-        let legitBytes = try #require(try server.messages().first?.body)
-        try server.python(
+        let legitBytes = try await #require(try server.messages().first?.body)
+        try await server.python(
             """
             imap.create("Archive")
             imap.subscribe("Archive")
@@ -93,7 +93,7 @@ import Testing
         let files = TemporaryDirectory(prefix: "coffer-damaged")
         let file = "\(files.path)/unparsable.eml"
         try Data(unparsable).write(to: URL(fileURLWithPath: file))
-        try server.python(
+        try await server.python(
             """
             with open(\(String(reflecting: file)), "rb") as f:
                 imap.append("INBOX", None, None, f.read())

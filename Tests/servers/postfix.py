@@ -16,7 +16,7 @@ installs it with "No configuration", so no system instance runs).
       writes the configuration, starts Postfix, waits until its SMTP port answers, prints one JSON line
       {"smtp_port": P, "dir": DIR} (also saved as DIR/postfix.json). A message whose Subject contains TEXT is
       refused at the end of DATA (550 5.7.1), for tests of a permanent failure on DATA.
-  postfix.py stop --dir DIR          stops it (postfix stop, then SIGKILL of the master if it is still there).
+  postfix.py stop --dir DIR          stops it (SIGKILL to the master's process group) and waits.
 """
 import argparse
 import json
@@ -188,22 +188,28 @@ def master_pid(d):
 
 
 def stop(d):
-    d = os.path.abspath(d)
-    pid = master_pid(d)
-    run_postfix(d, "stop")
+    """SIGKILL to the master's process group (the master and its daemons), then waits up to 10 seconds for the master
+    to be gone. The relay's queue and log go with its folder, so nothing is owed a clean stop, and `postfix stop`
+    took over two seconds."""
+    pid = master_pid(os.path.abspath(d))
     if pid is None:
+        return
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
         return
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return
+        except (OSError, IndexError):
             return
-        time.sleep(0.1)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+        time.sleep(0.01)
 
 
 def main():
