@@ -187,12 +187,21 @@ def master_pid(d):
         return None
 
 
+def named(pid, name):
+    """Whether process pid runs the program called name (its /proc comm)."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
+            return f.read().strip() == name
+    except OSError:
+        return False
+
+
 def stop(d):
     """SIGKILL to the master's process group (the master and its daemons), then waits up to 10 seconds for the master
     to be gone. The relay's queue and log go with its folder, so nothing is owed a clean stop, and `postfix stop`
-    took over two seconds."""
+    took over two seconds. A stale pid file (the master ended, and its pid was used again) is left alone."""
     pid = master_pid(os.path.abspath(d))
-    if pid is None:
+    if pid is None or not named(pid, "master"):
         return
     try:
         if os.getpgid(pid) == pid:
