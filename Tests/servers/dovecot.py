@@ -309,15 +309,6 @@ def load(d):
         return json.load(f)
 
 
-def gone(pid):
-    """True once the process has exited (a zombie left for an init that does not reap counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def stop(a):
     """Stops the relay Postfix if there is one, then Dovecot."""
     info = load(a.dir)
@@ -345,26 +336,8 @@ def watch(a):
 
 
 def stop_pid(pid):
-    """SIGKILL to the master's process group (Dovecot and all its children), then waits up to 10 seconds for the
-    master to be gone. A test server's mail is thrown away, so nothing is owed a clean stop, and SIGTERM took Dovecot
-    over a second: with a hundred servers a run, that was minutes of tests waiting. A pid whose process is not
-    Dovecot's master (it ended, and the pid was used again) is left alone."""
-    if not postfix.named(pid, "dovecot"):
-        return
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            pass
-        if gone(pid):
-            return
-        time.sleep(0.01)
+    """Stops Dovecot at once (postfix.kill_group: SIGKILL to the master's process group)."""
+    postfix.kill_group(pid, "dovecot")
 
 
 def deliver(a, message=None):

@@ -187,38 +187,47 @@ def master_pid(d):
         return None
 
 
-def named(pid, name):
-    """Whether process pid runs the program called name (its /proc comm)."""
+def gone(pid):
+    """True once the process has exited (a zombie left for an init that does not reap counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def kill_group(pid, name):
+    """Stops a test server at once: SIGKILL to the process group that master pid leads, then waits up to 10 seconds
+    for the master to be gone. A test server's mail and queue are thrown away, so nothing is owed a clean stop (which
+    took Dovecot 1.1 s and Postfix over 2 s, in every test). A pid whose program is not `name` (the master ended and
+    its pid was used again) is left alone."""
     try:
         with open(f"/proc/{pid}/comm", encoding="utf-8") as f:
-            return f.read().strip() == name
-    except OSError:
-        return False
-
-
-def stop(d):
-    """SIGKILL to the master's process group (the master and its daemons), then waits up to 10 seconds for the master
-    to be gone. The relay's queue and log go with its folder, so nothing is owed a clean stop, and `postfix stop`
-    took over two seconds. A stale pid file (the master ended, and its pid was used again) is left alone."""
-    pid = master_pid(os.path.abspath(d))
-    if pid is None or not named(pid, "master"):
-        return
-    try:
+            if f.read().strip() != name:
+                return
         if os.getpgid(pid) == pid:
             os.killpg(pid, signal.SIGKILL)
         else:
             os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (OSError, ProcessLookupError):
         return
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return
-        except (OSError, IndexError):
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            pass
+        if gone(pid):
             return
         time.sleep(0.01)
+
+
+def stop(d):
+    """Stops the relay (``kill_group``); nothing to do without its pid file."""
+    pid = master_pid(os.path.abspath(d))
+    if pid is not None:
+        kill_group(pid, "master")
 
 
 def main():
