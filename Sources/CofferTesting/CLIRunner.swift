@@ -1,4 +1,3 @@
-import CofferBlocking
 import Foundation
 
 /// Runs the built `coffer` executable as a user would: detached from any terminal, with a private home and input on
@@ -90,15 +89,16 @@ public struct CLIRunner: Sendable {
         return (process, stdout, stderr)
     }
 
-    /// Runs `coffer args…` as ``start(_:input:withHome:)`` does and waits for it on ``BlockingPool``: a test that
-    /// waits for a command holds none of the cooperative pool's threads, which every other test (and the TLS
-    /// handshakes of the network suites) share.
+    /// Runs `coffer args…` as ``start(_:input:withHome:)`` does and waits for it, on the calling task's thread.
+    ///
+    /// The wait stays there on purpose. Awaited on ``BlockingPool``, the commands of parallel tests held its four
+    /// threads, and an in-process agent's request queued behind them past its test's 60 s bound. Awaited on a thread
+    /// of its own per command, `endingTheAgentWhileClientsConnectClosesEveryConnection` failed 8 times in one run.
     public func run(_ arguments: [String], input: String = "", withHome: Bool = true) async throws -> Result {
-        try await BlockingPool.run { try runBlocking(arguments, input: input, withHome: withHome) }
+        try runBlocking(arguments, input: input, withHome: withHome)
     }
 
-    /// ``run(_:input:withHome:)`` for a thread of the caller's own (never the cooperative pool): to start many
-    /// commands at the same moment, more than ``BlockingPool`` has threads.
+    /// ``run(_:input:withHome:)`` for code that is not async (a thread of its own).
     public func runBlocking(_ arguments: [String], input: String = "", withHome: Bool = true) throws -> Result {
         let (process, stdout, stderr) = try start(arguments, input: input, withHome: withHome)
         let out = stdout.fileHandleForReading.readDataToEndOfFile()

@@ -1,4 +1,3 @@
-import CofferBlocking
 import Foundation
 
 extension TestServers {
@@ -32,7 +31,7 @@ extension TestServers {
         /// The Dovecot master process.
         public let pid: Int32
 
-        /// Makes certificates and starts Dovecot with submission and its relay, on ``BlockingPool``; the harness stops
+        /// Makes certificates and starts Dovecot with submission and its relay, on a thread of its own (``awaitWaiting(_:)``); the harness stops
         /// both once process `owner` (this one unless told) has ended.
         ///
         /// - Parameters:
@@ -45,7 +44,7 @@ extension TestServers {
             rejectSubject: String? = nil,
             owner: Int32 = ProcessInfo.processInfo.processIdentifier
         ) async throws -> SubmissionDovecot {
-            try await BlockingPool.run {
+            try await awaitWaiting {
                 try startBlocking(maxSize: maxSize, rejectSubject: rejectSubject, owner: owner)
             }
         }

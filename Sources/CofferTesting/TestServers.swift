@@ -37,6 +37,16 @@ public func drain(_ handle: FileHandle, into each: @escaping @Sendable (Data) ->
     }.start()
 }
 
+/// Runs `body`, which waits for a child process, on a thread of its own, and awaits it: the test holds none of the
+/// cooperative pool's threads (the network suites' TLS handshakes need them) and none of ``BlockingPool``'s four,
+/// which the code under test in this process needs (an in-process agent's requests queued behind `coffer` commands
+/// of other tests until a test's 60 s bound).
+public func awaitWaiting<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
 /// The repository's test servers (`Tests/servers/`): certificates from `make_certs.sh` and a private loopback Dovecot
 /// from `dovecot.py`.
 public enum TestServers {
@@ -97,7 +107,7 @@ public enum TestServers {
         /// Starts Dovecot in `dir` serving `certificate`/`key`, with `users` as `name:password`; with `pushURL`, its
         /// push_notification plugin (ox driver) posts new-mail events there. The harness stops it once process
         /// `owner` (this one unless told) has ended, so that a killed test run leaves no server behind.
-        /// Runs on ``BlockingPool``, as ``deliver(_:to:)`` does: a test that waits for the harness holds none of the
+        /// Runs on a thread of its own (``awaitWaiting(_:)``), as ``deliver(_:to:)`` does: a test that waits for the harness holds none of the
         /// cooperative pool's threads, which every other test shares.
         /// - Throws: ``TestSetupError`` with the harness's output when it cannot start (run scripts/setup.sh).
         public static func start(
@@ -108,7 +118,7 @@ public enum TestServers {
             pushURL: String? = nil,
             owner: Int32 = ProcessInfo.processInfo.processIdentifier
         ) async throws -> Dovecot {
-            try await BlockingPool.run {
+            try await awaitWaiting {
                 try startBlocking(
                     dir: dir,
                     certificate: certificate,
@@ -149,10 +159,10 @@ public enum TestServers {
             _ = try? runCommand(["/usr/bin/env", "python3", Self.harness, "stop", "--dir", dir])
         }
 
-        /// Delivers `message` to `user` over LMTP, on ``BlockingPool``.
+        /// Delivers `message` to `user` over LMTP, on a thread of its own (``awaitWaiting(_:)``).
         public func deliver(_ message: [UInt8], to user: String) async throws {
             let dir = dir
-            try await BlockingPool.run {
+            try await awaitWaiting {
                 let file = "\(dir)/message-\(UUID().uuidString).eml"
                 try Data(message).write(to: URL(fileURLWithPath: file))
                 let result = try runCommand(
@@ -180,10 +190,10 @@ public enum TestServers {
         /// The temporary folder that holds both.
         public let root: String
 
-        /// Makes certificates and starts Dovecot, on ``BlockingPool``; with `pushURL`, its push_notification plugin
+        /// Makes certificates and starts Dovecot, on a thread of its own (``awaitWaiting(_:)``); with `pushURL`, its push_notification plugin
         /// posts there.
         public static func start(pushURL: String? = nil) async throws -> PinnedDovecot {
-            try await BlockingPool.run { try startBlocking(pushURL: pushURL) }
+            try await awaitWaiting { try startBlocking(pushURL: pushURL) }
         }
 
         static func startBlocking(pushURL: String?) throws -> PinnedDovecot {
@@ -215,7 +225,7 @@ public enum TestServers {
         /// Delivers `message` to the user over LMTP.
         public func deliver(_ message: [UInt8]) async throws { try await server.deliver(message, to: Self.user) }
 
-        /// Delivers several messages to the user over one LMTP connection, on ``BlockingPool``.
+        /// Delivers several messages to the user over one LMTP connection, on a thread of its own (``awaitWaiting(_:)``).
         public func deliver(many messages: [[UInt8]]) async throws {
             let encoded = messages.map { Data($0).base64EncodedString() }
             let script = """
@@ -227,7 +237,7 @@ public enum TestServers {
                     for item in \(encoded):
                         lmtp.sendmail("sender@coffer.test", [\(String(reflecting: Self.user))], base64.b64decode(item))
                 """
-            let result = try await BlockingPool.run { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
+            let result = try await awaitWaiting { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
             guard result.code == 0 else { throw TestSetupError(reason: "LMTP delivery failed: \(result.output)") }
         }
 

@@ -1,4 +1,3 @@
-import CofferBlocking
 import CofferTesting
 import CofferTransport
 import Foundation
@@ -56,7 +55,7 @@ extension TestServers.PinnedDovecot {
                 imap.logout()
             print(json.dumps(out))
             """
-        let result = try await BlockingPool.run { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
+        let result = try await awaitWaiting { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
         guard result.code == 0, let line = result.output.split(separator: "\n").last,
             let list = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [[String: Any]]
         else { throw TestSetupError(reason: "imaplib failed: \(result.output)") }

@@ -1,4 +1,3 @@
-import CofferBlocking
 import CofferSampleMail
 import CofferTesting
 import Foundation
@@ -236,7 +235,7 @@ import Glibc
             db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
             for row in db.execute(sys.argv[2]): print("|".join(str(c) for c in row))
             """
-        let result = try await BlockingPool.run {
+        let result = try await awaitWaiting {
             try runCommand(["/usr/bin/env", "python3", "-c", script, database, query])
         }
         #expect(result.code == 0, "\(result.output)")

@@ -294,7 +294,7 @@ import Testing
     }
 }
 
-/// The relay's side of `DovecotServerOwnerTests`.
+/// The relay's side of `DovecotServerOwnerTests`, run on its own by `scripts/test.sh` for the same reason.
 @Suite struct SubmissionServerOwnerTests {
     /// A killed test run cannot stop its servers: the harness's watcher stops the relay Postfix and Dovecot once
     /// the process that started them has ended (a stand-in owner, killed here).

@@ -1,4 +1,3 @@
-import CofferBlocking
 import CofferIMAP
 import CofferKeychain
 import CofferKeymaker
@@ -55,7 +54,7 @@ extension TestServers.PinnedDovecot {
             \(indented)
                 imap.logout()
             """
-        let result = try await BlockingPool.run { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
+        let result = try await awaitWaiting { try runCommand(["/usr/bin/env", "python3", "-c", script]) }
         guard result.code == 0 else { throw TestSetupError(reason: "imaplib failed: \(result.output)") }
         return String(result.output.split(separator: "\n").last ?? "")
     }

@@ -65,8 +65,9 @@ import Testing
     }
 }
 
-/// A test run or bench that is killed cannot stop its servers: the harness's watcher does (the relay's side is
-/// `SubmissionServerOwnerTests`).
+/// A test run or bench that is killed cannot stop its servers: the harness's watcher does. Run on its own by
+/// `scripts/test.sh` (with the relay's, `SubmissionServerOwnerTests`): the network suites start about thirty servers at
+/// once, and two more starts in that burst made other tests' connections time out.
 @Suite struct DovecotServerOwnerTests {
     let pki: TestPKI
 
