@@ -52,7 +52,7 @@ final class LogCollector: @unchecked Sendable {
             }
 
             // Unlocked: the agent opens the token and holds the stream; a delivery is synced by the agent.
-            #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
             let first = "Agent unlocked canary 0d4f"
             try await deliver(stack, subject: first)
             #expect(await log.wait(for: "push: synced while unlocked"), "\(log.contents)")
@@ -67,22 +67,22 @@ final class LogCollector: @unchecked Sendable {
                 "\(log.contents)"
             )
             #expect(!log.contents.contains("push stream: long poll"), "\(log.contents)")
-            let listed = try await cli.run(["list"])
+            let listed = try await cli.runOffPool(["list"])
             #expect(listed.stdout.contains(first), "\(listed.stdout)\(listed.stderr)")
 
             // Locked with FastSync on: the agent syncs in the background and the account stays locked.
-            let on = try await cli.run(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(on.status == 0, "\(on.stderr)")
-            #expect(try await cli.run(["lock"]).status == 0)
+            #expect(try await cli.runOffPool(["lock"]).status == 0)
             let second = "Agent locked canary 6a3b"
             try await deliver(stack, subject: second)
             #expect(await log.wait(for: "push: FastSync synced while locked"), "\(log.contents)")
-            let status = try await cli.run(["status"])
+            let status = try await cli.runOffPool(["status"])
             #expect(status.stdout.contains("locked"), "\(status.stdout)")
-            let lockedList = try await cli.run(["list"])
+            let lockedList = try await cli.runOffPool(["list"])
             #expect(lockedList.status == 1)
-            #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-            let after = try await cli.run(["list"])
+            #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let after = try await cli.runOffPool(["list"])
             #expect(after.stdout.contains(second), "\(after.stdout)\(after.stderr)")
             // The log names neither sender nor subject.
             #expect(!log.contents.contains(first) && !log.contents.contains(second))
@@ -92,7 +92,7 @@ final class LogCollector: @unchecked Sendable {
             // memory, on the service at once.
             let session = try #require(try await stack.storage.allSessions().first)
             #expect(try await stack.service.escrow?.kekExpiry(sessionID: session.id, now: Date()) != nil)
-            let changed = try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n740153\n")
+            let changed = try await cli.runOffPool(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n740153\n")
             #expect(
                 changed.stdout.contains("deleted here and the key on the service"),
                 "\(changed.stdout)\(changed.stderr)"
@@ -109,10 +109,10 @@ final class LogCollector: @unchecked Sendable {
             // The agent's current long poll ends within 25 s; its next request gets 401.
             #expect(await log.wait(for: "push session ended by the service", seconds: 60), "\(log.contents)")
             // A full logout: `coffer status` says why, and nothing of the account is left to read.
-            let loggedOut = try await cli.run(["status"])
+            let loggedOut = try await cli.runOffPool(["status"])
             #expect(loggedOut.stdout.contains("alice (logged out by the service)"), "\(loggedOut.stdout)")
             #expect(loggedOut.stdout.contains("the service ended its push session"), "\(loggedOut.stdout)")
-            let gone = try await cli.run(["list"])
+            let gone = try await cli.runOffPool(["list"])
             #expect(gone.status == 1 && gone.stderr.contains("no account"), "\(gone.stderr)")
             let mail = AppPaths(data: "\(cli.home.path)/data", keychain: "", state: "").mail("alice")
             #expect(!FileManager.default.fileExists(atPath: mail), "the mail folder outlived the remote logout")
@@ -132,8 +132,8 @@ final class LogCollector: @unchecked Sendable {
                 kill(agent.processIdentifier, SIGTERM)
                 agent.waitUntilExit()
             }
-            #expect(try await cli.run(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-            let set = try await cli.run(["autolock", "30s", "--pin-stdin"], input: "\(Self.pin)\n")
+            #expect(try await cli.runOffPool(["unlock", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let set = try await cli.runOffPool(["autolock", "30s", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(set.status == 0, "\(set.stderr)")
             let key = try await Self.mainKeyBytes(home: cli.home.path, account: "alice", pin: Self.pin)
             let pid = agent.processIdentifier
@@ -151,7 +151,7 @@ final class LogCollector: @unchecked Sendable {
                 try await deliver(stack, subject: "Autolock probe \(delivered)")
                 delivered += 1
                 try await Task.sleep(for: .seconds(5))
-                let status = try await cli.run(["status"]).stdout
+                let status = try await cli.runOffPool(["status"]).stdout
                 if lockedAfter == nil, status.contains("state: locked") {
                     lockedAfter = Date().timeIntervalSince(start)
                 }
@@ -167,9 +167,9 @@ final class LogCollector: @unchecked Sendable {
             print(
                 "autolock 30s with a mail every 5s: locked \(lockedAfter.map { String(Int($0)) } ?? "never") s after the last command"
             )
-            let final = try await cli.run(["status"]).stdout
+            let final = try await cli.runOffPool(["status"]).stdout
             #expect(final.contains("state: locked"), "\(final)")
-            #expect(try await cli.run(["list"]).status == 1)
+            #expect(try await cli.runOffPool(["list"]).status == 1)
             let afterLock = ProcessMemory.count(pid: pid, needles: [key])
             print("MainKey copies in the agent: unlocked \(whileUnlocked), after the autolock \(afterLock)")
             #expect(afterLock == [0], "copies of the MainKey in the agent after the autolock: \(afterLock)")
@@ -203,7 +203,7 @@ final class LogCollector: @unchecked Sendable {
         var ready = false
         do {
             for _ in 0..<200 where !ready {
-                ready = try await cli.run(["status"]).stdout.contains("mode: agent")
+                ready = try await cli.runOffPool(["status"]).stdout.contains("mode: agent")
                 if !ready { try await Task.sleep(for: .milliseconds(100)) }
             }
         } catch {

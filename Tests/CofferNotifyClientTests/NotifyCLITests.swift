@@ -75,9 +75,9 @@ extension TestServers.PinnedDovecot {
             box.set(IMAPMailAuthenticator(configuration: try dovecot.imapConfiguration()))
 
             let cli = CLIRunner(prefix: "coffer-notify-cli", ownRuntime: true)
-            #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
-            #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-            let added = try await cli.run(
+            #expect(try await cli.runOffPool(["init", "--account", "alice"]).status == 0)
+            #expect(try await cli.runOffPool(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let added = try await cli.runOffPool(
                 [
                     "account", "add", "--imap", "imaps://\(TestServers.PinnedDovecot.name):\(dovecot.server.imapsPort)",
                     "--user", TestServers.PinnedDovecot.user, "--ca-file", "\(dovecot.certs)/ca.pem", "--connect",
@@ -88,9 +88,9 @@ extension TestServers.PinnedDovecot {
             )
             #expect(added.status == 0, "\(added.stderr)")
 
-            let none = try await cli.run(["notify", "status"])
+            let none = try await cli.runOffPool(["notify", "status"])
             #expect(none.stdout.contains("No push session"), "\(none.stdout)\(none.stderr)")
-            let registered = try await cli.run(
+            let registered = try await cli.runOffPool(
                 [
                     "notify", "register", "--server", "http://127.0.0.1:\(port)", "--device-name", "test laptop",
                     "--pin-stdin",
@@ -102,14 +102,14 @@ extension TestServers.PinnedDovecot {
             let sessions = try await storage.allSessions()
             try #require(sessions.count == 1)
             #expect(sessions.first?.deviceName == "test laptop")
-            let twice = try await cli.run(
+            let twice = try await cli.runOffPool(
                 ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
                 input: "\(Self.pin)\n"
             )
             #expect(twice.status == 1)
             #expect(twice.stderr.contains("already has a push session"))
             // Status needs no PIN: nothing on standard input.
-            let status = try await cli.run(["notify", "status"])
+            let status = try await cli.runOffPool(["notify", "status"])
             #expect(status.status == 0, "\(status.stderr)")
             #expect(status.stdout.contains("Push session \(sessions[0].id) with http://127.0.0.1:\(port)"))
             #expect(status.stdout.contains("afterFirstUnlockThisDeviceOnly"))
@@ -135,7 +135,7 @@ extension TestServers.PinnedDovecot {
                 handlerCLI.extraEnvironment[variable] = "\(xdg.path)/\(variable)"
             }
             handlerCLI.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = nil
-            let shown = try await handlerCLI.run(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            let shown = try await handlerCLI.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(shown.status == 0, "\(shown.stderr)")
             #expect(shown.stdout.contains(subject))
             #expect(shown.stdout.contains(sender))
@@ -153,7 +153,7 @@ extension TestServers.PinnedDovecot {
                 Array(#"{"v":1,"type":"new-mail","subject":"x"}"#.utf8),
                 to: WebPush.UserAgentKeys().subscription
             )
-            let refused = try await handlerCLI.run(
+            let refused = try await handlerCLI.runOffPool(
                 ["push-handler", "--stdout"],
                 input: Base64URL.encode(foreign)
             )
@@ -161,7 +161,7 @@ extension TestServers.PinnedDovecot {
             #expect(refused.stderr.contains("sealed for another session or changed"))
             var tampered = body
             tampered[2000] ^= 1
-            let changed = try await handlerCLI.run(
+            let changed = try await handlerCLI.runOffPool(
                 ["push-handler", "--stdout"],
                 input: Base64URL.encode(tampered)
             )
@@ -169,25 +169,25 @@ extension TestServers.PinnedDovecot {
             #expect(!changed.stdout.contains(subject))
 
             // Unregister: revoked on the service, keys gone here.
-            let removed = try await cli.run(["notify", "unregister", "--pin-stdin"], input: "\(Self.pin)\n")
+            let removed = try await cli.runOffPool(["notify", "unregister", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(removed.status == 0, "\(removed.stderr)")
             #expect(removed.stdout.contains("revoked on the service"))
             #expect(try await storage.allSessions().first?.revoked == true)
-            let after = try await cli.run(["notify", "status"])
+            let after = try await cli.runOffPool(["notify", "status"])
             #expect(after.stdout.contains("No push session"))
-            let noKey = try await handlerCLI.run(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            let noKey = try await handlerCLI.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(noKey.status == 1)
             #expect(noKey.stderr.contains("no push session"))
 
             // Logout drops the push items with the MainKey: no keychain item of the account is left.
-            let again = try await cli.run(
+            let again = try await cli.runOffPool(
                 ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
                 input: "\(Self.pin)\n"
             )
             #expect(again.status == 0, "\(again.stderr)")
             let keychainFolder = "\(cli.home.path)/keychain"
             let withSession = TemporaryDirectory.files(below: keychainFolder).filter { !$0.contains("/.lock") }.count
-            let out = try await cli.run(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
+            let out = try await cli.runOffPool(["logout", "--yes", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(out.status == 0, "\(out.stderr)")
             // ...and the logout ended the session on the service too.
             let ended = try await storage.allSessions()
@@ -255,9 +255,9 @@ extension TestServers.PinnedDovecot {
             defer { dovecot.stop() }
             box.set(IMAPMailAuthenticator(configuration: try dovecot.imapConfiguration()))
             let cli = CLIRunner(prefix: "coffer-fastsync-cli", ownRuntime: true)
-            #expect(try await cli.run(["init", "--account", "alice"]).status == 0)
-            #expect(try await cli.run(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
-            let added = try await cli.run(
+            #expect(try await cli.runOffPool(["init", "--account", "alice"]).status == 0)
+            #expect(try await cli.runOffPool(["protect", "pin", "--pin-stdin"], input: "\(Self.pin)\n").status == 0)
+            let added = try await cli.runOffPool(
                 [
                     "account", "add", "--imap",
                     "imaps://\(TestServers.PinnedDovecot.name):\(dovecot.server.imapsPort)", "--user",
@@ -267,7 +267,7 @@ extension TestServers.PinnedDovecot {
                 input: "\(Self.pin)\n\(TestServers.PinnedDovecot.password)\n"
             )
             #expect(added.status == 0, "\(added.stderr)")
-            let registered = try await cli.run(
+            let registered = try await cli.runOffPool(
                 ["notify", "register", "--server", "http://127.0.0.1:\(port)", "--pin-stdin"],
                 input: "\(Self.pin)\n"
             )
@@ -300,19 +300,19 @@ extension TestServers.PinnedDovecot {
             let cli = stack.cli
             let registered = try #require(try await stack.storage.allSessions().first)
             #expect(registered.previousTokenHash == nil)
-            let listed = try await cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(listed.status == 0, "\(listed.stderr)")
             let first = try #require(try await stack.storage.allSessions().first)
             #expect(first.id == registered.id)
             #expect(first.tokenHash != registered.tokenHash)
             #expect(first.previousTokenHash == registered.tokenHash)
             // Made with the token the first refresh gave: that use ended the registration's token.
-            let again = try await cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            let again = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(again.status == 0, "\(again.stderr)")
             let second = try #require(try await stack.storage.allSessions().first)
             #expect(second.previousTokenHash == first.tokenHash)
             #expect(second.tokenHash != first.tokenHash)
-            let removed = try await cli.run(["notify", "unregister", "--pin-stdin"], input: "\(Self.pin)\n")
+            let removed = try await cli.runOffPool(["notify", "unregister", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(removed.status == 0, "\(removed.stderr)")
             #expect(try await stack.storage.allSessions().first?.revoked == true)
         }
@@ -321,10 +321,10 @@ extension TestServers.PinnedDovecot {
     @Test func aPushSyncsWhileLockedAndTheKEKIsNeverOnDisk() async throws {
         try await withStack { stack in
             let cli = stack.cli
-            let on = try await cli.run(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(on.status == 0, "\(on.stderr)")
             #expect(on.stdout.contains("FastSync is on until"))
-            let status = try await cli.run(["fastsync", "status"])
+            let status = try await cli.runOffPool(["fastsync", "status"])
             #expect(status.stdout.contains("FastSync is on until"), "\(status.stdout)\(status.stderr)")
             let session = try #require(try await stack.storage.allSessions().first)
             let escrowed = try #require(try await stack.service.escrow?.kek(for: session, now: Date()))
@@ -332,12 +332,12 @@ extension TestServers.PinnedDovecot {
             let subject = "FastSync canary subject 3c9d"
             let body = try await deliver(stack, subject: subject)
             // No PIN on standard input: only the push.
-            let handled = try await cli.run(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(handled.status == 0, "\(handled.stderr)")
             #expect(handled.stdout.contains(subject))
             #expect(handled.stdout.contains("FastSync: 1 new message sealed in the store while locked."))
 
-            let listed = try await cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(listed.stdout.contains(subject), "\(listed.stdout)\(listed.stderr)")
 
             // Neither the KEK (raw or as text), nor the token, nor the subject in the clear in any Coffer file.
@@ -349,11 +349,11 @@ extension TestServers.PinnedDovecot {
             #expect(hits.isEmpty, "\(hits)")
 
             // Off: the record is gone here, the key on the service; the next push brings no key and syncs nothing.
-            let off = try await cli.run(["fastsync", "off", "--pin-stdin"], input: "\(Self.pin)\n")
+            let off = try await cli.runOffPool(["fastsync", "off", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(off.stdout.contains("deleted here and the key on the service"), "\(off.stdout)\(off.stderr)")
             #expect(try await stack.service.escrow?.kekExpiry(sessionID: session.id, now: Date()) == nil)
             let after = try await deliver(stack, subject: "After off 11aa")
-            let plain = try await cli.run(["push-handler", "--stdout"], input: Base64URL.encode(after))
+            let plain = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(after))
             #expect(plain.status == 0)
             #expect(!plain.stdout.contains("FastSync:"))
         }
@@ -364,12 +364,12 @@ extension TestServers.PinnedDovecot {
     @Test func aChangeOfPINTurnsFastSyncOffHereThenOnTheServiceAndAKeptKeyOpensNothing() async throws {
         try await withStack { stack in
             let cli = stack.cli
-            let on = try await cli.run(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "1h", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(on.status == 0, "\(on.stderr)")
             let session = try #require(try await stack.storage.allSessions().first)
             let escrow = try #require(stack.service.escrow)
             let escrowed = try #require(try await escrow.kek(for: session, now: Date()))
-            let changed = try await cli.run(
+            let changed = try await cli.runOffPool(
                 ["protect", "pin", "--pin-stdin"],
                 input: "\(Self.pin)\n864209\n"
             )
@@ -378,9 +378,9 @@ extension TestServers.PinnedDovecot {
                 changed.stdout.contains("the service is told at the next unlock"),
                 "\(changed.stdout)\(changed.stderr)"
             )
-            #expect(try await cli.run(["fastsync", "status"]).stdout.contains("FastSync is off."))
+            #expect(try await cli.runOffPool(["fastsync", "status"]).stdout.contains("FastSync is off."))
             #expect(try await escrow.kekExpiry(sessionID: session.id, now: Date()) != nil)
-            let unlocked = try await cli.run(["list", "--pin-stdin"], input: "864209\n")
+            let unlocked = try await cli.runOffPool(["list", "--pin-stdin"], input: "864209\n")
             #expect(unlocked.status == 0, "\(unlocked.stderr)")
             #expect(try await escrow.kekExpiry(sessionID: session.id, now: Date()) == nil)
 
@@ -393,10 +393,10 @@ extension TestServers.PinnedDovecot {
             )
             try await escrow.put(upload, for: session, now: Date())
             let body = try await deliver(stack, subject: "After a PIN change 5e7f")
-            let handled = try await cli.run(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(handled.status == 0, "\(handled.stderr)")
             #expect(!handled.stdout.contains("FastSync:"), "\(handled.stdout)")
-            let listed = try await cli.run(["list", "--pin-stdin"], input: "864209\n")
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "864209\n")
             #expect(!listed.stdout.contains("After a PIN change 5e7f"), "no sync happened while locked")
         }
     }
@@ -404,21 +404,29 @@ extension TestServers.PinnedDovecot {
     @Test func anExpiredRecordIsRefusedEvenWhenTheServiceSendsTheKey() async throws {
         try await withStack { stack in
             let cli = stack.cli
-            let on = try await cli.run(["fastsync", "on", "--for", "2s", "--pin-stdin"], input: "\(Self.pin)\n")
+            let on = try await cli.runOffPool(["fastsync", "on", "--for", "2s", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(on.status == 0, "\(on.stderr)")
             // The service's clock lags an hour behind: it still thinks the key is valid and sends it.
             stack.clock.shift(-3600)
             try await Task.sleep(for: .seconds(3))
             let subject = "Expired canary 8e21"
             let body = try await deliver(stack, subject: subject)
-            let handled = try await cli.run(["push-handler", "--stdout"], input: Base64URL.encode(body))
+            let handled = try await cli.runOffPool(["push-handler", "--stdout"], input: Base64URL.encode(body))
             #expect(handled.stdout.contains(subject))
             #expect(handled.status == 1)
             #expect(handled.stderr.contains("FastSync has expired on this device"), "\(handled.stderr)")
-            let listed = try await cli.run(["list", "--pin-stdin"], input: "\(Self.pin)\n")
+            let listed = try await cli.runOffPool(["list", "--pin-stdin"], input: "\(Self.pin)\n")
             #expect(!listed.stdout.contains(subject))
-            let status = try await cli.run(["fastsync", "status"])
+            let status = try await cli.runOffPool(["fastsync", "status"])
             #expect(status.stdout.contains("FastSync expired"))
         }
+    }
+}
+
+extension CLIRunner {
+    /// Runs the command on a thread of its own, so that the wait holds none of Swift's cooperative threads (the
+    /// live service and TLS validation need them).
+    func runOffPool(_ arguments: [String], input: String = "") async throws -> Result {
+        try await awaitWaiting { try self.runBlocking(arguments, input: input) }
     }
 }
