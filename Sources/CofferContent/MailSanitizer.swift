@@ -300,7 +300,7 @@ struct SanitizerPass {
                     parent.appendChild(HTMLNode.text(node.data))
                 }
             case .element:
-                if node.namespace == .html && node.name == "style" {
+                if node.isElement(.style) {
                     if let style = filteredStyle(node) { parent.appendChild(style) }
                     continue
                 }
@@ -312,10 +312,10 @@ struct SanitizerPass {
                     for child in node.children.reversed() { stack.append((child, parent)) }
                 case .keep:
                     let element = HTMLNode.element(
-                        node.name,
+                        namedAs: node,
                         attributes: filterAttributes(of: node, roles: policy.attributes)
                     )
-                    if node.name == "pre" { preformatted.append(element) }
+                    if node.id == .pre { preformatted.append(element) }
                     // Usually as many children as the source element: one allocation instead of one per doubling.
                     element.reserveChildCapacity(node.children.count)
                     parent.appendChild(element)

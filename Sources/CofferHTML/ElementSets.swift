@@ -1,28 +1,28 @@
 // Element classifications and name adjustment tables from the HTML Standard §13.2.
 
 /// Elements in the "special" category, HTML namespace.
-let specialHTMLElements: Set<String> = [
-    "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound", "blockquote", "body", "br",
-    "button", "caption", "center", "col", "colgroup", "dd", "details", "dir", "div", "dl", "dt", "embed",
-    "fieldset", "figcaption", "figure", "footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6",
-    "head", "header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li", "link", "listing", "main",
-    "marquee", "menu", "meta", "nav", "noembed", "noframes", "noscript", "object", "ol", "p", "param", "plaintext",
-    "pre", "script", "search", "section", "select", "source", "style", "summary", "table", "tbody", "td",
-    "template", "textarea", "tfoot", "th", "thead", "title", "tr", "track", "ul", "wbr", "xmp",
+let specialHTMLElements: HTMLTagSet = [
+    .address, .applet, .area, .article, .aside, .base, .basefont, .bgsound, .blockquote, .body, .br,
+    .button, .caption, .center, .col, .colgroup, .dd, .details, .dir, .div, .dl, .dt, .embed,
+    .fieldset, .figcaption, .figure, .footer, .form, .frame, .frameset, .h1, .h2, .h3, .h4, .h5, .h6,
+    .head, .header, .hgroup, .hr, .html, .iframe, .img, .input, .keygen, .li, .link, .listing, .main,
+    .marquee, .menu, .meta, .nav, .noembed, .noframes, .noscript, .object, .ol, .p, .param, .plaintext,
+    .pre, .script, .search, .section, .select, .source, .style, .summary, .table, .tbody, .td,
+    .template, .textarea, .tfoot, .th, .thead, .title, .tr, .track, .ul, .wbr, .xmp,
 ]
 
 /// Whether `node` is in the special category.
 func isSpecial(_ node: HTMLNode) -> Bool {
     switch node.namespace {
-    case .html: return specialHTMLElements.contains(node.name)
+    case .html: return specialHTMLElements.contains(node.id)
     case .mathml:
-        switch node.name {
-        case "mi", "mo", "mn", "ms", "mtext", "annotation-xml": return true
+        switch node.id {
+        case .mi, .mo, .mn, .ms, .mtext, .annotationXML: return true
         default: return false
         }
     case .svg:
-        switch node.name {
-        case "foreignObject", "desc", "title": return true
+        switch node.id {
+        case .foreignObject, .desc, .title: return true
         default: return false
         }
     default: return false
@@ -30,9 +30,9 @@ func isSpecial(_ node: HTMLNode) -> Bool {
 }
 
 /// Formatting elements tracked in the list of active formatting elements.
-func isFormattingName(_ name: String) -> Bool {
-    switch name {
-    case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
+func isFormattingName(_ id: HTMLTagID) -> Bool {
+    switch id {
+    case .a, .b, .big, .code, .em, .font, .i, .nobr, .s, .small, .strike, .strong, .tt, .u:
         return true
     default:
         return false
@@ -42,8 +42,8 @@ func isFormattingName(_ name: String) -> Bool {
 /// Whether `node` is a MathML text integration point.
 func isMathMLTextIntegrationPoint(_ node: HTMLNode) -> Bool {
     guard node.namespace == .mathml else { return false }
-    switch node.name {
-    case "mi", "mo", "mn", "ms", "mtext": return true
+    switch node.id {
+    case .mi, .mo, .mn, .ms, .mtext: return true
     default: return false
     }
 }
@@ -52,14 +52,14 @@ func isMathMLTextIntegrationPoint(_ node: HTMLNode) -> Bool {
 func isHTMLIntegrationPoint(_ node: HTMLNode) -> Bool {
     switch node.namespace {
     case .mathml:
-        guard node.name == "annotation-xml" else { return false }
+        guard node.id == .annotationXML else { return false }
         for attribute in node.attributes where attribute.name == "encoding" && attribute.namespace == nil {
             let value = attribute.value.lowercasedASCII
             return value == "text/html" || value == "application/xhtml+xml"
         }
         return false
     case .svg:
-        return node.name == "foreignObject" || node.name == "desc" || node.name == "title"
+        return node.id == .foreignObject || node.id == .desc || node.id == .title
     default:
         return false
     }
@@ -150,12 +150,12 @@ func adjustForeignAttributes(_ attributes: inout [HTMLAttribute], namespace: HTM
 
 /// Start tags that break out of foreign content.
 func breaksOutOfForeignContent(_ tag: HTMLTag) -> Bool {
-    switch tag.name {
-    case "b", "big", "blockquote", "body", "br", "center", "code", "dd", "div", "dl", "dt", "em", "embed", "h1",
-        "h2", "h3", "h4", "h5", "h6", "head", "hr", "i", "img", "li", "listing", "menu", "meta", "nobr", "ol", "p",
-        "pre", "ruby", "s", "small", "span", "strong", "strike", "sub", "sup", "table", "tt", "u", "ul", "var":
+    switch tag.id {
+    case .b, .big, .blockquote, .body, .br, .center, .code, .dd, .div, .dl, .dt, .em, .embed, .h1,
+        .h2, .h3, .h4, .h5, .h6, .head, .hr, .i, .img, .li, .listing, .menu, .meta, .nobr, .ol, .p,
+        .pre, .ruby, .s, .small, .span, .strong, .strike, .sub, .sup, .table, .tt, .u, .ul, .`var`:
         return true
-    case "font":
+    case .font:
         return tag.attributes.contains { $0.name == "color" || $0.name == "face" || $0.name == "size" }
     default:
         return false

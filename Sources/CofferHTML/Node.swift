@@ -88,7 +88,11 @@ public final class HTMLNode {
     /// The kind of this node.
     public let kind: Kind
     /// The element's local name, or the DOCTYPE's name; empty for other kinds.
-    public var name: String
+    public var name: String {
+        didSet { id = HTMLTagID(name: name) }
+    }
+    /// The interned ``name`` of an element (``HTMLTagID/other`` for other kinds and for names outside the table).
+    public private(set) var id: HTMLTagID
     /// The element's namespace (``HTMLNamespace/html`` for non-elements).
     public var namespace: HTMLNamespace
     /// The element's attributes in source order.
@@ -117,12 +121,14 @@ public final class HTMLNode {
     init(
         kind: Kind,
         name: String = "",
+        id: HTMLTagID? = nil,
         namespace: HTMLNamespace = .html,
         attributes: [HTMLAttribute] = [],
         data: String = ""
     ) {
         self.kind = kind
         self.name = name
+        self.id = kind == .element ? id ?? HTMLTagID(name: name) : .other
         self.namespace = namespace
         self.attributes = attributes
         self.data = data
@@ -165,8 +171,24 @@ public final class HTMLNode {
         namespace: HTMLNamespace = .html,
         attributes: [HTMLAttribute] = []
     ) -> HTMLNode {
-        let node = HTMLNode(kind: .element, name: name, namespace: namespace, attributes: attributes)
-        if namespace == .html && name == "template" {
+        element(HTMLTag(name: name), namespace: namespace, attributes: attributes)
+    }
+
+    /// Creates an element in `namespace` with the name of `node` (an element), reusing its interned id.
+    public static func element(
+        namedAs node: HTMLNode,
+        namespace: HTMLNamespace = .html,
+        attributes: [HTMLAttribute] = []
+    ) -> HTMLNode {
+        let tag = HTMLTag(name: node.name, id: node.id)
+        return element(tag, namespace: namespace, attributes: attributes)
+    }
+
+    /// Creates an element named as `tag` (whose id is already interned); a `template` in the HTML namespace gets
+    /// empty template contents.
+    static func element(_ tag: HTMLTag, namespace: HTMLNamespace, attributes: [HTMLAttribute]) -> HTMLNode {
+        let node = HTMLNode(kind: .element, name: tag.name, id: tag.id, namespace: namespace, attributes: attributes)
+        if namespace == .html && tag.id == .template {
             node.templateContents = HTMLNode(kind: .documentFragment)
         }
         return node
@@ -189,6 +211,11 @@ public final class HTMLNode {
     /// Whether this is an element with the given local name in the given namespace.
     public func isElement(_ name: String, in namespace: HTMLNamespace = .html) -> Bool {
         kind == .element && self.namespace == namespace && self.name == name
+    }
+
+    /// Whether this is an element with the given interned name (not ``HTMLTagID/other``) in the given namespace.
+    public func isElement(_ id: HTMLTagID, in namespace: HTMLNamespace = .html) -> Bool {
+        kind == .element && self.namespace == namespace && self.id == id
     }
 
     /// The value of the attribute with the given local name and no namespace, if present.
@@ -304,7 +331,7 @@ public final class HTMLNode {
 
     /// A shallow copy: same kind, name, namespace, attributes and data, without children.
     public func cloneShallow() -> HTMLNode {
-        let node = HTMLNode(kind: kind, name: name, namespace: namespace, attributes: attributes, data: data)
+        let node = HTMLNode(kind: kind, name: name, id: id, namespace: namespace, attributes: attributes, data: data)
         node.publicId = publicId
         node.systemId = systemId
         node.quirksMode = quirksMode

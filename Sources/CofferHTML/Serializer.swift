@@ -6,14 +6,14 @@
 /// options of html5lib's serializer (optional tag omission, attribute quoting, and so on).
 public enum HTMLSerializer {
     /// Elements that have no end tag and no children.
-    static let voidElements: Set<String> = [
-        "area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img", "input", "keygen", "link",
-        "meta", "param", "source", "track", "wbr",
+    static let voidElements: HTMLTagSet = [
+        .area, .base, .basefont, .bgsound, .br, .col, .embed, .frame, .hr, .img, .input, .keygen, .link,
+        .meta, .param, .source, .track, .wbr,
     ]
 
     /// Elements whose text children are serialized without escaping.
-    static let rawTextElements: Set<String> = [
-        "style", "script", "xmp", "iframe", "noembed", "noframes", "plaintext",
+    static let rawTextElements: HTMLTagSet = [
+        .style, .script, .xmp, .iframe, .noembed, .noframes, .plaintext,
     ]
 
     /// Serializes the children of `node` (for a `template`, the children of its contents).
@@ -50,7 +50,7 @@ public enum HTMLSerializer {
 
     private static func isRawTextParent(_ node: HTMLNode, scripting: Bool) -> Bool {
         guard node.kind == .element && node.namespace == .html else { return false }
-        return rawTextElements.contains(node.name) || (scripting && node.name == "noscript")
+        return rawTextElements.contains(node.id) || (scripting && node.id == .noscript)
     }
 
     /// Serializes `nodes` iteratively, so that arbitrarily deep trees are safe.
@@ -81,7 +81,7 @@ public enum HTMLSerializer {
                         out.append(0x22)
                     }
                     out.append(0x3E)
-                    if node.namespace == .html && voidElements.contains(node.name) { continue }
+                    if node.namespace == .html && voidElements.contains(node.id) { continue }
                     stack.append(.close(node))
                     let source =
                         node.namespace == .html && node.templateContents != nil

@@ -1,15 +1,28 @@
 /// A start or end tag token.
 public struct HTMLTag: Sendable, Hashable {
     /// The tag name, ASCII-lowercased.
-    public var name: String
+    public var name: String {
+        didSet { id = HTMLTagID(name: name) }
+    }
+    /// The interned ``name``.
+    public private(set) var id: HTMLTagID
     /// The attributes in source order; later duplicates are already dropped.
     public var attributes: [HTMLAttribute]
     /// Whether the tag ended in `/>`.
     public var selfClosing: Bool
 
+    /// A tag whose id the caller has already interned.
+    init(name: String, id: HTMLTagID) {
+        self.name = name
+        self.id = id
+        self.attributes = []
+        self.selfClosing = false
+    }
+
     /// Creates a tag token.
     public init(name: String, attributes: [HTMLAttribute] = [], selfClosing: Bool = false) {
         self.name = name
+        self.id = HTMLTagID(name: name)
         self.attributes = attributes
         self.selfClosing = selfClosing
     }
@@ -44,7 +57,7 @@ public enum HTMLToken: Sendable, Hashable {
     /// A start tag.
     case startTag(HTMLTag)
     /// An end tag (attributes and the self-closing flag are dropped).
-    case endTag(String)
+    case endTag(HTMLTag)
     /// A comment.
     case comment(String)
     /// A DOCTYPE.

@@ -86,7 +86,7 @@ extension HTMLSerializer {
                     escapeText(text, into: &out)
                 }
             case .startTag(let name, let namespace, let attributes, let empty):
-                if namespace == .html && (rawTextElements.contains(name) || name == "noscript") {
+                if namespace == .html && (rawTextElements.contains(HTMLTagID(name: name)) || name == "noscript") {
                     inRawText = true
                 }
                 out.append(0x3C)
@@ -100,7 +100,7 @@ extension HTMLSerializer {
                     out.append(0x3D)
                     appendAttributeValue(attribute.value, options: options, into: &out)
                 }
-                if empty && voidElements.contains(name) && options.useTrailingSolidus {
+                if empty && voidElements.contains(HTMLTagID(name: name)) && options.useTrailingSolidus {
                     if options.spaceBeforeTrailingSolidus { out.append(0x20) }
                     out.append(0x2F)
                 }
@@ -224,7 +224,8 @@ extension HTMLSerializer {
         for var item in tokens {
             switch item.token {
             case .startTag(let name, _, _, _):
-                if preserve > 0 || name == "pre" || name == "textarea" || rawTextElements.contains(name)
+                if preserve > 0 || name == "pre" || name == "textarea"
+                    || rawTextElements.contains(HTMLTagID(name: name))
                     || name == "noscript"
                 {
                     preserve += 1

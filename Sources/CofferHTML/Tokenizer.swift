@@ -323,7 +323,7 @@ public struct HTMLTokenizer: Sendable {
         finishAttribute()
         let name = String(decoding: tagName, as: UTF8.self)
         if tagIsEnd {
-            emit(.endTag(name))
+            emit(.endTag(HTMLTag(name: name)))
         } else {
             lastStartTagBytes = tagName
             // Copied from a buffer pointer: an array built from a slice of the whole array would share its buffer.

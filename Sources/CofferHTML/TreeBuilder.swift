@@ -16,8 +16,10 @@ final class TreeBuilder {
     var tokenizer: HTMLTokenizer
     let document: HTMLNode
     private var open: [HTMLNode] = []
-    /// Stack positions of HTML-namespace elements by name, bottom to top.
-    private var namePositions: [String: [Int]] = [:]
+    /// Stack positions of HTML-namespace elements by interned name, bottom to top.
+    private var namePositions = [[Int]](repeating: [], count: HTMLTagID.allCases.count)
+    /// Stack positions of HTML-namespace elements whose names are outside the interned table, by name.
+    private var otherNamePositions: [String: [Int]] = [:]
     /// Stack positions of scope boundaries for the normal, list item, button and table scopes.
     private var boundaryPositions: [[Int]] = [[], [], [], []]
     /// The list of active formatting elements; `nil` is a marker.
@@ -55,23 +57,23 @@ final class TreeBuilder {
     func runFragment(context: HTMLNode) -> HTMLNode {
         self.context = context
         if context.namespace == .html {
-            switch context.name {
-            case "title", "textarea": tokenizer.state = .rcdata
-            case "style", "xmp", "iframe", "noembed", "noframes": tokenizer.state = .rawtext
-            case "script": tokenizer.state = .scriptData
-            case "noscript": tokenizer.state = scripting ? .rawtext : .data
-            case "plaintext": tokenizer.state = .plaintext
+            switch context.id {
+            case .title, .textarea: tokenizer.state = .rcdata
+            case .style, .xmp, .iframe, .noembed, .noframes: tokenizer.state = .rawtext
+            case .script: tokenizer.state = .scriptData
+            case .noscript: tokenizer.state = scripting ? .rawtext : .data
+            case .plaintext: tokenizer.state = .plaintext
             default: break
             }
         }
         let root = HTMLNode.element("html")
         document.appendChild(root)
         push(root)
-        if context.isElement("template") { templateModes.append(.inTemplate) }
+        if context.isElement(.template) { templateModes.append(.inTemplate) }
         resetInsertionMode()
         var ancestor: HTMLNode? = context
         while let node = ancestor {
-            if node.isElement("form") {
+            if node.isElement(.form) {
                 formElement = node
                 break
             }
@@ -111,8 +113,12 @@ final class TreeBuilder {
         let mask: UInt8
         switch node.namespace {
         case .html:
-            namePositions[node.name, default: []].append(index)
-            mask = Self.htmlBoundaryMasks[node.name] ?? 0
+            if node.id == .other {
+                otherNamePositions[node.name, default: []].append(index)
+            } else {
+                namePositions[Int(node.id.rawValue)].append(index)
+            }
+            mask = Self.htmlBoundaryMasks[Int(node.id.rawValue)]
         case .mathml, .svg:
             mask = isBoundary(node, .normal) ? 0b0111 : 0
         default:
@@ -124,19 +130,22 @@ final class TreeBuilder {
 
     /// For HTML elements: which tracked scopes (bit 0 normal, 1 list item, 2 button, 3 table)
     /// each name bounds.
-    private static let htmlBoundaryMasks: [String: UInt8] = {
-        var masks: [String: UInt8] = [:]
-        for name in ["applet", "caption", "td", "th", "marquee", "object", "select"] { masks[name] = 0b0111 }
-        for name in ["html", "table", "template"] { masks[name] = 0b1111 }
-        masks["ol"] = 0b0010
-        masks["ul"] = 0b0010
-        masks["button"] = 0b0100
+    private static let htmlBoundaryMasks: [UInt8] = {
+        var masks = [UInt8](repeating: 0, count: HTMLTagID.allCases.count)
+        for id in [HTMLTagID.applet, .caption, .td, .th, .marquee, .object, .select] {
+            masks[Int(id.rawValue)] = 0b0111
+        }
+        for id in [HTMLTagID.html, .table, .template] { masks[Int(id.rawValue)] = 0b1111 }
+        masks[Int(HTMLTagID.ol.rawValue)] = 0b0010
+        masks[Int(HTMLTagID.ul.rawValue)] = 0b0010
+        masks[Int(HTMLTagID.button.rawValue)] = 0b0100
         return masks
     }()
 
     /// Rebuilds the position indexes after the stack changed in the middle.
     private func rebuildPositions() {
-        namePositions.removeAll(keepingCapacity: true)
+        for index in namePositions.indices { namePositions[index].removeAll(keepingCapacity: true) }
+        otherNamePositions.removeAll(keepingCapacity: true)
         boundaryPositions = [[], [], [], []]
         for (index, node) in open.enumerated() { track(node, at: index) }
     }
@@ -154,8 +163,12 @@ final class TreeBuilder {
             boundaryPositions[slot].removeLast()
         }
         if node.namespace == .html {
-            if let entry = namePositions.index(forKey: node.name) { namePositions.values[entry].removeLast() }
-            if sawSelectedContent && node.name == "option" { maybeCloneIntoSelectedContent(node) }
+            if node.id != .other {
+                namePositions[Int(node.id.rawValue)].removeLast()
+            } else if let entry = otherNamePositions.index(forKey: node.name) {
+                otherNamePositions.values[entry].removeLast()
+            }
+            if sawSelectedContent && node.id == .option { maybeCloneIntoSelectedContent(node) }
         }
         return node
     }
@@ -164,15 +177,15 @@ final class TreeBuilder {
     /// children are copied into the enclosing select's first `selectedcontent` element.
     private func maybeCloneIntoSelectedContent(_ option: HTMLNode) {
         var ancestor = option.parent
-        while let node = ancestor, !node.isElement("select") { ancestor = node.parent }
+        while let node = ancestor, !node.isElement(.select) { ancestor = node.parent }
         guard let select = ancestor else { return }
         var selectedContent: HTMLNode?
         var options: [HTMLNode] = []
         var stack: [HTMLNode] = select.children.reversed()
         while let node = stack.popLast() {
-            if node.isElement("selectedcontent") && selectedContent == nil { selectedContent = node }
-            if node.isElement("option") { options.append(node) }
-            if node.isElement("select") { continue }
+            if node.isElement(.selectedcontent) && selectedContent == nil { selectedContent = node }
+            if node.isElement(.option) { options.append(node) }
+            if node.isElement(.select) { continue }
             stack.append(contentsOf: node.children.reversed())
         }
         guard let target = selectedContent else { return }
@@ -212,7 +225,12 @@ final class TreeBuilder {
         return nil
     }
 
-    private func isOnStack(_ name: String) -> Bool { namePositions[name]?.isEmpty == false }
+    private func isOnStack(_ id: HTMLTagID) -> Bool { !namePositions[Int(id.rawValue)].isEmpty }
+
+    /// Whether an HTML element named as `tag` is on the stack, for names in or outside the interned table.
+    private func isOnStack(_ tag: HTMLTag) -> Bool {
+        tag.id == .other ? otherNamePositions[tag.name]?.isEmpty == false : isOnStack(tag.id)
+    }
 
     /// The topmost scope boundary position for a tracked scope (-1 when there is none).
     private func topBoundary(_ scope: Scope) -> Int {
@@ -225,75 +243,75 @@ final class TreeBuilder {
         }
     }
 
-    private func currentIs(_ name: String) -> Bool {
+    private func currentIs(_ id: HTMLTagID) -> Bool {
         guard let node = open.last else { return false }
-        return node.namespace == .html && node.name == name
+        return node.namespace == .html && node.id == id
     }
 
-    private func popUntil(_ name: String) {
+    private func popUntil(_ id: HTMLTagID) {
         while let node = pop() {
-            if node.namespace == .html && node.name == name { return }
+            if node.namespace == .html && node.id == id { return }
         }
     }
 
-    private func popUntil(anyOf names: Set<String>) {
+    private func popUntil(anyOf ids: HTMLTagSet) {
         while let node = pop() {
-            if node.namespace == .html && names.contains(node.name) { return }
+            if node.namespace == .html && ids.contains(node.id) { return }
         }
     }
 
     private func isBoundary(_ node: HTMLNode, _ scope: Scope) -> Bool {
         switch scope {
         case .table:
-            return node.namespace == .html && (node.name == "html" || node.name == "table" || node.name == "template")
+            return node.namespace == .html && (node.id == .html || node.id == .table || node.id == .template)
         case .select:
-            return !(node.namespace == .html && (node.name == "optgroup" || node.name == "option"))
+            return !(node.namespace == .html && (node.id == .optgroup || node.id == .option))
         default:
             switch node.namespace {
             case .html:
-                switch node.name {
-                case "applet", "caption", "html", "table", "td", "th", "marquee", "object", "template", "select":
+                switch node.id {
+                case .applet, .caption, .html, .table, .td, .th, .marquee, .object, .template, .select:
                     return true
-                case "ol", "ul": return scope == .listItem
-                case "button": return scope == .button
+                case .ol, .ul: return scope == .listItem
+                case .button: return scope == .button
                 default: return false
                 }
             case .mathml:
-                switch node.name {
-                case "mi", "mo", "mn", "ms", "mtext", "annotation-xml": return true
+                switch node.id {
+                case .mi, .mo, .mn, .ms, .mtext, .annotationXML: return true
                 default: return false
                 }
             case .svg:
-                return node.name == "foreignObject" || node.name == "desc" || node.name == "title"
+                return node.id == .foreignObject || node.id == .desc || node.id == .title
             default:
                 return false
             }
         }
     }
 
-    private func hasInScope(_ name: String, _ scope: Scope = .normal) -> Bool {
-        guard let position = namePositions[name]?.last else { return false }
+    private func hasInScope(_ id: HTMLTagID, _ scope: Scope = .normal) -> Bool {
+        guard let position = namePositions[Int(id.rawValue)].last else { return false }
         if scope != .select { return position >= topBoundary(scope) }
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
-            if node.namespace == .html && node.name == name { return true }
+            if node.namespace == .html && node.id == id { return true }
             if isBoundary(node, scope) { return false }
             index -= 1
         }
         return false
     }
 
-    private func hasAnyInScope(_ names: [String], _ scope: Scope = .normal) -> Bool {
-        guard names.contains(where: { isOnStack($0) }) else { return false }
+    private func hasAnyInScope(_ ids: [HTMLTagID], _ scope: Scope = .normal) -> Bool {
+        guard ids.contains(where: { isOnStack($0) }) else { return false }
         if scope != .select {
-            let top = names.compactMap { namePositions[$0]?.last }.max() ?? -1
+            let top = ids.compactMap { namePositions[Int($0.rawValue)].last }.max() ?? -1
             return top >= topBoundary(scope)
         }
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
-            if node.namespace == .html && names.contains(node.name) { return true }
+            if node.namespace == .html && ids.contains(node.id) { return true }
             if isBoundary(node, scope) { return false }
             index -= 1
         }
@@ -311,35 +329,33 @@ final class TreeBuilder {
         return false
     }
 
-    private static let impliedEndTags: Set<String> = [
-        "dd", "dt", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc",
+    private static let impliedEndTags: HTMLTagSet = [
+        .dd, .dt, .li, .optgroup, .option, .p, .rb, .rp, .rt, .rtc,
     ]
-    private static let impliedEndTagsThorough: Set<String> = [
-        "caption", "colgroup", "dd", "dt", "li", "optgroup", "option", "p", "rb", "rp", "rt", "rtc", "tbody", "td",
-        "tfoot", "th", "thead", "tr",
+    private static let impliedEndTagsThorough: HTMLTagSet = [
+        .caption, .colgroup, .dd, .dt, .li, .optgroup, .option, .p, .rb, .rp, .rt, .rtc, .tbody, .td,
+        .tfoot, .th, .thead, .tr,
     ]
 
-    private func generateImpliedEndTags(except name: String? = nil) {
-        while let node = open.last, node.namespace == .html, Self.impliedEndTags.contains(node.name),
-            node.name != name
-        {
+    private func generateImpliedEndTags(except id: HTMLTagID? = nil) {
+        while let node = open.last, node.namespace == .html, Self.impliedEndTags.contains(node.id), node.id != id {
             pop()
         }
     }
 
     private func generateImpliedEndTagsThoroughly() {
-        while let node = open.last, node.namespace == .html, Self.impliedEndTagsThorough.contains(node.name) {
+        while let node = open.last, node.namespace == .html, Self.impliedEndTagsThorough.contains(node.id) {
             pop()
         }
     }
 
     private func closePElement() {
-        generateImpliedEndTags(except: "p")
-        popUntil("p")
+        generateImpliedEndTags(except: .p)
+        popUntil(.p)
     }
 
     private func closePIfInButtonScope() {
-        if hasInScope("p", .button) { closePElement() }
+        if hasInScope(.p, .button) { closePElement() }
     }
 
     // MARK: - Insertion
@@ -350,16 +366,16 @@ final class TreeBuilder {
         var parent = target
         var before: HTMLNode?
         if fosterParenting && target.namespace == .html {
-            switch target.name {
-            case "table", "tbody", "tfoot", "thead", "tr":
+            switch target.id {
+            case .table, .tbody, .tfoot, .thead, .tr:
                 var lastTemplate: Int?
                 var lastTable: Int?
                 var index = open.count - 1
                 while index >= 0 && (lastTemplate == nil || lastTable == nil) {
                     let node = open[index]
                     if node.namespace == .html {
-                        if node.name == "template" && lastTemplate == nil { lastTemplate = index }
-                        if node.name == "table" && lastTable == nil { lastTable = index }
+                        if node.id == .template && lastTemplate == nil { lastTemplate = index }
+                        if node.id == .table && lastTable == nil { lastTable = index }
                     }
                     index -= 1
                 }
@@ -378,7 +394,7 @@ final class TreeBuilder {
                 break
             }
         }
-        if parent.isElement("template"), let contents = parent.templateContents {
+        if parent.isElement(.template), let contents = parent.templateContents {
             return (contents, before)
         }
         return (parent, before)
@@ -394,21 +410,21 @@ final class TreeBuilder {
     }
 
     private func createElement(_ tag: HTMLTag, namespace: HTMLNamespace) -> HTMLNode {
-        HTMLNode.element(tag.name, namespace: namespace, attributes: tag.attributes)
+        HTMLNode.element(tag, namespace: namespace, attributes: tag.attributes)
     }
 
     @discardableResult
     private func insertHTMLElement(_ tag: HTMLTag) -> HTMLNode {
         let node = createElement(tag, namespace: .html)
-        if tag.name == "selectedcontent" { sawSelectedContent = true }
+        if tag.id == .selectedcontent { sawSelectedContent = true }
         insert(node, at: appropriatePlace())
         push(node)
         return node
     }
 
     @discardableResult
-    private func insertHTMLElement(named name: String) -> HTMLNode {
-        insertHTMLElement(HTMLTag(name: name))
+    private func insertHTMLElement(named id: HTMLTagID) -> HTMLNode {
+        insertHTMLElement(HTMLTag(name: id.name, id: id))
     }
 
     private func insertForeignElement(_ tag: HTMLTag, namespace: HTMLNamespace) {
@@ -465,7 +481,7 @@ final class TreeBuilder {
         var index = formatting.count - 1
         while index >= 0 {
             guard let entry = formatting[index] else { break }
-            if entry.name == node.name && entry.namespace == node.namespace
+            if entry.id == node.id && entry.name == node.name && entry.namespace == node.namespace
                 && sameAttributes(entry.attributes, node.attributes)
             {
                 count += 1
@@ -524,12 +540,12 @@ final class TreeBuilder {
         return nil
     }
 
-    /// The last formatting element named `name` after the last marker.
-    private func lastFormatting(named name: String) -> HTMLNode? {
+    /// The last formatting element named `id` after the last marker.
+    private func lastFormatting(named id: HTMLTagID) -> HTMLNode? {
         var index = formatting.count - 1
         while index >= 0 {
             guard let entry = formatting[index] else { return nil }
-            if entry.name == name && entry.namespace == .html { return entry }
+            if entry.id == id && entry.namespace == .html { return entry }
             index -= 1
         }
         return nil
@@ -538,8 +554,8 @@ final class TreeBuilder {
     /// The adoption agency algorithm; returns false when the caller should act as for
     /// "any other end tag".
     @discardableResult
-    private func adoptionAgency(_ subject: String) -> Bool {
-        if let current = open.last, current.namespace == .html, current.name == subject,
+    private func adoptionAgency(_ subject: HTMLTagID) -> Bool {
+        if let current = open.last, current.namespace == .html, current.id == subject,
             formattingIndex(of: current) == nil
         {
             pop()
@@ -623,42 +639,42 @@ final class TreeBuilder {
             let last = index == 0
             if last, let context { node = context }
             if node.namespace == .html {
-                switch node.name {
-                case "td", "th":
+                switch node.id {
+                case .td, .th:
                     if !last {
                         mode = .inCell
                         return
                     }
-                case "tr":
+                case .tr:
                     mode = .inRow
                     return
-                case "tbody", "thead", "tfoot":
+                case .tbody, .thead, .tfoot:
                     mode = .inTableBody
                     return
-                case "caption":
+                case .caption:
                     mode = .inCaption
                     return
-                case "colgroup":
+                case .colgroup:
                     mode = .inColumnGroup
                     return
-                case "table":
+                case .table:
                     mode = .inTable
                     return
-                case "template":
+                case .template:
                     mode = templateModes.last ?? .inTemplate
                     return
-                case "head":
+                case .head:
                     if !last {
                         mode = .inHead
                         return
                     }
-                case "body":
+                case .body:
                     mode = .inBody
                     return
-                case "frameset":
+                case .frameset:
                     mode = .inFrameset
                     return
-                case "html":
+                case .html:
                     mode = headElement == nil ? .beforeHead : .afterHead
                     return
                 default:
@@ -688,10 +704,10 @@ final class TreeBuilder {
         guard let node = adjustedCurrentNode, node.namespace != .html else { return true }
         switch token {
         case .startTag(let tag):
-            if isMathMLTextIntegrationPoint(node) && tag.name != "mglyph" && tag.name != "malignmark" {
+            if isMathMLTextIntegrationPoint(node) && tag.id != .mglyph && tag.id != .malignmark {
                 return true
             }
-            if node.namespace == .mathml && node.name == "annotation-xml" && tag.name == "svg" { return true }
+            if node.namespace == .mathml && node.id == .annotationXML && tag.id == .svg { return true }
             return isHTMLIntegrationPoint(node)
         case .characters, .nullCharacter:
             return isMathMLTextIntegrationPoint(node) || isHTMLIntegrationPoint(node)
@@ -779,12 +795,12 @@ final class TreeBuilder {
             insertComment(data, into: document)
         case .characters(let bytes):
             handleWhitespacePrefix(bytes, insertWhitespace: false) { self.beforeHTMLAnythingElse($0) }
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             let node = createElement(tag, namespace: .html)
             document.appendChild(node)
             push(node)
             mode = .beforeHead
-        case .endTag(let name) where !["head", "body", "html", "br"].contains(name):
+        case .endTag(let name) where ![.head, .body, .html, .br].contains(name.id):
             return
         default:
             beforeHTMLAnythingElse(token)
@@ -807,12 +823,12 @@ final class TreeBuilder {
             insertComment(data)
         case .doctype:
             return
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
-        case .startTag(let tag) where tag.name == "head":
+        case .startTag(let tag) where tag.id == .head:
             headElement = insertHTMLElement(tag)
             mode = .inHead
-        case .endTag(let name) where !["head", "body", "html", "br"].contains(name):
+        case .endTag(let name) where ![.head, .body, .html, .br].contains(name.id):
             return
         default:
             beforeHeadAnythingElse(token)
@@ -820,7 +836,7 @@ final class TreeBuilder {
     }
 
     private func beforeHeadAnythingElse(_ token: HTMLToken) {
-        headElement = insertHTMLElement(named: "head")
+        headElement = insertHTMLElement(named: .head)
         mode = .inHead
         process(token, in: mode)
     }
@@ -834,45 +850,45 @@ final class TreeBuilder {
         case .doctype:
             return
         case .startTag(let tag):
-            switch tag.name {
-            case "html":
+            switch tag.id {
+            case .html:
                 inBodyMode(token)
-            case "base", "basefont", "bgsound", "link", "meta":
+            case .base, .basefont, .bgsound, .link, .meta:
                 insertHTMLElement(tag)
                 pop()
-            case "title":
+            case .title:
                 genericTextElement(tag, state: .rcdata)
-            case "noscript" where scripting:
+            case .noscript where scripting:
                 genericTextElement(tag, state: .rawtext)
-            case "noframes", "style":
+            case .noframes, .style:
                 genericTextElement(tag, state: .rawtext)
-            case "noscript":
+            case .noscript:
                 insertHTMLElement(tag)
                 mode = .inHeadNoscript
-            case "script":
+            case .script:
                 genericTextElement(tag, state: .scriptData)
-            case "template":
+            case .template:
                 insertHTMLElement(tag)
                 formatting.append(nil)
                 framesetOK = false
                 mode = .inTemplate
                 templateModes.append(.inTemplate)
-            case "head":
+            case .head:
                 return
             default:
                 inHeadAnythingElse(token)
             }
         case .endTag(let name):
-            switch name {
-            case "head":
+            switch name.id {
+            case .head:
                 pop()
                 mode = .afterHead
-            case "body", "html", "br":
+            case .body, .html, .br:
                 inHeadAnythingElse(token)
-            case "template":
-                guard isOnStack("template") else { return }
+            case .template:
+                guard isOnStack(.template) else { return }
                 generateImpliedEndTagsThoroughly()
-                popUntil("template")
+                popUntil(.template)
                 clearFormattingToLastMarker()
                 if !templateModes.isEmpty { templateModes.removeLast() }
                 resetInsertionMode()
@@ -894,20 +910,20 @@ final class TreeBuilder {
         switch token {
         case .doctype:
             return
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
-        case .endTag("noscript"):
+        case .endTag(let name) where name.id == .noscript:
             pop()
             mode = .inHead
         case .characters(let bytes):
             handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inHeadNoscriptAnythingElse($0) }
         case .comment:
             inHeadMode(token)
-        case .startTag(let tag) where ["basefont", "bgsound", "link", "meta", "noframes", "style"].contains(tag.name):
+        case .startTag(let tag) where [.basefont, .bgsound, .link, .meta, .noframes, .style].contains(tag.id):
             inHeadMode(token)
-        case .startTag(let tag) where tag.name == "head" || tag.name == "noscript":
+        case .startTag(let tag) where tag.id == .head || tag.id == .noscript:
             return
-        case .endTag(let name) where name != "br":
+        case .endTag(let name) where name.id != .br:
             return
         default:
             inHeadNoscriptAnythingElse(token)
@@ -929,17 +945,17 @@ final class TreeBuilder {
         case .doctype:
             return
         case .startTag(let tag):
-            switch tag.name {
-            case "html":
+            switch tag.id {
+            case .html:
                 inBodyMode(token)
-            case "body":
+            case .body:
                 insertHTMLElement(tag)
                 framesetOK = false
                 mode = .inBody
-            case "frameset":
+            case .frameset:
                 insertHTMLElement(tag)
                 mode = .inFrameset
-            case "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title":
+            case .base, .basefont, .bgsound, .link, .meta, .noframes, .script, .style, .template, .title:
                 guard let head = headElement else {
                     afterHeadAnythingElse(token)
                     return
@@ -947,15 +963,15 @@ final class TreeBuilder {
                 push(head)
                 inHeadMode(token)
                 if let index = stackIndex(of: head) { removeFromStack(at: index) }
-            case "head":
+            case .head:
                 return
             default:
                 afterHeadAnythingElse(token)
             }
         case .endTag(let name):
-            switch name {
-            case "template": inHeadMode(token)
-            case "body", "html", "br": afterHeadAnythingElse(token)
+            switch name.id {
+            case .template: inHeadMode(token)
+            case .body, .html, .br: afterHeadAnythingElse(token)
             default: return
             }
         default:
@@ -964,7 +980,7 @@ final class TreeBuilder {
     }
 
     private func afterHeadAnythingElse(_ token: HTMLToken) {
-        insertHTMLElement(named: "body")
+        insertHTMLElement(named: .body)
         mode = .inBody
         process(token, in: mode)
     }
@@ -1000,222 +1016,222 @@ final class TreeBuilder {
     }
 
     /// Start tag names with a rule of their own in the "in body" insertion mode.
-    private static let inBodyStartTagNames: Set<String> = [
-        "html", "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title",
-        "body", "frameset", "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div",
-        "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu", "nav", "ol", "p",
-        "search", "section", "summary", "ul", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "listing", "form", "li", "dd",
-        "dt", "plaintext", "button", "a", "b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong",
-        "tt", "u", "nobr", "applet", "marquee", "object", "table", "area", "br", "embed", "img", "keygen", "wbr",
-        "input", "param", "source", "track", "hr", "image", "textarea", "xmp", "iframe", "noembed", "noscript",
-        "select", "option", "optgroup", "rb", "rtc", "rp", "rt", "math", "svg", "caption", "col", "colgroup", "frame",
-        "head", "tbody", "td", "tfoot", "th", "thead", "tr",
+    private static let inBodyStartTagNames: HTMLTagSet = [
+        .html, .base, .basefont, .bgsound, .link, .meta, .noframes, .script, .style, .template, .title,
+        .body, .frameset, .address, .article, .aside, .blockquote, .center, .details, .dialog, .dir, .div,
+        .dl, .fieldset, .figcaption, .figure, .footer, .header, .hgroup, .main, .menu, .nav, .ol, .p,
+        .search, .section, .summary, .ul, .h1, .h2, .h3, .h4, .h5, .h6, .pre, .listing, .form, .li, .dd,
+        .dt, .plaintext, .button, .a, .b, .big, .code, .em, .font, .i, .s, .small, .strike, .strong,
+        .tt, .u, .nobr, .applet, .marquee, .object, .table, .area, .br, .embed, .img, .keygen, .wbr,
+        .input, .param, .source, .track, .hr, .image, .textarea, .xmp, .iframe, .noembed, .noscript,
+        .select, .option, .optgroup, .rb, .rtc, .rp, .rt, .math, .svg, .caption, .col, .colgroup, .frame,
+        .head, .tbody, .td, .tfoot, .th, .thead, .tr,
     ]
 
     /// End tag names with a rule of their own in the "in body" insertion mode.
-    private static let inBodyEndTagNames: Set<String> = [
-        "template", "body", "html", "address", "article", "aside", "blockquote", "button", "center", "details",
-        "dialog", "dir", "div", "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "listing",
-        "main", "menu", "nav", "ol", "pre", "search", "section", "summary", "ul", "form", "p", "li", "dd", "dt", "h1",
-        "h2", "h3", "h4", "h5", "h6", "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike",
-        "strong", "tt", "u", "applet", "marquee", "object", "br",
+    private static let inBodyEndTagNames: HTMLTagSet = [
+        .template, .body, .html, .address, .article, .aside, .blockquote, .button, .center, .details,
+        .dialog, .dir, .div, .dl, .fieldset, .figcaption, .figure, .footer, .header, .hgroup, .listing,
+        .main, .menu, .nav, .ol, .pre, .search, .section, .summary, .ul, .form, .p, .li, .dd, .dt, .h1,
+        .h2, .h3, .h4, .h5, .h6, .a, .b, .big, .code, .em, .font, .i, .nobr, .s, .small, .strike,
+        .strong, .tt, .u, .applet, .marquee, .object, .br,
     ]
 
     private func inBodyStartTag(_ tag: HTMLTag, token: HTMLToken) {
-        if !Self.inBodyStartTagNames.contains(tag.name) {
+        if !Self.inBodyStartTagNames.contains(tag.id) {
             reconstructFormatting()
             insertHTMLElement(tag)
             return
         }
-        switch tag.name {
-        case "html":
-            guard !isOnStack("template"), let root = open.first else { return }
+        switch tag.id {
+        case .html:
+            guard !isOnStack(.template), let root = open.first else { return }
             for attribute in tag.attributes where !root.attributes.contains(where: { $0.name == attribute.name }) {
                 root.attributes.append(attribute)
             }
-        case "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title":
+        case .base, .basefont, .bgsound, .link, .meta, .noframes, .script, .style, .template, .title:
             inHeadMode(token)
-        case "body":
-            guard open.count > 1, open[1].isElement("body"), !isOnStack("template") else { return }
+        case .body:
+            guard open.count > 1, open[1].isElement(.body), !isOnStack(.template) else { return }
             framesetOK = false
             let body = open[1]
             for attribute in tag.attributes where !body.attributes.contains(where: { $0.name == attribute.name }) {
                 body.attributes.append(attribute)
             }
-        case "frameset":
-            guard open.count > 1, open[1].isElement("body"), framesetOK else { return }
+        case .frameset:
+            guard open.count > 1, open[1].isElement(.body), framesetOK else { return }
             open[1].remove()
             while open.count > 1 { pop() }
             insertHTMLElement(tag)
             mode = .inFrameset
-        case "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir", "div", "dl",
-            "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main", "menu", "nav", "ol", "p",
-            "search", "section", "summary", "ul":
+        case .address, .article, .aside, .blockquote, .center, .details, .dialog, .dir, .div, .dl,
+            .fieldset, .figcaption, .figure, .footer, .header, .hgroup, .main, .menu, .nav, .ol, .p,
+            .search, .section, .summary, .ul:
             closePIfInButtonScope()
             insertHTMLElement(tag)
-        case "h1", "h2", "h3", "h4", "h5", "h6":
+        case .h1, .h2, .h3, .h4, .h5, .h6:
             closePIfInButtonScope()
             if let current = currentNode, current.namespace == .html,
-                ["h1", "h2", "h3", "h4", "h5", "h6"].contains(current.name)
+                [.h1, .h2, .h3, .h4, .h5, .h6].contains(current.id)
             {
                 pop()
             }
             insertHTMLElement(tag)
-        case "pre", "listing":
+        case .pre, .listing:
             closePIfInButtonScope()
             insertHTMLElement(tag)
             skipLeadingNewline = true
             framesetOK = false
-        case "form":
-            let inTemplate = isOnStack("template")
+        case .form:
+            let inTemplate = isOnStack(.template)
             if formElement != nil && !inTemplate { return }
             closePIfInButtonScope()
             let node = insertHTMLElement(tag)
             if !inTemplate { formElement = node }
-        case "li", "dd", "dt":
+        case .li, .dd, .dt:
             framesetOK = false
             var index = open.count - 1
             while index >= 0 {
                 let node = open[index]
                 if node.namespace == .html {
-                    let matches = tag.name == "li" ? node.name == "li" : (node.name == "dd" || node.name == "dt")
+                    let matches = tag.id == .li ? node.id == .li : (node.id == .dd || node.id == .dt)
                     if matches {
-                        generateImpliedEndTags(except: node.name)
-                        popUntil(node.name)
+                        generateImpliedEndTags(except: node.id)
+                        popUntil(node.id)
                         break
                     }
                 }
-                if isSpecial(node) && !(node.namespace == .html && ["address", "div", "p"].contains(node.name)) {
+                if isSpecial(node) && !(node.namespace == .html && [.address, .div, .p].contains(node.id)) {
                     break
                 }
                 index -= 1
             }
             closePIfInButtonScope()
             insertHTMLElement(tag)
-        case "plaintext":
+        case .plaintext:
             closePIfInButtonScope()
             insertHTMLElement(tag)
             tokenizer.state = .plaintext
-        case "button":
-            if hasInScope("button") {
+        case .button:
+            if hasInScope(.button) {
                 generateImpliedEndTags()
-                popUntil("button")
+                popUntil(.button)
             }
             reconstructFormatting()
             insertHTMLElement(tag)
             framesetOK = false
-        case "a":
-            if let existing = lastFormatting(named: "a") {
-                adoptionAgency("a")
+        case .a:
+            if let existing = lastFormatting(named: .a) {
+                adoptionAgency(.a)
                 if let index = formattingIndex(of: existing) { formatting.remove(at: index) }
                 if let index = stackIndex(of: existing) { removeFromStack(at: index) }
             }
             reconstructFormatting()
             pushFormatting(insertHTMLElement(tag))
-        case "b", "big", "code", "em", "font", "i", "s", "small", "strike", "strong", "tt", "u":
+        case .b, .big, .code, .em, .font, .i, .s, .small, .strike, .strong, .tt, .u:
             reconstructFormatting()
             pushFormatting(insertHTMLElement(tag))
-        case "nobr":
+        case .nobr:
             reconstructFormatting()
-            if hasInScope("nobr") {
-                if !adoptionAgency("nobr") { anyOtherEndTag("nobr") }
+            if hasInScope(.nobr) {
+                if !adoptionAgency(.nobr) { anyOtherEndTag(HTMLTag(name: "nobr", id: .nobr)) }
                 reconstructFormatting()
             }
             pushFormatting(insertHTMLElement(tag))
-        case "applet", "marquee", "object":
+        case .applet, .marquee, .object:
             reconstructFormatting()
             insertHTMLElement(tag)
             formatting.append(nil)
             framesetOK = false
-        case "table":
+        case .table:
             if document.quirksMode != .quirks { closePIfInButtonScope() }
             insertHTMLElement(tag)
             framesetOK = false
             mode = .inTable
-        case "area", "br", "embed", "img", "keygen", "wbr":
+        case .area, .br, .embed, .img, .keygen, .wbr:
             reconstructFormatting()
             insertHTMLElement(tag)
             pop()
             framesetOK = false
-        case "input":
-            if let context, context.isElement("select") { return }
-            if hasInScope("select") { popUntil("select") }
+        case .input:
+            if let context, context.isElement(.select) { return }
+            if hasInScope(.select) { popUntil(.select) }
             reconstructFormatting()
             insertHTMLElement(tag)
             pop()
             let type = tag.attributes.first { $0.name == "type" }?.value.lowercasedASCII
             if type != "hidden" { framesetOK = false }
-        case "param", "source", "track":
+        case .param, .source, .track:
             insertHTMLElement(tag)
             pop()
-        case "hr":
+        case .hr:
             closePIfInButtonScope()
-            if hasInScope("select") { generateImpliedEndTags() }
+            if hasInScope(.select) { generateImpliedEndTags() }
             insertHTMLElement(tag)
             pop()
             framesetOK = false
-        case "image":
+        case .image:
             var renamed = tag
             renamed.name = "img"
             inBodyStartTag(renamed, token: .startTag(renamed))
-        case "textarea":
+        case .textarea:
             insertHTMLElement(tag)
             skipLeadingNewline = true
             tokenizer.state = .rcdata
             originalMode = mode
             framesetOK = false
             mode = .text
-        case "xmp":
+        case .xmp:
             closePIfInButtonScope()
             reconstructFormatting()
             framesetOK = false
             genericTextElement(tag, state: .rawtext)
-        case "iframe":
+        case .iframe:
             framesetOK = false
             genericTextElement(tag, state: .rawtext)
-        case "noembed":
+        case .noembed:
             genericTextElement(tag, state: .rawtext)
-        case "noscript" where scripting:
+        case .noscript where scripting:
             genericTextElement(tag, state: .rawtext)
-        case "select":
-            if let context, context.isElement("select") { return }
-            if hasInScope("select") {
-                popUntil("select")
+        case .select:
+            if let context, context.isElement(.select) { return }
+            if hasInScope(.select) {
+                popUntil(.select)
                 return
             }
             reconstructFormatting()
             insertHTMLElement(tag)
             framesetOK = false
-        case "option":
-            if hasInScope("select") {
-                generateImpliedEndTags(except: "optgroup")
-            } else if currentIs("option") {
+        case .option:
+            if hasInScope(.select) {
+                generateImpliedEndTags(except: .optgroup)
+            } else if currentIs(.option) {
                 pop()
             }
             reconstructFormatting()
             insertHTMLElement(tag)
-        case "optgroup":
-            if hasInScope("select") {
+        case .optgroup:
+            if hasInScope(.select) {
                 generateImpliedEndTags()
-            } else if currentIs("option") {
+            } else if currentIs(.option) {
                 pop()
             }
             reconstructFormatting()
             insertHTMLElement(tag)
-        case "rb", "rtc":
-            if hasInScope("ruby") { generateImpliedEndTags() }
+        case .rb, .rtc:
+            if hasInScope(.ruby) { generateImpliedEndTags() }
             insertHTMLElement(tag)
-        case "rp", "rt":
-            if hasInScope("ruby") { generateImpliedEndTags(except: "rtc") }
+        case .rp, .rt:
+            if hasInScope(.ruby) { generateImpliedEndTags(except: .rtc) }
             insertHTMLElement(tag)
-        case "math", "svg":
+        case .math, .svg:
             reconstructFormatting()
             var adjusted = tag
-            let namespace: HTMLNamespace = tag.name == "math" ? .mathml : .svg
+            let namespace: HTMLNamespace = tag.id == .math ? .mathml : .svg
             adjustForeignAttributes(&adjusted.attributes, namespace: namespace)
             insertForeignElement(adjusted, namespace: namespace)
             if tag.selfClosing { pop() }
-        case "caption", "col", "colgroup", "frame", "head", "tbody", "td", "tfoot", "th", "thead", "tr":
+        case .caption, .col, .colgroup, .frame, .head, .tbody, .td, .tfoot, .th, .thead, .tr:
             return
         default:
             reconstructFormatting()
@@ -1223,75 +1239,74 @@ final class TreeBuilder {
         }
     }
 
-    private func inBodyEndTag(_ name: String, token: HTMLToken) {
-        if !Self.inBodyEndTagNames.contains(name) {
-            anyOtherEndTag(name)
+    private func inBodyEndTag(_ end: HTMLTag, token: HTMLToken) {
+        if !Self.inBodyEndTagNames.contains(end.id) {
+            anyOtherEndTag(end)
             return
         }
-        switch name {
-        case "template":
+        switch end.id {
+        case .template:
             inHeadMode(token)
-        case "body", "html":
-            guard hasInScope("body") else { return }
+        case .body, .html:
+            guard hasInScope(.body) else { return }
             mode = .afterBody
-            if name == "html" { process(token, in: mode) }
-        case "address", "article", "aside", "blockquote", "button", "center", "details", "dialog", "dir", "div",
-            "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "listing", "main", "menu", "nav",
-            "ol", "pre", "search", "section", "summary", "ul":
-            guard hasInScope(name) else { return }
+            if end.id == .html { process(token, in: mode) }
+        case .address, .article, .aside, .blockquote, .button, .center, .details, .dialog, .dir, .div,
+            .dl, .fieldset, .figcaption, .figure, .footer, .header, .hgroup, .listing, .main, .menu, .nav,
+            .ol, .pre, .search, .section, .summary, .ul:
+            guard hasInScope(end.id) else { return }
             generateImpliedEndTags()
-            popUntil(name)
-        case "form":
-            if !isOnStack("template") {
+            popUntil(end.id)
+        case .form:
+            if !isOnStack(.template) {
                 let node = formElement
                 formElement = nil
                 guard let node, hasNodeInScope(node) else { return }
                 generateImpliedEndTags()
                 if let index = stackIndex(of: node) { removeFromStack(at: index) }
             } else {
-                guard hasInScope("form") else { return }
+                guard hasInScope(.form) else { return }
                 generateImpliedEndTags()
-                popUntil("form")
+                popUntil(.form)
             }
-        case "p":
-            if !hasInScope("p", .button) { insertHTMLElement(named: "p") }
+        case .p:
+            if !hasInScope(.p, .button) { insertHTMLElement(named: .p) }
             closePElement()
-        case "li":
-            guard hasInScope("li", .listItem) else { return }
-            generateImpliedEndTags(except: "li")
-            popUntil("li")
-        case "dd", "dt":
-            guard hasInScope(name) else { return }
-            generateImpliedEndTags(except: name)
-            popUntil(name)
-        case "h1", "h2", "h3", "h4", "h5", "h6":
-            let headings = ["h1", "h2", "h3", "h4", "h5", "h6"]
-            guard hasAnyInScope(headings) else { return }
+        case .li:
+            guard hasInScope(.li, .listItem) else { return }
+            generateImpliedEndTags(except: .li)
+            popUntil(.li)
+        case .dd, .dt:
+            guard hasInScope(end.id) else { return }
+            generateImpliedEndTags(except: end.id)
+            popUntil(end.id)
+        case .h1, .h2, .h3, .h4, .h5, .h6:
+            guard hasAnyInScope([.h1, .h2, .h3, .h4, .h5, .h6]) else { return }
             generateImpliedEndTags()
-            popUntil(anyOf: Set(headings))
-        case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
-            if !adoptionAgency(name) { anyOtherEndTag(name) }
-        case "applet", "marquee", "object":
-            guard hasInScope(name) else { return }
+            popUntil(anyOf: [.h1, .h2, .h3, .h4, .h5, .h6])
+        case .a, .b, .big, .code, .em, .font, .i, .nobr, .s, .small, .strike, .strong, .tt, .u:
+            if !adoptionAgency(end.id) { anyOtherEndTag(end) }
+        case .applet, .marquee, .object:
+            guard hasInScope(end.id) else { return }
             generateImpliedEndTags()
-            popUntil(name)
+            popUntil(end.id)
             clearFormattingToLastMarker()
-        case "br":
+        case .br:
             inBodyStartTag(HTMLTag(name: "br"), token: .startTag(HTMLTag(name: "br")))
         default:
-            anyOtherEndTag(name)
+            anyOtherEndTag(end)
         }
     }
 
-    private func anyOtherEndTag(_ name: String) {
+    private func anyOtherEndTag(_ end: HTMLTag) {
         // Without such an element on the stack the walk below can only end in "ignore";
         // skipping it keeps stray end tags cheap on very deep stacks.
-        guard isOnStack(name) else { return }
+        guard isOnStack(end) else { return }
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
-            if node.namespace == .html && node.name == name {
-                generateImpliedEndTags(except: name)
+            if node.namespace == .html && node.id == end.id && (end.id != .other || node.name == end.name) {
+                generateImpliedEndTags(except: end.id)
                 while open.count > index { pop() }
                 return
             }
@@ -1320,21 +1335,21 @@ final class TreeBuilder {
 
     private var currentIsTableLike: Bool {
         guard let node = currentNode, node.namespace == .html else { return false }
-        switch node.name {
-        case "table", "tbody", "template", "tfoot", "thead", "tr": return true
+        switch node.id {
+        case .table, .tbody, .template, .tfoot, .thead, .tr: return true
         default: return false
         }
     }
 
-    private func clearStackBack(to names: Set<String>) {
-        while let node = currentNode, !(node.namespace == .html && names.contains(node.name)) {
+    private func clearStackBack(to ids: HTMLTagSet) {
+        while let node = currentNode, !(node.namespace == .html && ids.contains(node.id)) {
             pop()
         }
     }
 
-    private static let tableContext: Set<String> = ["table", "template", "html"]
-    private static let tableBodyContext: Set<String> = ["tbody", "tfoot", "thead", "template", "html"]
-    private static let rowContext: Set<String> = ["tr", "template", "html"]
+    private static let tableContext: HTMLTagSet = [.table, .template, .html]
+    private static let tableBodyContext: HTMLTagSet = [.tbody, .tfoot, .thead, .template, .html]
+    private static let rowContext: HTMLTagSet = [.tr, .template, .html]
 
     private func inTableMode(_ token: HTMLToken) {
         switch token {
@@ -1353,38 +1368,38 @@ final class TreeBuilder {
         case .doctype:
             return
         case .startTag(let tag):
-            switch tag.name {
-            case "caption":
+            switch tag.id {
+            case .caption:
                 clearStackBack(to: Self.tableContext)
                 formatting.append(nil)
                 insertHTMLElement(tag)
                 mode = .inCaption
-            case "colgroup":
+            case .colgroup:
                 clearStackBack(to: Self.tableContext)
                 insertHTMLElement(tag)
                 mode = .inColumnGroup
-            case "col":
+            case .col:
                 clearStackBack(to: Self.tableContext)
-                insertHTMLElement(named: "colgroup")
+                insertHTMLElement(named: .colgroup)
                 mode = .inColumnGroup
                 process(token, in: mode)
-            case "tbody", "tfoot", "thead":
+            case .tbody, .tfoot, .thead:
                 clearStackBack(to: Self.tableContext)
                 insertHTMLElement(tag)
                 mode = .inTableBody
-            case "td", "th", "tr":
+            case .td, .th, .tr:
                 clearStackBack(to: Self.tableContext)
-                insertHTMLElement(named: "tbody")
+                insertHTMLElement(named: .tbody)
                 mode = .inTableBody
                 process(token, in: mode)
-            case "table":
-                guard hasInScope("table", .table) else { return }
-                popUntil("table")
+            case .table:
+                guard hasInScope(.table, .table) else { return }
+                popUntil(.table)
                 resetInsertionMode()
                 process(token, in: mode)
-            case "style", "script", "template":
+            case .style, .script, .template:
                 inHeadMode(token)
-            case "input":
+            case .input:
                 let type = tag.attributes.first { $0.name == "type" }?.value.lowercasedASCII
                 guard type == "hidden" else {
                     inTableAnythingElse(token)
@@ -1392,22 +1407,22 @@ final class TreeBuilder {
                 }
                 insertHTMLElement(tag)
                 pop()
-            case "form":
-                guard !isOnStack("template"), formElement == nil else { return }
+            case .form:
+                guard !isOnStack(.template), formElement == nil else { return }
                 formElement = insertHTMLElement(tag)
                 pop()
             default:
                 inTableAnythingElse(token)
             }
         case .endTag(let name):
-            switch name {
-            case "table":
-                guard hasInScope("table", .table) else { return }
-                popUntil("table")
+            switch name.id {
+            case .table:
+                guard hasInScope(.table, .table) else { return }
+                popUntil(.table)
                 resetInsertionMode()
-            case "body", "caption", "col", "colgroup", "html", "tbody", "td", "tfoot", "th", "thead", "tr":
+            case .body, .caption, .col, .colgroup, .html, .tbody, .td, .tfoot, .th, .thead, .tr:
                 return
-            case "template":
+            case .template:
                 inHeadMode(token)
             default:
                 inTableAnythingElse(token)
@@ -1450,15 +1465,15 @@ final class TreeBuilder {
 
     private func inCaptionMode(_ token: HTMLToken) {
         switch token {
-        case .endTag("caption"):
+        case .endTag(let name) where name.id == .caption:
             closeCaption()
         case .startTag(let tag)
-        where ["caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"].contains(tag.name):
+        where [.caption, .col, .colgroup, .tbody, .td, .tfoot, .th, .thead, .tr].contains(tag.id):
             if closeCaption() { process(token, in: mode) }
-        case .endTag("table"):
+        case .endTag(let name) where name.id == .table:
             if closeCaption() { process(token, in: mode) }
         case .endTag(let name)
-        where ["body", "col", "colgroup", "html", "tbody", "td", "tfoot", "th", "thead", "tr"].contains(name):
+        where [.body, .col, .colgroup, .html, .tbody, .td, .tfoot, .th, .thead, .tr].contains(name.id):
             return
         default:
             inBodyMode(token)
@@ -1467,9 +1482,9 @@ final class TreeBuilder {
 
     @discardableResult
     private func closeCaption() -> Bool {
-        guard hasInScope("caption", .table) else { return false }
+        guard hasInScope(.caption, .table) else { return false }
         generateImpliedEndTags()
-        popUntil("caption")
+        popUntil(.caption)
         clearFormattingToLastMarker()
         mode = .inTable
         return true
@@ -1483,20 +1498,20 @@ final class TreeBuilder {
             insertComment(data)
         case .doctype:
             return
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
-        case .startTag(let tag) where tag.name == "col":
+        case .startTag(let tag) where tag.id == .col:
             insertHTMLElement(tag)
             pop()
-        case .endTag("colgroup"):
-            guard currentIs("colgroup") else { return }
+        case .endTag(let name) where name.id == .colgroup:
+            guard currentIs(.colgroup) else { return }
             pop()
             mode = .inTable
-        case .endTag("col"):
+        case .endTag(let name) where name.id == .col:
             return
-        case .startTag(let tag) where tag.name == "template":
+        case .startTag(let tag) where tag.id == .template:
             inHeadMode(token)
-        case .endTag("template"):
+        case .endTag(let name) where name.id == .template:
             inHeadMode(token)
         case .endOfFile:
             inBodyMode(token)
@@ -1506,7 +1521,7 @@ final class TreeBuilder {
     }
 
     private func inColumnGroupAnythingElse(_ token: HTMLToken) {
-        guard currentIs("colgroup") else { return }
+        guard currentIs(.colgroup) else { return }
         pop()
         mode = .inTable
         process(token, in: mode)
@@ -1514,25 +1529,25 @@ final class TreeBuilder {
 
     private func inTableBodyMode(_ token: HTMLToken) {
         switch token {
-        case .startTag(let tag) where tag.name == "tr":
+        case .startTag(let tag) where tag.id == .tr:
             clearStackBack(to: Self.tableBodyContext)
             insertHTMLElement(tag)
             mode = .inRow
-        case .startTag(let tag) where tag.name == "th" || tag.name == "td":
+        case .startTag(let tag) where tag.id == .th || tag.id == .td:
             clearStackBack(to: Self.tableBodyContext)
-            insertHTMLElement(named: "tr")
+            insertHTMLElement(named: .tr)
             mode = .inRow
             process(token, in: mode)
-        case .endTag(let name) where name == "tbody" || name == "tfoot" || name == "thead":
-            guard hasInScope(name, .table) else { return }
+        case .endTag(let name) where name.id == .tbody || name.id == .tfoot || name.id == .thead:
+            guard hasInScope(name.id, .table) else { return }
             clearStackBack(to: Self.tableBodyContext)
             pop()
             mode = .inTable
-        case .startTag(let tag) where ["caption", "col", "colgroup", "tbody", "tfoot", "thead"].contains(tag.name):
+        case .startTag(let tag) where [.caption, .col, .colgroup, .tbody, .tfoot, .thead].contains(tag.id):
             inTableBodyLeave(token)
-        case .endTag("table"):
+        case .endTag(let name) where name.id == .table:
             inTableBodyLeave(token)
-        case .endTag(let name) where ["body", "caption", "col", "colgroup", "html", "td", "th", "tr"].contains(name):
+        case .endTag(let name) where [.body, .caption, .col, .colgroup, .html, .td, .th, .tr].contains(name.id):
             return
         default:
             inTableMode(token)
@@ -1540,7 +1555,7 @@ final class TreeBuilder {
     }
 
     private func inTableBodyLeave(_ token: HTMLToken) {
-        guard hasAnyInScope(["tbody", "thead", "tfoot"], .table) else { return }
+        guard hasAnyInScope([.tbody, .thead, .tfoot], .table) else { return }
         clearStackBack(to: Self.tableBodyContext)
         pop()
         mode = .inTable
@@ -1549,25 +1564,25 @@ final class TreeBuilder {
 
     private func inRowMode(_ token: HTMLToken) {
         switch token {
-        case .startTag(let tag) where tag.name == "th" || tag.name == "td":
+        case .startTag(let tag) where tag.id == .th || tag.id == .td:
             clearStackBack(to: Self.rowContext)
             insertHTMLElement(tag)
             mode = .inCell
             formatting.append(nil)
-        case .endTag("tr"):
-            guard hasInScope("tr", .table) else { return }
+        case .endTag(let name) where name.id == .tr:
+            guard hasInScope(.tr, .table) else { return }
             clearStackBack(to: Self.rowContext)
             pop()
             mode = .inTableBody
         case .startTag(let tag)
-        where ["caption", "col", "colgroup", "tbody", "tfoot", "thead", "tr"].contains(tag.name):
+        where [.caption, .col, .colgroup, .tbody, .tfoot, .thead, .tr].contains(tag.id):
             inRowLeave(token)
-        case .endTag("table"):
+        case .endTag(let name) where name.id == .table:
             inRowLeave(token)
-        case .endTag(let name) where name == "tbody" || name == "tfoot" || name == "thead":
-            guard hasInScope(name, .table) else { return }
+        case .endTag(let name) where name.id == .tbody || name.id == .tfoot || name.id == .thead:
+            guard hasInScope(name.id, .table) else { return }
             inRowLeave(token)
-        case .endTag(let name) where ["body", "caption", "col", "colgroup", "html", "td", "th"].contains(name):
+        case .endTag(let name) where [.body, .caption, .col, .colgroup, .html, .td, .th].contains(name.id):
             return
         default:
             inTableMode(token)
@@ -1575,7 +1590,7 @@ final class TreeBuilder {
     }
 
     private func inRowLeave(_ token: HTMLToken) {
-        guard hasInScope("tr", .table) else { return }
+        guard hasInScope(.tr, .table) else { return }
         clearStackBack(to: Self.rowContext)
         pop()
         mode = .inTableBody
@@ -1584,21 +1599,21 @@ final class TreeBuilder {
 
     private func inCellMode(_ token: HTMLToken) {
         switch token {
-        case .endTag(let name) where name == "td" || name == "th":
-            guard hasInScope(name, .table) else { return }
+        case .endTag(let name) where name.id == .td || name.id == .th:
+            guard hasInScope(name.id, .table) else { return }
             generateImpliedEndTags()
-            popUntil(name)
+            popUntil(name.id)
             clearFormattingToLastMarker()
             mode = .inRow
         case .startTag(let tag)
-        where ["caption", "col", "colgroup", "tbody", "td", "tfoot", "th", "thead", "tr"].contains(tag.name):
-            guard hasAnyInScope(["td", "th"], .table) else { return }
+        where [.caption, .col, .colgroup, .tbody, .td, .tfoot, .th, .thead, .tr].contains(tag.id):
+            guard hasAnyInScope([.td, .th], .table) else { return }
             closeCell()
             process(token, in: mode)
-        case .endTag(let name) where ["body", "caption", "col", "colgroup", "html"].contains(name):
+        case .endTag(let name) where [.body, .caption, .col, .colgroup, .html].contains(name.id):
             return
-        case .endTag(let name) where ["table", "tbody", "tfoot", "thead", "tr"].contains(name):
-            guard hasInScope(name, .table) else { return }
+        case .endTag(let name) where [.table, .tbody, .tfoot, .thead, .tr].contains(name.id):
+            guard hasInScope(name.id, .table) else { return }
             closeCell()
             process(token, in: mode)
         default:
@@ -1608,7 +1623,7 @@ final class TreeBuilder {
 
     private func closeCell() {
         generateImpliedEndTags()
-        popUntil(anyOf: ["td", "th"])
+        popUntil(anyOf: [.td, .th])
         clearFormattingToLastMarker()
         mode = .inRow
     }
@@ -1619,30 +1634,30 @@ final class TreeBuilder {
             inBodyMode(token)
         case .startTag(let tag):
             let newMode: InsertionMode
-            switch tag.name {
-            case "base", "basefont", "bgsound", "link", "meta", "noframes", "script", "style", "template", "title":
+            switch tag.id {
+            case .base, .basefont, .bgsound, .link, .meta, .noframes, .script, .style, .template, .title:
                 inHeadMode(token)
                 return
-            case "caption", "colgroup", "tbody", "tfoot", "thead": newMode = .inTable
-            case "col": newMode = .inColumnGroup
-            case "tr": newMode = .inTableBody
-            case "td", "th": newMode = .inRow
+            case .caption, .colgroup, .tbody, .tfoot, .thead: newMode = .inTable
+            case .col: newMode = .inColumnGroup
+            case .tr: newMode = .inTableBody
+            case .td, .th: newMode = .inRow
             default: newMode = .inBody
             }
             if !templateModes.isEmpty { templateModes.removeLast() }
             templateModes.append(newMode)
             mode = newMode
             process(token, in: mode)
-        case .endTag("template"):
+        case .endTag(let name) where name.id == .template:
             inHeadMode(token)
         case .endTag:
             return
         case .endOfFile:
-            guard isOnStack("template") else {
+            guard isOnStack(.template) else {
                 stopParsing()
                 return
             }
-            popUntil("template")
+            popUntil(.template)
             clearFormattingToLastMarker()
             if !templateModes.isEmpty { templateModes.removeLast() }
             resetInsertionMode()
@@ -1660,9 +1675,9 @@ final class TreeBuilder {
             if let root = open.first { insertComment(data, into: root) }
         case .doctype:
             return
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
-        case .endTag("html"):
+        case .endTag(let name) where name.id == .html:
             if context != nil { return }
             mode = .afterAfterBody
         case .endOfFile:
@@ -1685,19 +1700,19 @@ final class TreeBuilder {
         case .comment(let data):
             insertComment(data)
         case .startTag(let tag):
-            switch tag.name {
-            case "html": inBodyMode(token)
-            case "frameset": insertHTMLElement(tag)
-            case "frame":
+            switch tag.id {
+            case .html: inBodyMode(token)
+            case .frameset: insertHTMLElement(tag)
+            case .frame:
                 insertHTMLElement(tag)
                 pop()
-            case "noframes": inHeadMode(token)
+            case .noframes: inHeadMode(token)
             default: return
             }
-        case .endTag("frameset"):
+        case .endTag(let name) where name.id == .frameset:
             guard open.count > 1 else { return }
             pop()
-            if context == nil && !currentIs("frameset") { mode = .afterFrameset }
+            if context == nil && !currentIs(.frameset) { mode = .afterFrameset }
         case .endOfFile:
             stopParsing()
         default:
@@ -1712,11 +1727,11 @@ final class TreeBuilder {
             if !space.isEmpty { insertCharacters(space) }
         case .comment(let data):
             insertComment(data)
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
-        case .startTag(let tag) where tag.name == "noframes":
+        case .startTag(let tag) where tag.id == .noframes:
             inHeadMode(token)
-        case .endTag("html"):
+        case .endTag(let name) where name.id == .html:
             mode = .afterAfterFrameset
         case .endOfFile:
             stopParsing()
@@ -1735,7 +1750,7 @@ final class TreeBuilder {
             let (space, rest) = splitLeadingWhitespace(bytes)
             if !space.isEmpty { inBodyMode(.characters(Array(space))) }
             if !rest.isEmpty { afterBodyAnythingElse(.characters(Array(rest))) }
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
         case .endOfFile:
             stopParsing()
@@ -1753,9 +1768,9 @@ final class TreeBuilder {
         case .characters(let bytes):
             let space = bytes.filter { isHTMLWhitespace($0) }
             if !space.isEmpty { inBodyMode(.characters(space)) }
-        case .startTag(let tag) where tag.name == "html":
+        case .startTag(let tag) where tag.id == .html:
             inBodyMode(token)
-        case .startTag(let tag) where tag.name == "noframes":
+        case .startTag(let tag) where tag.id == .noframes:
             inHeadMode(token)
         case .endOfFile:
             stopParsing()
@@ -1791,7 +1806,7 @@ final class TreeBuilder {
             insertForeignElement(tag, namespace: namespace)
             if tag.selfClosing { pop() }
         case .endTag(let name):
-            if name == "br" || name == "p" {
+            if name.id == .br || name.id == .p {
                 popUntilHTMLOrIntegrationPoint()
                 process(token, in: mode)
                 return
@@ -1801,7 +1816,7 @@ final class TreeBuilder {
             while true {
                 let node = open[index]
                 if index == 0 { return }
-                if node.name.lowercasedASCII == name {
+                if node.name.lowercasedASCII == name.name {
                     while open.count > index { pop() }
                     return
                 }

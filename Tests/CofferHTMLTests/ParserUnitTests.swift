@@ -211,3 +211,27 @@ private func roundTrip(_ html: String) -> String {
         "<p><button>" + String(repeating: "<span>", count: 20_000) + String(repeating: "<div></x>", count: 20_000)
     #expect(HTMLParser.parseFragment(deep).descendants.count == 40_002)
 }
+
+@Test func internedNamesAreExactAndFollowRenames() throws {
+    for id in HTMLTagID.allCases where id != .other { #expect(HTMLTagID(name: id.name) == id) }
+    #expect(HTMLTagID(name: "annotation-xml") == .annotationXML)
+    #expect(HTMLTagID(name: "var") == .var)
+    // Case-sensitive, as stored names are: the un-adjusted SVG spelling and an upper-case name are not interned.
+    #expect(HTMLTagID(name: "foreignobject") == .other)
+    #expect(HTMLTagID(name: "DIV") == .other)
+    #expect(HTMLTagID(name: "x-widget") == .other)
+
+    let node = HTMLNode.element("x-widget")
+    #expect(node.id == .other)
+    node.name = "table"
+    #expect(node.id == .table && node.isElement(.table))
+    #expect(HTMLNode.text("table").id == .other)
+    #expect(HTMLNode.element(namedAs: node, attributes: []).id == .table)
+}
+
+@Test func endTagsOfUninternedNamesMatchByName() {
+    // Both names are outside the interned table; the end tag must close only the element with its own name.
+    #expect(roundTrip("<x-a><x-b>1</x-a>2") == "<x-a><x-b>1</x-b></x-a>2")
+    #expect(roundTrip("<x-a><x-b>1</x-c>2") == "<x-a><x-b>12</x-b></x-a>")
+    #expect(roundTrip("<x-a><p>1</x-a>2") == "<x-a><p>12</p></x-a>")
+}

@@ -110,7 +110,7 @@ private func tokenize(_ input: [UInt8], state: HTMLTokenizer.State, lastStartTag
             var attributes: [[UInt8]: [UInt8]] = [:]
             for attribute in tag.attributes { attributes[Array(attribute.name.utf8)] = Array(attribute.value.utf8) }
             tokens.append(.startTag(name: Array(tag.name.utf8), attributes: attributes, selfClosing: tag.selfClosing))
-        case .endTag(let name): tokens.append(.endTag(Array(name.utf8)))
+        case .endTag(let tag): tokens.append(.endTag(Array(tag.name.utf8)))
         case .comment(let data): tokens.append(.comment(Array(data.utf8)))
         case .doctype(let doctype):
             tokens.append(
