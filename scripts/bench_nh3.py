@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""nh3 (ammonia) throughput on the HTML files of a folder, for coffer-bench's `sanitize` section.
+"""nh3 (ammonia) rounds on the HTML files of a folder, for coffer-bench's `sanitize` section.
 
-Prints JSON: {"default": MB/s, "mail": MB/s}: nh3.clean with its defaults, and with a mail profile (tables and
-their presentational attributes, font, center, images, inline styles filtered to an allow-list of properties). Each
-figure is the median of five rounds after a warm-up, on one core, like coffer-bench's.
+Started as `bench_nh3.py FOLDER`, it reads the files, runs each profile once to warm up and prints `ready`. Then each
+line on standard input names a profile, `default` (nh3.clean with its defaults) or `mail` (tables and their
+presentational attributes, font, center, images, inline styles filtered to an allow-list of properties), and the
+script answers with the MB/s of one pass of that profile over every file. coffer-bench keeps this process running so
+that nh3's rounds alternate with Coffer's in the same run, on one core.
 """
 
-import json
 import pathlib
-import statistics
 import sys
 import time
 
@@ -44,23 +44,26 @@ def mail(html):
     )
 
 
-def rate(documents, clean):
-    total = sum(len(document.encode("utf-8")) for document in documents)
+def one_round(documents, total, clean):
+    start = time.perf_counter()
     for document in documents:
         clean(document)
-    rates = []
-    for _ in range(5):
-        start = time.perf_counter()
-        for document in documents:
-            clean(document)
-        rates.append(total / 1e6 / (time.perf_counter() - start))
-    return statistics.median(rates)
+    return total / 1e6 / (time.perf_counter() - start)
 
 
 def main():
     folder = pathlib.Path(sys.argv[1])
     documents = [path.read_text(encoding="utf-8") for path in sorted(folder.glob("*.html"))]
-    print(json.dumps({"default": rate(documents, nh3.clean), "mail": rate(documents, mail)}))
+    total = sum(len(document.encode("utf-8")) for document in documents)
+    profiles = {"default": nh3.clean, "mail": mail}
+    for clean in profiles.values():
+        one_round(documents, total, clean)
+    print("ready", flush=True)
+    for line in sys.stdin:
+        clean = profiles.get(line.strip())
+        if clean is None:
+            sys.exit("unknown profile: " + line.strip())
+        print(one_round(documents, total, clean), flush=True)
 
 
 if __name__ == "__main__":

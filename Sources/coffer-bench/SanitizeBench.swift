@@ -23,27 +23,40 @@ enum SanitizeBench {
                 + "\(sizes.first! / 1024)–\(sizes.last! / 1024) KiB each (median \(sizes[sizes.count / 2] / 1024) KiB)"
         )
 
-        let parse = throughput(total) { for html in corpus { _ = HTMLParser.parseDocument(html) } }
         let sanitizer = MailSanitizer()
-        var blocked = 0
-        let sanitize = throughput(total) {
-            blocked = 0
-            for html in corpus { blocked += sanitizer.sanitize(html: html).blockedRemoteContentCount }
-        }
-        let reparsing = throughput(total) { for html in corpus { _ = sanitizer.sanitizeReparsingAlways(html: html) } }
         let allowing = sanitizer.allowingRemoteContent()
-        let sanitizeAllowing = throughput(total) { for html in corpus { _ = allowing.sanitize(html: html) } }
-        let nh3 = nh3Rates(folder)
+        var blocked = 0
+        let nh3 = NH3Worker(folder: folder)
+        let rates = alternating(
+            bytes: total,
+            rounds: 5,
+            coffer: [
+                { for html in corpus { _ = HTMLParser.parseDocument(html) } },
+                {
+                    blocked = 0
+                    for html in corpus { blocked += sanitizer.sanitize(html: html).blockedRemoteContentCount }
+                },
+                { for html in corpus { _ = allowing.sanitize(html: html) } },
+                { for html in corpus { _ = sanitizer.sanitizeReparsingAlways(html: html) } },
+            ],
+            nh3: nh3,
+            profiles: ["default", "mail"]
+        )
+        nh3?.stop()
+        let (parse, sanitize, sanitizeAllowing, reparsing) = (
+            rates.coffer[0], rates.coffer[1], rates.coffer[2], rates.coffer[3]
+        )
         let provenBlocked = corpus.filter { sanitizer.stabilityProofHolds(html: $0) }.count
         let provenAllowed = corpus.filter { allowing.stabilityProofHolds(html: $0) }.count
 
         var table = Table(
-            "HTML parse and sanitize, \(corpus.count) newsletters (\(format(Double(total) / 1e6, 1)) MB), one core",
+            "HTML parse and sanitize, \(corpus.count) newsletters (\(format(Double(total) / 1e6, 1)) MB), one core, "
+                + "medians of 5 rounds alternating Coffer and nh3",
             ["operation", "MB/s", "nh3 default MB/s", "ratio", "nh3 mail profile MB/s", "ratio"]
         )
         func row(_ name: String, _ rate: Double) {
-            let base = nh3?["default"]
-            let mail = nh3?["mail"]
+            let base = rates.nh3[0]
+            let mail = rates.nh3[1]
             table.add([
                 name, format(rate, 1), base.map { format($0, 1) } ?? "n/a", base.map { format(rate / $0, 2) } ?? "n/a",
                 mail.map { format($0, 1) } ?? "n/a", mail.map { format(rate / $0, 2) } ?? "n/a",
@@ -74,7 +87,8 @@ enum SanitizeBench {
     static func render() throws {
         let (rate, nh3, size) = try renderRates(bytes: 8_000_000, rounds: 3)
         var table = Table(
-            "coffer render of one \(format(Double(size) / 1e6, 1)) MB marketing page (median of 3 runs)",
+            "coffer render of one \(format(Double(size) / 1e6, 1)) MB marketing page (medians of 3 runs alternating "
+                + "with nh3's)",
             ["operation", "MB/s", "nh3 clean MB/s, same bytes", "ratio"]
         )
         table.add([
@@ -84,21 +98,37 @@ enum SanitizeBench {
         table.print()
     }
 
-    /// `coffer render`'s MB/s on one generated marketing page of about `bytes` bytes (the median of `rounds` runs
-    /// after one that warms the page cache), nh3 `clean`'s on the same bytes (nil without nh3), and the page's size.
+    /// `coffer render`'s MB/s on one generated marketing page of about `bytes` bytes and nh3 `clean`'s on the same
+    /// bytes (nil without nh3), each the median of `rounds` rounds that alternate the two after one uncounted round
+    /// (which also warms the page cache), and the page's size.
     static func renderRates(bytes: Int, rounds: Int) throws -> (coffer: Double, nh3: Double?, size: Int) {
         var random = SplitMix(seed: 0x8E_4D_E7)
         let page = Array(NewsletterCorpus.message(8, target: bytes, random: &random).utf8)
         let folder = try writeCorpus([page])
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let coffer = ImportMemoryBench.siblingBinary("coffer")
-        var times: [Double] = []
-        for round in 0...rounds {
-            let start = Timer.now()
-            _ = try ImportMemoryBench.spawn([coffer, "render", "\(folder)/0.html", "--output", "\(folder)/out\(round)"])
-            if round > 0 { times.append(Double(Timer.now() - start) / 1e9) }
-        }
-        return (Double(page.count) / 1e6 / percentiles(times).p50, nh3Rates(folder)?["default"], page.count)
+        let nh3 = NH3Worker(folder: folder)
+        defer { nh3?.stop() }
+        var failure: Error?
+        var round = 0
+        let rates = alternating(
+            bytes: page.count,
+            rounds: rounds,
+            coffer: [
+                {
+                    round += 1
+                    do {
+                        _ = try ImportMemoryBench.spawn([
+                            coffer, "render", "\(folder)/0.html", "--output", "\(folder)/out\(round)",
+                        ])
+                    } catch { failure = error }
+                }
+            ],
+            nh3: nh3,
+            profiles: ["default"]
+        )
+        if let failure { throw failure }
+        return (rates.coffer[0], rates.nh3[0], page.count)
     }
 
     /// Parse and sanitize (remote content blocked) of `count` newsletters over nh3's default `clean` of the same
@@ -108,22 +138,46 @@ enum SanitizeBench {
         let folder = try writeCorpus(corpus)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let sanitizer = MailSanitizer()
-        let rate = throughput(corpus.reduce(0) { $0 + $1.count }) {
-            for html in corpus { _ = sanitizer.sanitize(html: html) }
-        }
-        return nh3Rates(folder)?["default"].map { rate / $0 }
+        guard let nh3 = NH3Worker(folder: folder) else { return nil }
+        defer { nh3.stop() }
+        let rates = alternating(
+            bytes: corpus.reduce(0) { $0 + $1.count },
+            rounds: 5,
+            coffer: [{ for html in corpus { _ = sanitizer.sanitize(html: html) } }],
+            nh3: nh3,
+            profiles: ["default"]
+        )
+        return rates.nh3[0].map { rates.coffer[0] / $0 }
     }
 
-    /// MB/s of `body` over `bytes`: the median of five rounds after one warm-up.
-    static func throughput(_ bytes: Int, _ body: () -> Void) -> Double {
-        body()
-        var rates: [Double] = []
-        for _ in 0..<5 {
-            let start = Timer.now()
-            body()
-            rates.append(Double(bytes) / 1e6 / (Double(Timer.now() - start) / 1e9))
+    /// MB/s over `bytes` of each Coffer body and each nh3 profile: the medians of `rounds` rounds in which each runs
+    /// once, one after another, so that both sides meet the same state of a shared machine; after one uncounted
+    /// round. An nh3 figure is nil without nh3 or when its process fails.
+    static func alternating(
+        bytes: Int,
+        rounds: Int,
+        coffer: [() -> Void],
+        nh3: NH3Worker?,
+        profiles: [String]
+    ) -> (coffer: [Double], nh3: [Double?]) {
+        var cofferRates = [[Double]](repeating: [], count: coffer.count)
+        var nh3Rates = [[Double]](repeating: [], count: profiles.count)
+        var nh3Failed = nh3 == nil
+        for round in 0...rounds {
+            for (index, body) in coffer.enumerated() {
+                let start = Timer.now()
+                body()
+                if round > 0 { cofferRates[index].append(Double(bytes) / 1e6 / (Double(Timer.now() - start) / 1e9)) }
+            }
+            for (index, profile) in profiles.enumerated() where !nh3Failed {
+                guard let rate = nh3?.round(profile) else {
+                    nh3Failed = true
+                    continue
+                }
+                if round > 0 { nh3Rates[index].append(rate) }
+            }
         }
-        return rates.sorted()[2]
+        return (cofferRates.map { percentiles($0).p50 }, nh3Rates.map { nh3Failed ? nil : percentiles($0).p50 })
     }
 
     static func writeCorpus(_ corpus: [[UInt8]]) throws -> String {
@@ -136,26 +190,59 @@ enum SanitizeBench {
         return folder
     }
 
-    /// Runs `scripts/bench_nh3.py` on the folder; nil when the venv or nh3 is missing.
-    static func nh3Rates(_ folder: String) -> [String: Double]? {
+}
+
+/// nh3 in a Python process of its own (`scripts/bench_nh3.py` in the repository's `.venv`, which `scripts/setup.sh`
+/// makes), kept running so that its rounds can alternate with Coffer's: ``round(_:)`` times one pass of a profile over
+/// the folder's files.
+final class NH3Worker {
+    private let process = Process()
+    private let requests = Pipe()
+    private let replies = Pipe()
+    private var pending = Data()
+
+    /// Starts the worker on `folder`'s `.html` files; nil when the venv or nh3 is missing.
+    init?(folder: String) {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let python = root.appendingPathComponent(".venv/bin/python").path
         let script = root.appendingPathComponent("scripts/bench_nh3.py").path
         guard FileManager.default.isExecutableFile(atPath: python) else { return nil }
-        let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [script, folder]
-        let output = Pipe()
-        process.standardOutput = output
+        process.standardInput = requests
+        process.standardOutput = replies
         process.standardError = FileHandle.nullDevice
         do { try process.run() } catch { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        guard readLine() == "ready" else {
+            stop()
+            return nil
+        }
+    }
+
+    /// The MB/s of one pass of `profile` (`default` or `mail`) over the files; nil when the worker failed.
+    func round(_ profile: String) -> Double? {
+        do { try requests.fileHandleForWriting.write(contentsOf: Data("\(profile)\n".utf8)) } catch { return nil }
+        return readLine().flatMap(Double.init)
+    }
+
+    /// Ends the worker and waits for it.
+    func stop() {
+        try? requests.fileHandleForWriting.close()
         process.waitUntilExit()
-        guard process.terminationStatus == 0,
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Double]
-        else { return nil }
-        return object
+    }
+
+    private func readLine() -> String? {
+        while true {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending.removeSubrange(pending.startIndex...newline)
+                return line
+            }
+            let more = replies.fileHandleForReading.availableData
+            if more.isEmpty { return nil }
+            pending.append(more)
+        }
     }
 }
 
