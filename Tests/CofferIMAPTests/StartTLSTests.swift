@@ -10,12 +10,15 @@ import Testing
 
 /// A plaintext IMAP server that plays a server (or a man in the middle) around STARTTLS: it greets with
 /// `capabilities`, answers CAPABILITY, answers STARTTLS with OK followed by `afterGoAhead`, and logs every command.
+/// After the go-ahead it answers whatever comes (the client's TLS handshake) with a plaintext line, so that a client
+/// that went on to TLS fails its handshake at once instead of at its time limit.
 private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
     let capabilities: String
     let afterGoAhead: String
     let commands: NIOLockedValueBox<[String]>
+    let wentAhead = NIOLockedValueBox(false)
 
     init(capabilities: String, afterGoAhead: String) {
         self.capabilities = capabilities
@@ -30,6 +33,10 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // The client writes each command in one write; on loopback each arrives as one read.
+        if wentAhead.withLockedValue({ $0 }) {
+            send("* OK still plaintext\r\n", context: context)
+            return
+        }
         let text = String(buffer: Self.unwrapInboundIn(data))
         for line in text.split(separator: "\r\n") {
             let words = line.split(separator: " ")
@@ -39,7 +46,9 @@ private final class PlaintextServerHandler: ChannelInboundHandler, Sendable {
             commands.withLockedValue { $0.append(command) }
             switch command {
             case "CAPABILITY": send("* CAPABILITY \(capabilities)\r\n\(tag) OK done\r\n", context: context)
-            case "STARTTLS": send("\(tag) OK Begin TLS negotiation now\r\n\(afterGoAhead)", context: context)
+            case "STARTTLS":
+                wentAhead.withLockedValue { $0 = true }
+                send("\(tag) OK Begin TLS negotiation now\r\n\(afterGoAhead)", context: context)
             default: send("\(tag) BAD not here\r\n", context: context)
             }
         }
