@@ -89,7 +89,7 @@ public final class HTMLNode {
     public let kind: Kind
     /// The element's local name, or the DOCTYPE's name; empty for other kinds.
     public var name: String {
-        didSet { id = HTMLTagID(name: name) }
+        didSet { id = kind == .element ? HTMLTagID(name: name) : .other }
     }
     /// The interned ``name`` of an element (``HTMLTagID/other`` for other kinds and for names outside the table).
     public private(set) var id: HTMLTagID

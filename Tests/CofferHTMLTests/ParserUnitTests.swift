@@ -226,6 +226,9 @@ private func roundTrip(_ html: String) -> String {
     node.name = "table"
     #expect(node.id == .table && node.isElement(.table))
     #expect(HTMLNode.text("table").id == .other)
+    let doctype = HTMLNode.doctype("x")
+    doctype.name = "html"
+    #expect(doctype.id == .other && !doctype.isElement(.html))
     #expect(HTMLNode.element(namedAs: node, attributes: []).id == .table)
 }
 
