@@ -92,6 +92,8 @@ struct CSSFilter {
 
     /// Folds a name and removes one vendor prefix.
     static func unprefixed(_ folded: String) -> String {
+        // Every prefix starts with `-`; most names do not.
+        guard folded.utf8.first == UInt8(ascii: "-") else { return folded }
         for prefix in ["-webkit-", "-moz-", "-ms-", "-o-"] where folded.hasPrefix(prefix) {
             return String(folded.dropFirst(prefix.count))
         }
@@ -118,7 +120,7 @@ struct CSSFilter {
         let declarations = CSSParser.parseDeclarations(text)
         let hidden = looksHidden || Self.looksHidden(declarations)
         var output = filterDeclarations(declarations, element: element, fontFace: false, looksHidden: hidden)
-        if output.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == ";" }) { return nil }
+        if output.utf8.allSatisfy({ " \t\n;".utf8.contains($0) }) { return nil }
         while let first = output.first, first == " " || first == "\t" || first == "\n" { output.removeFirst() }
         return output
     }
@@ -415,7 +417,7 @@ struct CSSFilter {
                 guard let selector = SelectorScoper.scope(prelude) else { continue }
                 let declarations = CSSParser.declarations(in: block)
                 let body = filterDeclarations(declarations, element: element, fontFace: false)
-                if body.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" || $0 == ";" }) { continue }
+                if body.utf8.allSatisfy({ " \t\n;".utf8.contains($0) }) { continue }
                 output += rule.leading + selector + "{" + body + "}"
             case .at(let name, let prelude, let block):
                 guard let block, depth < Self.maximumAtRuleDepth else { continue }
@@ -423,7 +425,7 @@ struct CSSFilter {
                 case "media":
                     guard let query = Self.mediaQuery(prelude) else { continue }
                     let inner = filterRules(CSSParser.rules(in: block), element: element, depth: depth + 1)
-                    if inner.allSatisfy({ $0 == " " || $0 == "\t" || $0 == "\n" }) { continue }
+                    if inner.utf8.allSatisfy({ " \t\n".utf8.contains($0) }) { continue }
                     output += rule.leading + "@media" + query + "{" + inner + "}"
                 case "font-face":
                     guard prelude.allSatisfy(\.isWhitespace) else { continue }

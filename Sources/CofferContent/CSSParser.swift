@@ -61,6 +61,16 @@ struct CSSParser {
     /// Folds an identifier for comparisons: ASCII lowercase, and full-width ASCII forms
     /// (U+FF01 to U+FF5E) mapped to ASCII.
     static func fold(_ name: String) -> String {
+        // ASCII, the common case: only A–Z change, and a name without them is returned as it is.
+        if name.utf8.allSatisfy({ $0 < 0x80 }) {
+            guard name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return name }
+            return String(unsafeUninitializedCapacity: name.utf8.count) { buffer in
+                for (index, byte) in name.utf8.enumerated() {
+                    buffer[index] = byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte
+                }
+                return name.utf8.count
+            }
+        }
         var result = String.UnicodeScalarView()
         for scalar in name.unicodeScalars {
             var value = scalar.value

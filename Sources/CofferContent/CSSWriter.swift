@@ -57,15 +57,20 @@ struct CSSWriter {
         case .string(let value, let singleQuoted): Self.appendString(value, singleQuoted: singleQuoted, to: &text)
         case .url(let value):
             text += "url("
-            for scalar in value.unicodeScalars {
-                switch scalar {
-                case " ", "\t", "\n", "\"", "'", "(", ")", "\\", "<":
-                    Self.appendHexEscape(scalar, to: &text)
-                default:
-                    if scalar.value < 0x20 || scalar.value == 0x7F {
+            // The common case: nothing to escape, so the URL is written as it is.
+            if value.utf8.allSatisfy({ $0 > 0x20 && $0 != 0x7F && !"\"'()\\<".utf8.contains($0) }) {
+                text += value
+            } else {
+                for scalar in value.unicodeScalars {
+                    switch scalar {
+                    case " ", "\t", "\n", "\"", "'", "(", ")", "\\", "<":
                         Self.appendHexEscape(scalar, to: &text)
-                    } else {
-                        text.unicodeScalars.append(scalar)
+                    default:
+                        if scalar.value < 0x20 || scalar.value == 0x7F {
+                            Self.appendHexEscape(scalar, to: &text)
+                        } else {
+                            text.unicodeScalars.append(scalar)
+                        }
                     }
                 }
             }
@@ -153,8 +158,32 @@ struct CSSWriter {
         text += "\\" + String(scalar.value, radix: 16) + " "
     }
 
+    /// Whether every byte is a name code point: an ASCII letter, digit, `-` or `_`, or a byte of a non-ASCII scalar
+    /// (all of which are name code points). Such a name needs no escape but for a leading digit.
+    private static func isPlainName(_ name: String) -> Bool {
+        name.utf8.allSatisfy { byte in
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, UInt8(ascii: "-"), UInt8(ascii: "_"), 0x80...: return true
+            default: return false
+            }
+        }
+    }
+
+    /// Whether an identifier made of name code points starts with a digit, or a `-` and a digit: the digit is escaped.
+    private static func startsWithDigit(_ name: String) -> Bool {
+        var bytes = name.utf8.makeIterator()
+        var first = bytes.next()
+        if first == UInt8(ascii: "-") { first = bytes.next() }
+        return first.map { $0 >= 0x30 && $0 <= 0x39 } ?? false
+    }
+
     /// CSSOM "serialize an identifier", with `<` escaped as well.
     static func appendIdentifier(_ name: String, to text: inout String) {
+        // The common case, written as it is: name code points only, no leading digit, not `-` alone.
+        if isPlainName(name) && !startsWithDigit(name) && name != "-" {
+            text += name
+            return
+        }
         let scalars = Array(name.unicodeScalars)
         if scalars.count == 1 && scalars[0] == "-" {
             text += "\\-"
@@ -179,6 +208,10 @@ struct CSSWriter {
 
     /// Name code points as they are; anything else escaped.
     private static func appendName(_ name: String, to text: inout String) {
+        if isPlainName(name) {
+            text += name
+            return
+        }
         for scalar in name.unicodeScalars {
             let value = scalar.value
             if value == 0 {
@@ -196,6 +229,11 @@ struct CSSWriter {
 
     /// A dimension's unit: an identifier that must not read as an exponent after the number.
     private static func appendUnit(_ unit: String, to text: inout String) {
+        // Only a unit that starts with `e` can read as an exponent.
+        guard let lead = unit.utf8.first, lead | 0x20 == UInt8(ascii: "e") else {
+            appendIdentifier(unit, to: &text)
+            return
+        }
         let scalars = Array(unit.unicodeScalars)
         let readsAsExponent =
             scalars.count > 1
@@ -208,13 +246,22 @@ struct CSSWriter {
             text += rest
             return
         }
-        var identifier = ""
-        appendIdentifier(unit, to: &identifier)
-        text += identifier
+        appendIdentifier(unit, to: &text)
     }
 
     static func appendString(_ value: String, singleQuoted: Bool = false, to text: inout String) {
         let quote: Unicode.Scalar = singleQuoted ? "'" : "\""
+        // The common case: nothing to escape, so the value is written as it is between its quotes.
+        let plain = value.utf8.allSatisfy { byte in
+            byte >= 0x20 && byte != 0x7F && byte != UInt8(ascii: "\\") && byte != UInt8(ascii: "<")
+                && byte != UInt8(quote.value)
+        }
+        if plain {
+            text.unicodeScalars.append(quote)
+            text += value
+            text.unicodeScalars.append(quote)
+            return
+        }
         text.unicodeScalars.append(quote)
         for scalar in value.unicodeScalars {
             switch scalar {

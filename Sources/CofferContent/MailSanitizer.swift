@@ -254,7 +254,7 @@ struct SanitizerPass {
 
     private func filteredStyle(_ element: HTMLNode) -> HTMLNode? {
         let sheet = css.filterStyleSheet(element.textContent)
-        if sheet.allSatisfy({ $0 == " " || $0 == "\n" || $0 == "\t" }) { return nil }
+        if sheet.utf8.allSatisfy({ " \t\n".utf8.contains($0) }) { return nil }
         let style = HTMLNode.element("style")
         style.appendChild(HTMLNode.text(sheet))
         return style
@@ -382,22 +382,25 @@ struct SanitizerPass {
     func filterAttributes(of node: HTMLNode, roles: [String: MailProfile.AttributeRole]) -> [HTMLAttribute] {
         let name = node.name
         let hidden = name == "img" && looksHidden(node)
+        let attributes = node.attributes
         var result: [HTMLAttribute] = []
         // At most one per attribute (`srcset` can give two), and `target` and `rel` on a link: one allocation.
-        result.reserveCapacity(node.attributes.count + 2)
+        result.reserveCapacity(attributes.count + 2)
         var linkTarget: String?
         // The tokenizer already drops repeated attributes; this guards a tree built otherwise, without hashing
         // the few names an element has.
+        let checkRepeats = attributes.count > 1
         var seen: [String] = []
+        seen.reserveCapacity(checkRepeats ? min(attributes.count, 16) : 0)
         var seenSet: Set<String> = []
-        for attribute in node.attributes {
+        for attribute in attributes {
             guard attribute.namespace == nil, attribute.prefix == nil else { continue }
             let key = attribute.name
-            if seen.count < 16 {
+            if checkRepeats && seen.count < 16 {
                 guard !seen.contains(key) else { continue }
                 seen.append(key)
                 if seen.count == 16 { seenSet = Set(seen) }
-            } else {
+            } else if checkRepeats {
                 guard seenSet.insert(key).inserted else { continue }
             }
             guard let role = roles[key] else {

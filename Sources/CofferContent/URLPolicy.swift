@@ -167,36 +167,47 @@ enum URLPolicy {
 
     /// The host of a remote URL, lowercased, without port or user information.
     static func host(of url: String) -> String {
-        let scalars = Array(url.unicodeScalars)
-        var index = 0
-        var found = false
-        while index + 1 < scalars.count {
-            if (scalars[index] == "/" || scalars[index] == "\\")
-                && (scalars[index + 1] == "/" || scalars[index + 1] == "\\")
+        // The authority starts after the first pair of slashes or backslashes. Both are ASCII, and no byte of a
+        // multi-byte UTF-8 sequence is, so the pair is found on the bytes and ends on a scalar boundary.
+        var previous: UInt8 = 0
+        var authority: String.Index?
+        for index in url.utf8.indices {
+            let byte = url.utf8[index]
+            if (byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\"))
+                && (previous == UInt8(ascii: "/") || previous == UInt8(ascii: "\\"))
             {
-                index += 2
-                found = true
+                authority = url.utf8.index(after: index)
                 break
             }
-            index += 1
+            previous = byte
         }
-        guard found else { return "" }
-        var host = String.UnicodeScalarView()
-        while index < scalars.count {
+        guard let authority else { return "" }
+        // The host runs to the first `/`, `\`, `?` or `#`, after the last `@`, without the scalars a probe ignores.
+        let scalars = url.unicodeScalars
+        var start = authority
+        var index = authority
+        var ignorable = false
+        while index < scalars.endIndex {
             let scalar = scalars[index]
             if scalar == "/" || scalar == "\\" || scalar == "?" || scalar == "#" { break }
+            index = scalars.index(after: index)
             if scalar == "@" {
-                host = String.UnicodeScalarView()
-            } else if !isProbeIgnorable(scalar) {
-                host.append(scalar)
+                start = index
+                ignorable = false
+            } else if isProbeIgnorable(scalar) {
+                ignorable = true
             }
-            index += 1
         }
-        var result = String(host)
-        if !result.hasPrefix("["), let colon = result.firstIndex(of: ":") {
+        var result =
+            ignorable
+            ? String(String.UnicodeScalarView(scalars[start..<index].filter { !isProbeIgnorable($0) }))
+            : String(scalars[start..<index])
+        // The port, found as the URL parser finds it: the first `:` code point (not a `:` character, which a
+        // combining mark after it would make another character).
+        if result.utf8.first != UInt8(ascii: "["), let colon = result.utf8.firstIndex(of: UInt8(ascii: ":")) {
             result = String(result[..<colon])
         }
-        while result.hasSuffix(".") { result.removeLast() }
+        while result.utf8.last == UInt8(ascii: ".") { result.unicodeScalars.removeLast() }
         return CSSParser.fold(result)
     }
 
@@ -214,10 +225,11 @@ enum URLPolicy {
     /// A remote URL made absolute: a protocol-relative `//host` (or `\\host`) gets `https:`, so
     /// that a page opened from a file never turns it into a `file://host` (SMB) reference.
     static func absolute(_ remote: String) -> String {
-        let scalars = Array(remote.unicodeScalars)
-        guard scalars.count >= 2, scalars[0] == "/" || scalars[0] == "\\", scalars[1] == "/" || scalars[1] == "\\"
-        else { return remote }
-        return "https://" + String(String.UnicodeScalarView(scalars.dropFirst(2)))
+        func isSlash(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") }
+        var bytes = remote.utf8.makeIterator()
+        guard isSlash(bytes.next()), isSlash(bytes.next()) else { return remote }
+        // Both are ASCII, so what follows them starts on a scalar boundary.
+        return "https://" + remote[remote.utf8.index(remote.startIndex, offsetBy: 2)...]
     }
 
     /// Standard base64 with padding.

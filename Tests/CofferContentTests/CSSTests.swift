@@ -40,6 +40,29 @@ struct CSSTokenizerTests {
         "a+.5", "1.5", "n-1",
     ]
 
+    /// What the writer writes: a name, string or URL with nothing to escape as it is, anything else escaped as
+    /// CSSOM serializes it (a leading digit, `-` alone, punctuation, `<`, a quote, whitespace in a URL).
+    static let writtenForms: [(CSSToken, String)] = [
+        (.ident("color"), "color"), (.ident("-webkit-box"), "-webkit-box"), (.ident("_x"), "_x"), (.ident("é"), "é"),
+        (.ident("1a"), #"\31 a"#), (.ident("-1a"), #"-\31 a"#), (.ident("-"), #"\-"#), (.ident("a<b"), #"a\3c b"#),
+        (.ident("a b"), #"a\ b"#), (.hash("1a", isID: false), "#1a"), (.hash("a.b", isID: false), #"#a\.b"#),
+        (.dimension("1", unit: "px"), "1px"), (.dimension("1", unit: "em"), "1em"),
+        (.dimension("1", unit: "e3"), #"1\65 3"#), (.dimension("1", unit: "E-2x"), #"1\45 -2x"#),
+        (.string("a'b", singleQuoted: false), #""a'b""#), (.string(#"a"b"#, singleQuoted: false), #""a\"b""#),
+        (.string("</style>", singleQuoted: true), #"'\3c /style>'"#),
+        (.string("a\u{1}", singleQuoted: true), #"'a\1 '"#),
+        (.url("https://x.example/a.png"), "url(https://x.example/a.png)"), (.url("a b"), #"url(a\20 b)"#),
+        (.url("a)"), #"url(a\29 )"#), (.url("é"), "url(é)"),
+    ]
+
+    @Test func writerEscapesOnlyWhatNeedsIt() {
+        for (token, expected) in Self.writtenForms {
+            var writer = CSSWriter()
+            writer.write(token)
+            #expect(writer.text == expected, "\(token)")
+        }
+    }
+
     @Test(arguments: roundTrips)
     func writerRoundTrips(source: String) {
         let tokens = CSSTokenizer.tokenize(source)
@@ -163,5 +186,29 @@ struct CSSFilterTests {
         #expect(gate.blocked.map(\.url) == ["https://a.example/1.png", "//f.example/f"])
         #expect(gate.blocked.map(\.kind) == [.cssImage, .font])
         #expect(gate.blocked.map(\.attribute) == ["background", "src"])
+    }
+}
+
+@Suite("URL policy")
+struct URLPolicyTests {
+    /// The host a tracker list is matched against: lowercased (full-width forms folded), without user
+    /// information, port or trailing dots, and without the invisible characters a probe ignores.
+    static let hosts: [(String, String)] = [
+        ("https://Tracker.Example./p.gif", "tracker.example"), ("//user:pw@t.example:8080/x", "t.example"),
+        (#"https:\\t.example?x"#, "t.example"), ("https://t.ex\u{200B}ample/", "t.example"),
+        ("https://a@b@t.example#x", "t.example"), ("https://bücher.example/", "bücher.example"),
+        ("https://ＴＲＡＣＫＥＲ.example/", "tracker.example"), ("https://[::1]:80/", "[::1]:80"),
+        ("https://t.example:\u{301}80/", "t.example"), ("mailto:x@y.example", ""), ("https:/t.example", ""),
+    ]
+
+    @Test func hostOfARemoteURL() {
+        for (url, host) in Self.hosts { #expect(URLPolicy.host(of: url) == host, "\(url)") }
+    }
+
+    @Test func aProtocolRelativeURLGetsHTTPS() {
+        #expect(URLPolicy.absolute("//t.example/a") == "https://t.example/a")
+        #expect(URLPolicy.absolute(#"\\t.example/é"#) == "https://t.example/é")
+        #expect(URLPolicy.absolute("https://t.example/") == "https://t.example/")
+        #expect(URLPolicy.absolute("/") == "/")
     }
 }
