@@ -36,36 +36,45 @@ enum CSSToken: Equatable, Sendable {
     }
 }
 
-/// The tokenizer of CSS Syntax Level 3, over Unicode scalars. Linear in the input: every
-/// step consumes at least one code point, and comments are skipped as they are met.
+/// The tokenizer of CSS Syntax Level 3, over the UTF-8 bytes of the input. Linear in the input: every
+/// step consumes at least one byte, and comments are skipped as they are met.
+///
+/// Every character the grammar names is ASCII, and every code point at or above U+0080 is a name code point,
+/// so the tokenizer looks at bytes: each byte of a multi-byte sequence is at least 0x80 and reads as a name code
+/// point, which keeps the whole sequence together. Only an escaped non-ASCII character is decoded as a scalar.
+/// Token text without escapes is one slice of the input.
 struct CSSTokenizer {
-    private var input: [Unicode.Scalar]
+    private var input: [UInt8]
     private var position = 0
 
     /// Prepares `text` with the spec's preprocessing: CR, FF and CR LF become LF, NUL becomes
     /// U+FFFD.
     init(_ text: String) {
-        var scalars: [Unicode.Scalar] = []
-        scalars.reserveCapacity(text.utf8.count)  // at least the number of scalars, without decoding them
+        guard text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0C || $0 == 0 }) else {
+            input = Array(text.utf8)
+            return
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + 2)
         var previousCR = false
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
+        for byte in text.utf8 {
+            switch byte {
             case 0x0D:
-                scalars.append("\n")
+                bytes.append(0x0A)
                 previousCR = true
                 continue
             case 0x0A:
-                if !previousCR { scalars.append("\n") }
+                if !previousCR { bytes.append(0x0A) }
             case 0x0C:
-                scalars.append("\n")
+                bytes.append(0x0A)
             case 0:
-                scalars.append("\u{FFFD}")
+                bytes.append(contentsOf: [0xEF, 0xBF, 0xBD])
             default:
-                scalars.append(scalar)
+                bytes.append(byte)
             }
             previousCR = false
         }
-        input = scalars
+        input = bytes
     }
 
     /// Tokenizes the whole input.
@@ -76,9 +85,18 @@ struct CSSTokenizer {
         return tokens
     }
 
-    private func peek(_ offset: Int = 0) -> Unicode.Scalar? {
+    private func peek(_ offset: Int = 0) -> UInt8? {
         let index = position + offset
         return index < input.count ? input[index] : nil
+    }
+
+    private func peek(_ offset: Int = 0, is char: Unicode.Scalar) -> Bool {
+        peek(offset) == UInt8(char.value)
+    }
+
+    /// The input from `start` to the current position as text.
+    private func text(from start: Int) -> String {
+        String(decoding: input[start..<position], as: UTF8.self)
     }
 
     /// Returns the next token, or `nil` at the end of the input.
@@ -86,10 +104,10 @@ struct CSSTokenizer {
         while true {
             guard let char = peek() else { return nil }
             // Comments.
-            if char == "/" && peek(1) == "*" {
+            if char == UInt8(ascii: "/") && peek(1, is: "*") {
                 position += 2
                 while position < input.count {
-                    if input[position] == "*" && peek(1) == "/" {
+                    if input[position] == UInt8(ascii: "*") && peek(1, is: "/") {
                         position += 2
                         break
                     }
@@ -102,16 +120,13 @@ struct CSSTokenizer {
         }
     }
 
-    private mutating func consumeToken(_ char: Unicode.Scalar) -> CSSToken {
+    private mutating func consumeToken(_ char: UInt8) -> CSSToken {
         if Self.isWhitespace(char) {
-            var text = ""
-            while let next = peek(), Self.isWhitespace(next) {
-                text.unicodeScalars.append(next)
-                position += 1
-            }
-            return .whitespace(text)
+            let start = position
+            while let next = peek(), Self.isWhitespace(next) { position += 1 }
+            return .whitespace(text(from: start))
         }
-        switch char {
+        switch Unicode.Scalar(char) {
         case "\"", "'":
             position += 1
             return consumeString(ending: char)
@@ -131,13 +146,13 @@ struct CSSTokenizer {
         case "+", ".":
             if startsNumber(0) { return consumeNumeric() }
             position += 1
-            return .delim(char)
+            return .delim(Unicode.Scalar(char))
         case ",":
             position += 1
             return .comma
         case "-":
             if startsNumber(0) { return consumeNumeric() }
-            if peek(1) == "-" && peek(2) == ">" {
+            if peek(1, is: "-") && peek(2, is: ">") {
                 position += 3
                 return .cdc
             }
@@ -151,7 +166,7 @@ struct CSSTokenizer {
             position += 1
             return .semicolon
         case "<":
-            if peek(1) == "!" && peek(2) == "-" && peek(3) == "-" {
+            if peek(1, is: "!") && peek(2, is: "-") && peek(3, is: "-") {
                 position += 4
                 return .cdo
             }
@@ -180,8 +195,9 @@ struct CSSTokenizer {
         default:
             if Self.isDigit(char) { return consumeNumeric() }
             if Self.isNameStartCodePoint(char) { return consumeIdentLike() }
+            // Not a name start, so ASCII: one byte is the whole character.
             position += 1
-            return .delim(char)
+            return .delim(Unicode.Scalar(char))
         }
     }
 
@@ -193,10 +209,6 @@ struct CSSTokenizer {
 
     static func isDigit(_ char: Unicode.Scalar) -> Bool { char.value >= 0x30 && char.value <= 0x39 }
 
-    static func isHexDigit(_ char: Unicode.Scalar) -> Bool {
-        isDigit(char) || (char.value >= 0x41 && char.value <= 0x46) || (char.value >= 0x61 && char.value <= 0x66)
-    }
-
     static func isNameStartCodePoint(_ char: Unicode.Scalar) -> Bool {
         let value = char.value
         return (value >= 0x41 && value <= 0x5A) || (value >= 0x61 && value <= 0x7A) || value == 0x5F || value >= 0x80
@@ -206,24 +218,34 @@ struct CSSTokenizer {
         isNameStartCodePoint(char) || isDigit(char) || char == "-"
     }
 
-    private static func isNonPrintable(_ char: Unicode.Scalar) -> Bool {
-        let value = char.value
-        return value <= 0x08 || value == 0x0B || (value >= 0x0E && value <= 0x1F) || value == 0x7F
+    // The same classes over one byte of the input: a byte at or above 0x80 is part of a non-ASCII code point.
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool { isWhitespace(Unicode.Scalar(byte)) }
+    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    private static func isNameStartCodePoint(_ byte: UInt8) -> Bool { isNameStartCodePoint(Unicode.Scalar(byte)) }
+    private static func isNameCodePoint(_ byte: UInt8) -> Bool { isNameCodePoint(Unicode.Scalar(byte)) }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        isDigit(byte) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    private static func isNonPrintable(_ byte: UInt8) -> Bool {
+        byte <= 0x08 || byte == 0x0B || (byte >= 0x0E && byte <= 0x1F) || byte == 0x7F
     }
 
     // MARK: Checks
 
     private func startsValidEscape(_ offset: Int) -> Bool {
-        guard peek(offset) == "\\" else { return false }
+        guard peek(offset, is: "\\") else { return false }
         guard let next = peek(offset + 1) else { return false }
-        return next != "\n"
+        return next != UInt8(ascii: "\n")
     }
 
     private func wouldStartIdentifier(_ offset: Int) -> Bool {
         guard let first = peek(offset) else { return false }
-        if first == "-" {
+        if first == UInt8(ascii: "-") {
             guard let second = peek(offset + 1) else { return false }
-            return Self.isNameStartCodePoint(second) || second == "-" || startsValidEscape(offset + 1)
+            return Self.isNameStartCodePoint(second) || second == UInt8(ascii: "-") || startsValidEscape(offset + 1)
         }
         if Self.isNameStartCodePoint(first) { return true }
         return startsValidEscape(offset)
@@ -231,13 +253,13 @@ struct CSSTokenizer {
 
     private func startsNumber(_ offset: Int) -> Bool {
         guard let first = peek(offset) else { return false }
-        if first == "+" || first == "-" {
+        if first == UInt8(ascii: "+") || first == UInt8(ascii: "-") {
             guard let second = peek(offset + 1) else { return false }
             if Self.isDigit(second) { return true }
-            if second == ".", let third = peek(offset + 2) { return Self.isDigit(third) }
+            if second == UInt8(ascii: "."), let third = peek(offset + 2) { return Self.isDigit(third) }
             return false
         }
-        if first == "." {
+        if first == UInt8(ascii: ".") {
             guard let second = peek(offset + 1) else { return false }
             return Self.isDigit(second)
         }
@@ -262,100 +284,118 @@ struct CSSTokenizer {
             if value == 0 || (value >= 0xD800 && value <= 0xDFFF) || value > 0x10FFFF { return "\u{FFFD}" }
             return Unicode.Scalar(value) ?? "\u{FFFD}"
         }
-        position += 1
-        return char
+        // The escaped character itself, decoded whole if it is not ASCII (the input is valid UTF-8).
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = input[position...].makeIterator()
+        guard case .valid(let encoded) = parser.parseScalar(from: &bytes) else {
+            position += 1
+            return "\u{FFFD}"
+        }
+        position += encoded.count
+        return Unicode.UTF8.decode(encoded)
     }
 
-    private static func hexValue(_ char: Unicode.Scalar) -> UInt8 {
-        let value = char.value
-        if value <= 0x39 { return UInt8(value - 0x30) }
-        if value <= 0x46 { return UInt8(value - 0x41 + 10) }
-        return UInt8(value - 0x61 + 10)
+    private static func hexValue(_ byte: UInt8) -> UInt8 {
+        if byte <= 0x39 { return byte - 0x30 }
+        if byte <= 0x46 { return byte - 0x41 + 10 }
+        return byte - 0x61 + 10
+    }
+
+    /// Token text made of runs of the input and decoded escapes. Until the first escape (or skipped byte) it holds
+    /// nothing: text with none is one slice of the input.
+    private struct Builder {
+        var bytes: [UInt8] = []
+        /// Whether a run was moved in: the text is `bytes` and the current run, not the current run alone.
+        var started = false
+
+        mutating func append(_ scalar: Unicode.Scalar) {
+            if let encoded = UTF8.encode(scalar) { bytes.append(contentsOf: encoded) }
+        }
+    }
+
+    /// The token text, given that the current run began at `start` and ends at the current position.
+    private func finish(_ builder: Builder, from start: Int) -> String {
+        guard builder.started else { return text(from: start) }
+        return String(decoding: builder.bytes + input[start..<position], as: UTF8.self)
+    }
+
+    /// Moves the current run (`start` to the current position) into the builder, before an escape or a skip.
+    private func flush(_ builder: inout Builder, from start: Int) {
+        builder.started = true
+        builder.bytes.append(contentsOf: input[start..<position])
     }
 
     private mutating func consumeName() -> String {
-        var result = String.UnicodeScalarView()
+        var builder = Builder()
+        var start = position
         while let char = peek() {
             if Self.isNameCodePoint(char) {
-                result.append(char)
                 position += 1
             } else if startsValidEscape(0) {
-                result.append(consumeEscape())
+                flush(&builder, from: start)
+                builder.append(consumeEscape())
+                start = position
             } else {
                 break
             }
         }
-        return String(result)
+        return finish(builder, from: start)
     }
 
-    private mutating func consumeString(ending: Unicode.Scalar) -> CSSToken {
-        var result = String.UnicodeScalarView()
+    private mutating func consumeString(ending: UInt8) -> CSSToken {
+        let singleQuoted = ending == UInt8(ascii: "'")
+        var builder = Builder()
+        var start = position
         while let char = peek() {
             if char == ending {
+                let value = finish(builder, from: start)
                 position += 1
-                return .string(String(result), singleQuoted: ending == "'")
+                return .string(value, singleQuoted: singleQuoted)
             }
-            if char == "\n" {
+            if char == UInt8(ascii: "\n") {
                 // Not consumed: the newline is reprocessed as whitespace.
                 return .badString
             }
-            if char == "\\" {
-                guard let next = peek(1) else {
+            if char == UInt8(ascii: "\\") {
+                flush(&builder, from: start)
+                if peek(1) == nil {
                     position += 1
-                    continue
-                }
-                if next == "\n" {
+                } else if peek(1, is: "\n") {
                     position += 2
-                    continue
+                } else {
+                    builder.append(consumeEscape())
                 }
-                result.append(consumeEscape())
+                start = position
                 continue
             }
-            result.append(char)
             position += 1
         }
-        return .string(String(result), singleQuoted: ending == "'")
+        return .string(finish(builder, from: start), singleQuoted: singleQuoted)
     }
 
     private mutating func consumeNumber() -> String {
-        var repr = String.UnicodeScalarView()
-        if let char = peek(), char == "+" || char == "-" {
-            repr.append(char)
+        let start = position
+        if let char = peek(), char == UInt8(ascii: "+") || char == UInt8(ascii: "-") { position += 1 }
+        while let char = peek(), Self.isDigit(char) { position += 1 }
+        if peek(is: "."), let next = peek(1), Self.isDigit(next) {
             position += 1
+            while let char = peek(), Self.isDigit(char) { position += 1 }
         }
-        while let char = peek(), Self.isDigit(char) {
-            repr.append(char)
-            position += 1
-        }
-        if peek() == ".", let next = peek(1), Self.isDigit(next) {
-            repr.append(".")
-            position += 1
-            while let char = peek(), Self.isDigit(char) {
-                repr.append(char)
-                position += 1
-            }
-        }
-        if let e = peek(), e == "e" || e == "E" {
+        if let e = peek(), e == UInt8(ascii: "e") || e == UInt8(ascii: "E") {
             var digitsAt = 1
-            if let sign = peek(1), sign == "+" || sign == "-" { digitsAt = 2 }
+            if let sign = peek(1), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { digitsAt = 2 }
             if let digit = peek(digitsAt), Self.isDigit(digit) {
-                for _ in 0..<digitsAt {
-                    repr.append(input[position])
-                    position += 1
-                }
-                while let char = peek(), Self.isDigit(char) {
-                    repr.append(char)
-                    position += 1
-                }
+                position += digitsAt
+                while let char = peek(), Self.isDigit(char) { position += 1 }
             }
         }
-        return String(repr)
+        return text(from: start)
     }
 
     private mutating func consumeNumeric() -> CSSToken {
         let number = consumeNumber()
         if wouldStartIdentifier(0) { return .dimension(number, unit: consumeName()) }
-        if peek() == "%" {
+        if peek(is: "%") {
             position += 1
             return .percentage(number)
         }
@@ -364,16 +404,16 @@ struct CSSTokenizer {
 
     private mutating func consumeIdentLike() -> CSSToken {
         let name = consumeName()
-        if peek() == "(" {
+        if peek(is: "(") {
             position += 1
-            if name.lowercased() == "url" {
+            // `url`, ASCII case-insensitively (no other code point lowercases to u, r or l).
+            if name.utf8.elementsEqual("url".utf8, by: { $0 | 0x20 == $1 }) {
                 // Skip whitespace, but leave one if a quote follows so the function form is kept.
                 while let a = peek(), Self.isWhitespace(a), let b = peek(1), Self.isWhitespace(b) { position += 1 }
                 let first = peek()
                 let second = peek(1)
-                if first == "\"" || first == "'"
-                    || (first.map(Self.isWhitespace) == true && (second == "\"" || second == "'"))
-                {
+                let quote: (UInt8?) -> Bool = { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "'") }
+                if quote(first) || (first.map(Self.isWhitespace) == true && quote(second)) {
                     return .function(name)
                 }
                 return consumeURL()
@@ -384,44 +424,50 @@ struct CSSTokenizer {
     }
 
     private mutating func consumeURL() -> CSSToken {
-        var result = String.UnicodeScalarView()
         while let char = peek(), Self.isWhitespace(char) { position += 1 }
+        var builder = Builder()
+        var start = position
         while true {
-            guard let char = peek() else { return .url(String(result)) }
-            if char == ")" {
+            guard let char = peek() else { return .url(finish(builder, from: start)) }
+            if char == UInt8(ascii: ")") {
+                let value = finish(builder, from: start)
                 position += 1
-                return .url(String(result))
+                return .url(value)
             }
             if Self.isWhitespace(char) {
+                let value = finish(builder, from: start)
                 while let next = peek(), Self.isWhitespace(next) { position += 1 }
-                if peek() == ")" {
+                if peek(is: ")") {
                     position += 1
-                    return .url(String(result))
+                    return .url(value)
                 }
-                if peek() == nil { return .url(String(result)) }
+                if peek() == nil { return .url(value) }
                 consumeBadURLRemnants()
                 return .badURL
             }
-            if char == "\"" || char == "'" || char == "(" || Self.isNonPrintable(char) {
+            if char == UInt8(ascii: "\"") || char == UInt8(ascii: "'") || char == UInt8(ascii: "(")
+                || Self.isNonPrintable(char)
+            {
                 consumeBadURLRemnants()
                 return .badURL
             }
-            if char == "\\" {
+            if char == UInt8(ascii: "\\") {
                 if startsValidEscape(0) {
-                    result.append(consumeEscape())
+                    flush(&builder, from: start)
+                    builder.append(consumeEscape())
+                    start = position
                     continue
                 }
                 consumeBadURLRemnants()
                 return .badURL
             }
-            result.append(char)
             position += 1
         }
     }
 
     private mutating func consumeBadURLRemnants() {
         while let char = peek() {
-            if char == ")" {
+            if char == UInt8(ascii: ")") {
                 position += 1
                 return
             }
