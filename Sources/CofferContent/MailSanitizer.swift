@@ -396,12 +396,14 @@ struct SanitizerPass {
         for attribute in attributes {
             guard attribute.namespace == nil, attribute.prefix == nil else { continue }
             let key = attribute.name
-            if checkRepeats && seen.count < 16 {
-                guard !seen.contains(key) else { continue }
-                seen.append(key)
-                if seen.count == 16 { seenSet = Set(seen) }
-            } else if checkRepeats {
-                guard seenSet.insert(key).inserted else { continue }
+            if checkRepeats {
+                if seen.count < 16 {
+                    guard !seen.contains(key) else { continue }
+                    seen.append(key)
+                    if seen.count == 16 { seenSet = Set(seen) }
+                } else {
+                    guard seenSet.insert(key).inserted else { continue }
+                }
             }
             guard let role = roles[key] else {
                 if MailProfile.isCustomAttribute(key) { result.append(attribute) }
