@@ -62,7 +62,7 @@ struct CSSParser {
     /// (U+FF01 to U+FF5E) mapped to ASCII.
     static func fold(_ name: String) -> String {
         // ASCII, the common case: only A–Z change, and a name without them is returned as it is.
-        if name.utf8.allSatisfy({ $0 < 0x80 }) {
+        if !ByteScan.containsNonASCII(name) {
             guard name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return name }
             return String(unsafeUninitializedCapacity: name.utf8.count) { buffer in
                 for (index, byte) in name.utf8.enumerated() {

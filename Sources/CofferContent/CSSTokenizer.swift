@@ -50,7 +50,7 @@ struct CSSTokenizer {
     /// Prepares `text` with the spec's preprocessing: CR, FF and CR LF become LF, NUL becomes
     /// U+FFFD.
     init(_ text: String) {
-        guard text.utf8.contains(where: { $0 == 0x0D || $0 == 0x0C || $0 == 0 }) else {
+        guard ByteScan.contains(text, anyOf: 0x0D, 0x0C, 0) else {
             input = Array(text.utf8)
             return
         }

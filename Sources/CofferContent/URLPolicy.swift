@@ -57,7 +57,7 @@ enum URLPolicy {
     /// and newlines removed.
     static func clean(_ value: String) -> String {
         // Most URLs have nothing to remove: no byte at or below a space.
-        if !value.utf8.contains(where: { $0 <= 0x20 }) { return value }
+        if !ByteScan.contains(value, byteBelow: 0x21) { return value }
         let scalars = Array(value.unicodeScalars)
         var start = 0
         var end = scalars.count
