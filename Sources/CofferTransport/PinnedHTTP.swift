@@ -86,9 +86,15 @@ public enum PinnedHTTP {
             : try await PinnedTLS.connectPlaintext(configuration, configure: configure)
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(.head(head))
-                if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-                try await outbound.write(.end(nil))
+                // The request is written in one go, so no part of it waits for the task to run again while the
+                // server may already have answered. A server may still answer and close before it has read the
+                // whole request (a refusal of a GET, a 413 to an upload): then the write fails because the channel
+                // closed, and the answer it sent is still read below and returned.
+                var parts: [HTTPClientRequestPart] = [.head(head)]
+                if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+                parts.append(.end(nil))
+                var requestCutShort = false
+                do { try await outbound.write(contentsOf: parts) } catch { requestCutShort = true }
                 var response = Response(status: 0, body: [])
                 for try await part in inbound {
                     switch part {
@@ -108,7 +114,12 @@ public enum PinnedHTTP {
                 guard ContinuousClock.now - started < .nanoseconds(totalTime.nanoseconds) else {
                     throw TransportError.timedOut(host: host, port: configuration.port)
                 }
-                throw TransportError.httpFailed(host: host, reason: "the connection closed before the answer ended")
+                throw TransportError.httpFailed(
+                    host: host,
+                    reason: requestCutShort
+                        ? "the connection closed before the request was sent"
+                        : "the connection closed before the answer ended"
+                )
             }
         } catch let error as TransportError {
             throw error

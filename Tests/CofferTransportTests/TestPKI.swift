@@ -114,6 +114,19 @@ struct TestTLSServer: Sendable {
         return TestTLSServer(channel: channel)
     }
 
+    /// A plain-TCP server that sends `answer` as soon as the first bytes of a request arrive and then closes its
+    /// side for writing, reading nothing more: a server that refuses a request before it has read all of it.
+    static func answeringAtOnce(_ answer: String) async throws -> TestTLSServer {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(Answerer(answer: answer))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TestTLSServer(channel: channel)
+    }
+
     func stop() async { try? await channel.close() }
 }
 
@@ -145,4 +158,22 @@ final class RecordingReporter: PinFailureReporter, Sendable {
     private let box = NIOLockedValueBox<[PinFailureReport]>([])
     var reports: [PinFailureReport] { box.withLockedValue { $0 } }
     func pinFailure(_ report: PinFailureReport) { box.withLockedValue { $0.append(report) } }
+}
+
+private final class Answerer: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+    let answer: String
+    var answered = false
+
+    init(answer: String) { self.answer = answer }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
+        answered = true
+        // Stop reading: the rest of the request stays unread, as with a server that refused it.
+        try? context.channel.syncOptions?.setOption(.autoRead, value: false)
+        context.writeAndFlush(Self.wrapOutboundOut(context.channel.allocator.buffer(string: answer)), promise: nil)
+        context.close(mode: .output, promise: nil)
+    }
 }
