@@ -203,7 +203,7 @@ struct CSSTokenizer {
 
     // MARK: Character classes
 
-    static func isWhitespace(_ char: Unicode.Scalar) -> Bool {
+    private static func isWhitespace(_ char: Unicode.Scalar) -> Bool {
         char == " " || char == "\t" || char == "\n"
     }
 
@@ -221,7 +221,7 @@ struct CSSTokenizer {
     // The same classes over one byte of the input: a byte at or above 0x80 is part of a non-ASCII code point.
 
     private static func isWhitespace(_ byte: UInt8) -> Bool { isWhitespace(Unicode.Scalar(byte)) }
-    private static func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    private static func isDigit(_ byte: UInt8) -> Bool { isDigit(Unicode.Scalar(byte)) }
     private static func isNameStartCodePoint(_ byte: UInt8) -> Bool { isNameStartCodePoint(Unicode.Scalar(byte)) }
     private static func isNameCodePoint(_ byte: UInt8) -> Bool { isNameCodePoint(Unicode.Scalar(byte)) }
 

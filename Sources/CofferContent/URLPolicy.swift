@@ -98,7 +98,7 @@ enum URLPolicy {
         var probe: [Unicode.Scalar] = []
         for scalar in cleaned.unicodeScalars where !isProbeIgnorable(scalar) { probe.append(scalar) }
         if probe.isEmpty { return .empty }
-        if probe.count >= 2 && (probe[0] == "/" || probe[0] == "\\") && (probe[1] == "/" || probe[1] == "\\") {
+        if probe.count >= 2 && isSlash(probe[0]) && isSlash(probe[1]) {
             return .remote(cleaned)
         }
         if probe[0] == "#" { return .fragment }
@@ -109,7 +109,7 @@ enum URLPolicy {
                 sawColon = true
                 break
             }
-            if scalar == "/" || scalar == "?" || scalar == "#" || scalar == "\\" { break }
+            if isSlash(scalar) || scalar == "?" || scalar == "#" { break }
             var value = scalar.value
             if value >= 0x41 && value <= 0x5A { value += 0x20 }
             scheme.unicodeScalars.append(Unicode.Scalar(value) ?? scalar)
@@ -173,9 +173,7 @@ enum URLPolicy {
         var authority: String.Index?
         for index in url.utf8.indices {
             let byte = url.utf8[index]
-            if (byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\"))
-                && (previous == UInt8(ascii: "/") || previous == UInt8(ascii: "\\"))
-            {
+            if isSlash(byte) && isSlash(previous) {
                 authority = url.utf8.index(after: index)
                 break
             }
@@ -189,7 +187,7 @@ enum URLPolicy {
         var ignorable = false
         while index < scalars.endIndex {
             let scalar = scalars[index]
-            if scalar == "/" || scalar == "\\" || scalar == "?" || scalar == "#" { break }
+            if isSlash(scalar) || scalar == "?" || scalar == "#" { break }
             index = scalars.index(after: index)
             if scalar == "@" {
                 start = index
@@ -225,12 +223,17 @@ enum URLPolicy {
     /// A remote URL made absolute: a protocol-relative `//host` (or `\\host`) gets `https:`, so
     /// that a page opened from a file never turns it into a `file://host` (SMB) reference.
     static func absolute(_ remote: String) -> String {
-        func isSlash(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") }
         var bytes = remote.utf8.makeIterator()
         guard isSlash(bytes.next()), isSlash(bytes.next()) else { return remote }
         // Both are ASCII, so what follows them starts on a scalar boundary.
         return "https://" + remote[remote.utf8.index(remote.startIndex, offsetBy: 2)...]
     }
+
+    /// `/` or `\`, which the URL parser reads alike in a URL with a host.
+    private static func isSlash(_ byte: UInt8?) -> Bool { byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") }
+
+    /// The same test for a scalar.
+    private static func isSlash(_ scalar: Unicode.Scalar) -> Bool { scalar.isASCII && isSlash(UInt8(scalar.value)) }
 
     /// Standard base64 with padding.
     static func base64(_ bytes: [UInt8]) -> String {
