@@ -37,7 +37,7 @@ import Glibc
         _ count: Int,
         _ cli: CLIRunner,
         _ body: @escaping @Sendable (Int) throws -> CLIRunner.Result
-    ) -> [String] {
+    ) async -> [String] {
         let results = NIOLockedValueBox<[String]>([])
         let group = DispatchGroup()
         for index in 0..<count {
@@ -49,13 +49,15 @@ import Glibc
             }
             thread.start()
         }
-        group.wait()
-        return results.withLockedValue { $0 }
+        // Waited for without blocking a thread of the cooperative pool (two on this machine type).
+        return await withCheckedContinuation { continuation in
+            group.notify(queue: .global()) { continuation.resume(returning: results.withLockedValue { $0 }) }
+        }
     }
 
     @Test func twelveParallelWrongPINsAreCountedOneByOne() async throws {
         let cli = try await protectedAccount()
-        let answers = atOnce(12, cli) { index in
+        let answers = await atOnce(12, cli) { index in
             try cli.runBlocking(["unlock", "--pin-stdin"], input: "9000\(10 + index)\n")
         }
         let wrong = answers.filter { $0.contains("Wrong PIN.") }
