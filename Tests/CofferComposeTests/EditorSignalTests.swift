@@ -57,7 +57,7 @@ struct EditorSessionChild {
     }
 
     /// Starts the child test process and waits until its editor runs.
-    static func startChild(scratch: ScratchFolder, parent: String, out: String) throws -> Child {
+    static func startChild(scratch: ScratchFolder, parent: String, out: String) async throws -> Child {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let editor = try scratch.script("wait.sh", "OUT=\(out)\n" + waitingScript)
         let process = Process()
@@ -74,7 +74,7 @@ struct EditorSessionChild {
         // Wait (up to a minute; the child test binary starts slowly on a busy machine) for the editor to run.
         var waited = 0
         while !FileManager.default.fileExists(atPath: "\(out)/pid") && process.isRunning && waited < 1200 {
-            usleep(50_000)
+            try await Task.sleep(for: .milliseconds(50))
             waited += 1
         }
         let file = try String(contentsOfFile: "\(out)/file", encoding: .utf8)
@@ -83,10 +83,10 @@ struct EditorSessionChild {
     }
 
     @Test(arguments: [SIGTERM, SIGHUP])
-    func aSessionEndedBySignalLeavesNothing(signal: Int32) throws {
+    func aSessionEndedBySignalLeavesNothing(signal: Int32) async throws {
         let scratch = ScratchFolder()
         let parent = "\(scratch.path)/compose"
-        let child = try Self.startChild(scratch: scratch, parent: parent, out: "\(scratch.path)/out")
+        let child = try await Self.startChild(scratch: scratch, parent: parent, out: "\(scratch.path)/out")
         defer { if child.editorPID > 0 { kill(child.editorPID, SIGKILL) } }
         #expect(FileManager.default.fileExists(atPath: child.file), "the editor's file must exist while it runs")
         #expect(FileManager.default.fileExists(atPath: child.file + "~"))
@@ -98,11 +98,11 @@ struct EditorSessionChild {
         #expect(ScratchFolder.contents(parent).isEmpty, "\(ScratchFolder.contents(parent))")
     }
 
-    @Test func anInterruptIsLeftToTheEditorAndTheSessionGoesOn() throws {
+    @Test func anInterruptIsLeftToTheEditorAndTheSessionGoesOn() async throws {
         let scratch = ScratchFolder()
         let parent = "\(scratch.path)/compose"
         let out = "\(scratch.path)/out"
-        let child = try Self.startChild(scratch: scratch, parent: parent, out: out)
+        let child = try await Self.startChild(scratch: scratch, parent: parent, out: out)
         defer {
             // Only when the test failed: the session still runs, and so does its editor.
             if child.process.isRunning {
@@ -113,10 +113,10 @@ struct EditorSessionChild {
         // SIGINT to the session's process alone (the editor script would end on it, as a real terminal's Ctrl-C
         // reaches both; vim takes it as "cancel").
         kill(child.process.processIdentifier, SIGINT)
-        usleep(300_000)
+        try await Task.sleep(for: .milliseconds(300))
         #expect(child.process.isRunning, "SIGINT ended the session while its editor ran")
         #expect(FileManager.default.fileExists(atPath: child.file), "SIGINT deleted the file under the editor")
-        FileManager.default.createFile(atPath: "\(out)/go", contents: nil)
+        _ = FileManager.default.createFile(atPath: "\(out)/go", contents: nil)
         child.process.waitUntilExit()
         #expect(child.process.terminationReason == .exit)
         #expect(child.process.terminationStatus == 0, "the child's session must return the edited text")
@@ -203,7 +203,7 @@ struct EditorSessionChild {
     @Test func aKilledSessionsFolderIsSweptByTheNext() async throws {
         let scratch = ScratchFolder()
         let parent = "\(scratch.path)/compose"
-        let child = try Self.startChild(scratch: scratch, parent: parent, out: "\(scratch.path)/out")
+        let child = try await Self.startChild(scratch: scratch, parent: parent, out: "\(scratch.path)/out")
         kill(child.process.processIdentifier, SIGKILL)
         child.process.waitUntilExit()
         if child.editorPID > 0 { kill(child.editorPID, SIGKILL) }

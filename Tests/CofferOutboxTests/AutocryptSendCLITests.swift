@@ -62,7 +62,11 @@ import Testing
         ])
         #expect(first.status == 0, "\(first.stdout) \(first.stderr)")
         #expect(!first.stdout.contains("Encrypted"), "\(first.stdout)")
-        let delivered = try OpenPGPSendCLITests.delivered(server, user: Server.recipient.user, subject: "First hello")
+        let delivered = try await OpenPGPSendCLITests.delivered(
+            server,
+            user: Server.recipient.user,
+            subject: "First hello"
+        )
         #expect(String(decoding: delivered, as: UTF8.self).contains(Self.canary))
         let value = try Self.pythonAutocrypt(delivered, oracle: oracle)
         #expect(Self.attribute("addr", in: value) == Server.sender.address.lowercased(), "\(value.prefix(120))")
@@ -105,7 +109,11 @@ import Testing
         ])
         #expect(second.status == 0, "\(second.stdout) \(second.stderr)")
         #expect(second.stdout.contains("Encrypted (Autocrypt"), "\(second.stdout)")
-        let sealed = try OpenPGPSendCLITests.delivered(server, user: Server.recipient.user, subject: "Second hello")
+        let sealed = try await OpenPGPSendCLITests.delivered(
+            server,
+            user: Server.recipient.user,
+            subject: "Second hello"
+        )
         let sealedText = String(decoding: sealed, as: UTF8.self)
         #expect(sealedText.contains("Content-Type: multipart/encrypted;"), "\(sealedText.prefix(600))")
         #expect(!sealedText.contains(Self.canary), "the text travelled in clear")
@@ -131,7 +139,7 @@ import Testing
         ])
         #expect(third.status == 0, "\(third.stdout) \(third.stderr)")
         #expect(third.stdout.contains("Not encrypted (--no-encrypt)"), "\(third.stdout)")
-        let clear = try OpenPGPSendCLITests.delivered(server, user: Server.recipient.user, subject: "Third hello")
+        let clear = try await OpenPGPSendCLITests.delivered(server, user: Server.recipient.user, subject: "Third hello")
         #expect(String(decoding: clear, as: UTF8.self).contains(Self.canary))
     }
 
@@ -146,7 +154,7 @@ import Testing
         let made = try await alice.run(["key", "autocrypt", "--setup-message", file, "--send"])
         #expect(made.status == 0, "\(made.stdout) \(made.stderr)")
         #expect(made.stdout.contains("sent to your own address"), "\(made.stdout)")
-        let delivered = try OpenPGPSendCLITests.delivered(
+        let delivered = try await OpenPGPSendCLITests.delivered(
             server,
             user: Server.sender.user,
             subject: "Autocrypt Setup Message"

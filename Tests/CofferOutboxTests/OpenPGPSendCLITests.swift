@@ -104,7 +104,7 @@ import Testing
     }
 
     /// The bytes of the message with `subject` delivered to `user`'s Maildir, waiting for the relay.
-    static func delivered(_ server: Server, user: String, subject: String) throws -> [UInt8] {
+    static func delivered(_ server: Server, user: String, subject: String) async throws -> [UInt8] {
         let root = "\(server.dir)/mail/\(user)"
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
@@ -120,7 +120,7 @@ import Testing
                     }
                 }
             }
-            usleep(200_000)
+            try await Task.sleep(for: .milliseconds(200))
         }
         Issue.record("no message \(subject) arrived for \(user)")
         return []
@@ -157,7 +157,7 @@ import Testing
             "--attach", attachment, "--sign", "--encrypt", "--send",
         ])
         #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
-        let message = try Self.delivered(server, user: Server.recipient.user, subject: "Sealed plan")
+        let message = try await Self.delivered(server, user: Server.recipient.user, subject: "Sealed plan")
         let text = String(decoding: message, as: UTF8.self)
         #expect(text.contains("Content-Type: multipart/encrypted;"), "\(text)")
         #expect(text.contains("protocol=\"application/pgp-encrypted\""))
@@ -228,7 +228,7 @@ import Testing
             "--send",
         ])
         #expect(sent.status == 0, "\(sent.stdout) \(sent.stderr)")
-        let message = try Self.delivered(server, user: Server.recipient.user, subject: "Signed note")
+        let message = try await Self.delivered(server, user: Server.recipient.user, subject: "Signed note")
         let text = String(decoding: message, as: UTF8.self)
         #expect(text.contains("Content-Type: multipart/signed; micalg=pgp-sha256;"), "\(text)")
         #expect(text.contains("protocol=\"application/pgp-signature\""))

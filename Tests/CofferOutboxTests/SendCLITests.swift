@@ -49,7 +49,7 @@ import Glibc
             let listed = try await cli.run(["list", "--limit", "1000"] + (label.map { ["--label", $0] } ?? []))
             let lines = listed.stdout.split(separator: "\n").map(String.init)
             if lines.count >= count || Date() > deadline { return lines }
-            usleep(300_000)
+            try await Task.sleep(for: .milliseconds(300))
         }
     }
 
@@ -143,7 +143,7 @@ import Glibc
         var empty = false
         for _ in 0..<50 where !empty {
             empty = try await alice.run(["outbox"]).stdout.contains("The outbox is empty.")
-            if !empty { usleep(100_000) }
+            if !empty { try await Task.sleep(for: .milliseconds(100)) }
         }
         let left = try await alice.run(["outbox"]).stdout
         #expect(empty, "the outbox still holds messages: \(left)")

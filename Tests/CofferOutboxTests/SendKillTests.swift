@@ -87,7 +87,7 @@ import Glibc
             let delay = Int(Double(random.next() % 1000) / 1000 * sendTime * 1.1 * 1000)
             var kill = Kill(index: index, delay: delay)
             let sentBefore = await Set(try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 3"))
-            kill.killed = try Self.sendAndKill(alice, draft: idOf[index]!, afterMilliseconds: delay)
+            kill.killed = try await Self.sendAndKill(alice, draft: idOf[index]!, afterMilliseconds: delay)
             if kill.killed {
                 let sending = try await Self.sqlite(database, "SELECT id FROM outbox WHERE state = 1")
                 let sent = await Set(try Self.sqlite(database, "SELECT id FROM outbox WHERE state = 3"))
@@ -143,7 +143,7 @@ import Glibc
             listed = try await bob.run(["list", "--limit", "1000"]).stdout.split(separator: "\n").map(String.init)
             let arrived = letters.filter { letter in listed.contains { $0.contains(letter.subject) } }.count
             if arrived == letters.count || Date() > deadline { break }
-            usleep(300_000)
+            try await Task.sleep(for: .milliseconds(300))
         }
         for (index, letter) in letters.enumerated() {
             #expect(listed.contains { $0.contains(letter.subject) }, "message \(index) was lost: \(letter.subject)")
@@ -155,7 +155,7 @@ import Glibc
             delivered = try Self.deliveries(of: letters, maildir: "\(server.dir)/mail/\(Server.recipient.user)")
             let shown = letters.map { letter in listed.filter { $0.contains(letter.subject) }.count }
             if shown == delivered { break }
-            usleep(500_000)
+            try await Task.sleep(for: .milliseconds(500))
             #expect(try await bob.run(["sync"]).status == 0)
             listed = try await bob.run(["list", "--limit", "1000"]).stdout.split(separator: "\n").map(String.init)
         }
@@ -270,7 +270,7 @@ import Glibc
 
     /// Starts `coffer send draft`, SIGKILLs it (and its process group) after `milliseconds`, and waits for it.
     /// Returns whether it was killed (it had not finished with "Sent").
-    static func sendAndKill(_ cli: CLIRunner, draft: Int64, afterMilliseconds milliseconds: Int) throws -> Bool {
+    static func sendAndKill(_ cli: CLIRunner, draft: Int64, afterMilliseconds milliseconds: Int) async throws -> Bool {
         let (process, stdout, stderr) = try cli.start(["send", String(draft)])
         let begun = Date()
         // `setsid --wait` forks when it leads a process group (Foundation's Process gives it one): coffer is its
@@ -278,10 +278,10 @@ import Glibc
         var target: pid_t?
         while target == nil && process.isRunning {
             target = Self.coffer(under: process.processIdentifier)
-            if target == nil { usleep(500) }
+            if target == nil { try await Task.sleep(for: .microseconds(500)) }
         }
         let left = Double(milliseconds) / 1000 - Date().timeIntervalSince(begun)
-        if left > 0 { usleep(useconds_t(left * 1_000_000)) }
+        if left > 0 { try await Task.sleep(for: .seconds(left)) }
         if let target {
             kill(target, SIGKILL)
             kill(-target, SIGKILL)

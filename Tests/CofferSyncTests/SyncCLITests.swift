@@ -226,7 +226,7 @@ extension CLIRunner {
             markers += fresh
             let (process, stdout, stderr) = try cli.start(["sync", "--batch", "1"], input: "")
             // Anywhere from the start-up to the end of such a run: mostly inside the fetching.
-            usleep(useconds_t(Int.random(in: (base / 4)...base, using: &generator) * 1000))
+            try await Task.sleep(for: .milliseconds(Int.random(in: (base / 4)...base, using: &generator)))
             if process.isRunning {
                 // setsid runs coffer in a session of its own: kill it and the whole group.
                 kill(-process.processIdentifier, SIGKILL)
@@ -396,20 +396,20 @@ extension CLIRunner {
             watcher.waitUntilExit()
         }
         /// Waits (at most 60 s) until the output has `count` summary lines.
-        func lines(_ count: Int) -> [String] {
+        func lines(_ count: Int) async -> [String] {
             var found: [String] = []
             for _ in 0..<600 {
                 let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
                 found = text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("Synced") }
                 if found.count >= count || !watcher.isRunning { break }
-                usleep(100_000)
+                try? await Task.sleep(for: .milliseconds(100))
             }
             return found
         }
-        let first = lines(1)
+        let first = await lines(1)
         #expect(first.first?.contains("1 new") == true, "\(first)")
         try await server.deliver(SyncMail.message("watchtwo"))
-        let second = lines(2)
+        let second = await lines(2)
         #expect(second.count == 2, "\(second)")
         #expect(second.last?.contains("1 new") == true, "\(second)")
         #expect(watcher.isRunning)
