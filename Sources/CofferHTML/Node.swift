@@ -135,24 +135,31 @@ public final class HTMLNode {
     }
 
     deinit {
-        // Tear the subtree down iteratively so that a deeply nested tree cannot overflow
-        // the stack through recursive deinitialisation.
+        // Tear the subtree down iteratively so that a deeply nested tree cannot overflow the stack through recursive
+        // deinitialisation: each node's children are taken out of it before it is released, so its own deinit
+        // returns at once. The children arrays are moved whole (no retain and release per child), and a back
+        // reference is cleared only on a node that outlives this teardown (held elsewhere): the others are destroyed
+        // with their parent.
         if children.isEmpty && templateContents == nil { return }
-        var pending = children
+        var batches: [[HTMLNode]] = []
+        batches.append(children)
         children = []
-        for child in pending { child.parentStorage = nil }
         if let contents = templateContents {
-            pending.append(contents)
+            batches.append([contents])
             templateContents = nil
         }
-        while !pending.isEmpty {
-            var node = pending.removeLast()
-            if isKnownUniquelyReferenced(&node) {
-                for child in node.children { child.parentStorage = nil }
-                pending.append(contentsOf: node.children)
-                node.children = []
+        while var batch = batches.popLast() {
+            while var node = batch.popLast() {
+                guard isKnownUniquelyReferenced(&node) else {
+                    node.parentStorage = nil
+                    continue
+                }
+                if !node.children.isEmpty {
+                    batches.append(node.children)
+                    node.children = []
+                }
                 if let contents = node.templateContents {
-                    pending.append(contents)
+                    batches.append([contents])
                     node.templateContents = nil
                 }
             }

@@ -112,6 +112,32 @@ private func roundTrip(_ html: String) -> String {
     #expect(HTMLParser.parseDocument(Array("\u{FEFF}<p>x</p>".utf8)).children.first?.isElement("html") == true)
 }
 
+/// Dropping a tree frees what nothing else holds, deep or not, and leaves a node that something else holds without a
+/// dangling parent: its own subtree stays whole.
+@Test func droppingATreeKeepsWhatIsHeldElsewhereWhole() throws {
+    var held: (child: HTMLNode, grandchild: HTMLNode, template: HTMLNode, orphan: HTMLNode)?
+    weak var freed: HTMLNode?
+    do {
+        let document = HTMLParser.parseDocument(
+            "<div id=a><p>one<b>two</b></p></div><div id=b><span>three</span></div><template><i>t</i></template>"
+        )
+        let divs = document.descendants.filter { $0.isElement(.div) }
+        let child = try #require(divs.first)  // <div id=a>, held with its subtree
+        let orphan = try #require(divs.last?.firstChild?.firstChild)  // "three", held without its parent
+        let template = try #require(document.descendants.first { $0.isElement(.template) })
+        let contents = try #require(template.templateContents?.firstChild)  // <i>, held inside template contents
+        freed = divs.last
+        held = (child, try #require(child.firstChild), contents, orphan)
+    }
+    let kept = try #require(held)
+    #expect(freed == nil, "a node nothing holds was not freed")
+    #expect(kept.child.parent == nil)
+    #expect(kept.grandchild.parent === kept.child)
+    #expect(HTMLSerializer.serializeOuter(kept.child) == "<div id=\"a\"><p>one<b>two</b></p></div>")
+    #expect(kept.orphan.parent == nil && kept.orphan.data == "three")
+    #expect(kept.template.parent == nil && kept.template.textContent == "t")
+}
+
 @Test func invalidUTF8BecomesReplacementCharacters() {
     let bytes: [UInt8] = [0x3C, 0x70, 0x3E, 0x61, 0xFF, 0xC3, 0x28, 0xE2, 0x82, 0x62]
     #expect(HTMLSerializer.serialize(HTMLParser.parseFragment(bytes)) == "<p>a\u{FFFD}\u{FFFD}(\u{FFFD}b</p>")
