@@ -13,7 +13,7 @@ import Testing
     /// arrange; the old code passed this one on a quiet machine. What it holds is the contract, with many exchanges
     /// at once and bodies that the server never reads.
     @Test func anAnswerSentBeforeTheRequestWasReadIsReturned() async throws {
-        let server = try await TestTLSServer.answeringAtOnce(
+        let server = try await TestTLSServer.answeringAtFirstBytes(
             "HTTP/1.1 401 Unauthorized\r\nContent-Length: 5\r\nConnection: close\r\n\r\nnope\n"
         )
         defer { Task { await server.stop() } }

@@ -116,7 +116,7 @@ struct TestTLSServer: Sendable {
 
     /// A plain-TCP server that sends `answer` as soon as the first bytes of a request arrive and then closes its
     /// side for writing, reading nothing more: a server that refuses a request before it has read all of it.
-    static func answeringAtOnce(_ answer: String) async throws -> TestTLSServer {
+    static func answeringAtFirstBytes(_ answer: String) async throws -> TestTLSServer {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
