@@ -87,9 +87,9 @@ public enum PinnedHTTP {
         do {
             return try await channel.executeThenClose { inbound, outbound in
                 // The request is written in one go, so no part of it waits for the task to run again while the
-                // server may already have answered. A server may still answer and close before it has read the
-                // whole request (a refusal of a GET, a 413 to an upload): then the write fails because the channel
-                // closed, and the answer it sent is still read below and returned.
+                // server may already have answered and closed (a 401 to a GET with `Connection: close`). The write
+                // fails only when the channel closed before it was made; whatever the server sent is still read
+                // below, and an answer is returned.
                 var parts: [HTTPClientRequestPart] = [.head(head)]
                 if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
                 parts.append(.end(nil))
