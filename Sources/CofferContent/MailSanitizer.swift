@@ -193,8 +193,8 @@ struct SanitizerPass {
         scalar == " " || scalar == "\t" || scalar == "\n" || scalar == "\r" || scalar == "\u{0C}"
     }
 
-    func run(_ document: HTMLNode) -> HTMLNode {
-        let output = HTMLNode.documentFragment()
+    func run(_ document: HTMLNode) -> HTMLTree {
+        var output = HTMLTree()
         var head: HTMLNode?
         var body: HTMLNode?
         for child in document.children where child.isElement("html") {
@@ -205,59 +205,62 @@ struct SanitizerPass {
         }
         if let head {
             for child in head.children where child.isElement("style") {
-                if let style = filteredStyle(child) { output.appendChild(style) }
+                appendFilteredStyle(child, to: HTMLTree.root, in: &output)
             }
         }
         guard let body else { return output }
-        var container = output
+        var container = HTMLTree.root
         if let style = bodyStyle(body) {
-            let wrapper = HTMLNode.element(
+            container = output.appendElement(
                 "div",
+                tag: .div,
                 attributes: [
                     HTMLAttribute(name: "class", value: "coffer-body"), HTMLAttribute(name: "style", value: style),
-                ]
+                ],
+                to: HTMLTree.root
             )
-            output.appendChild(wrapper)
-            container = wrapper
         }
-        let preformatted = walk(body, into: container)
+        let preformatted = walk(body, into: container, of: &output)
         // The parser drops a newline right after `<pre>`, and the serializer does not write one
         // back, so a text that starts with a newline needs one more to survive a reparse.
         for element in preformatted {
-            if let text = element.firstChild, text.kind == .text, text.data.hasPrefix("\n") {
-                text.data = "\n" + text.data
+            let text = output.firstChild(element)
+            if text != HTMLTree.none, output.kind(text) == .text, output.text(text).hasPrefix("\n") {
+                output.setText("\n" + output.text(text), of: text)
             }
         }
-        trimLeadingWhitespace(output)
+        trimLeadingWhitespace(&output)
         return output
     }
 
     /// The document parser drops whitespace before the body's first content, so the output
     /// must not start with any (else a second pass would differ).
-    private func trimLeadingWhitespace(_ fragment: HTMLNode) {
+    private func trimLeadingWhitespace(_ output: inout HTMLTree) {
         while true {
-            guard let node = fragment.children.first(where: { !$0.isElement("style") }), node.kind == .text else {
-                return
+            var node = output.firstChild(HTMLTree.root)
+            while node != HTMLTree.none && output.kind(node) == .element && output.tag(node) == .style {
+                node = output.nextSibling(node)
             }
-            var text = Substring(node.data)
+            guard node != HTMLTree.none, output.kind(node) == .text else { return }
+            var text = Substring(output.text(node))
             while let first = text.unicodeScalars.first, Self.isASCIIWhitespace(first) {
                 text = text.dropFirst()
             }
             if text.isEmpty {
-                node.remove()
+                output.remove(node)
             } else {
-                node.data = String(text)
+                output.setText(String(text), of: node)
                 return
             }
         }
     }
 
-    private func filteredStyle(_ element: HTMLNode) -> HTMLNode? {
+    /// Appends `element` (a `<style>`) to `parent` with its sheet filtered, unless nothing is left of it.
+    private func appendFilteredStyle(_ element: HTMLNode, to parent: HTMLTree.NodeID, in output: inout HTMLTree) {
         let sheet = css.filterStyleSheet(element.textContent)
-        if sheet.utf8.allSatisfy({ " \t\n".utf8.contains($0) }) { return nil }
-        let style = HTMLNode.element("style")
-        style.appendChild(HTMLNode.text(sheet))
-        return style
+        if sheet.utf8.allSatisfy({ " \t\n".utf8.contains($0) }) { return }
+        let style = output.appendElement("style", tag: .style, attributes: [], to: parent)
+        output.appendText(sheet, to: style)
     }
 
     /// `body` presentational attributes as a declaration list for a wrapper.
@@ -288,20 +291,25 @@ struct SanitizerPass {
     }
 
     /// Copies what the profile keeps; returns the kept `pre` elements.
-    private func walk(_ root: HTMLNode, into container: HTMLNode) -> [HTMLNode] {
-        var preformatted: [HTMLNode] = []
-        var stack: [(HTMLNode, HTMLNode)] = root.children.reversed().map { ($0, container) }
+    private func walk(
+        _ root: HTMLNode,
+        into container: HTMLTree.NodeID,
+        of output: inout HTMLTree
+    ) -> [HTMLTree.NodeID] {
+        var preformatted: [HTMLTree.NodeID] = []
+        var stack: [(HTMLNode, HTMLTree.NodeID)] = root.children.reversed().map { ($0, container) }
         while let (node, parent) = stack.popLast() {
             switch node.kind {
             case .text:
-                if let last = parent.lastChild, last.kind == .text {
-                    last.data += node.data
+                let last = output.lastChild(parent)
+                if last != HTMLTree.none && output.kind(last) == .text {
+                    output.appendData(node.data, to: last)
                 } else {
-                    parent.appendChild(HTMLNode.text(node.data))
+                    output.appendText(node.data, to: parent)
                 }
             case .element:
                 if node.isElement(.style) {
-                    if let style = filteredStyle(node) { parent.appendChild(style) }
+                    appendFilteredStyle(node, to: parent, in: &output)
                     continue
                 }
                 let policy = MailProfile.policy(for: HTMLNodeName(name: node.name, isHTML: node.namespace == .html))
@@ -311,14 +319,13 @@ struct SanitizerPass {
                 case .unwrap:
                     for child in node.children.reversed() { stack.append((child, parent)) }
                 case .keep:
-                    let element = HTMLNode.element(
-                        namedAs: node,
-                        attributes: filterAttributes(of: node, roles: policy.attributes)
+                    let element = output.appendElement(
+                        node.name,
+                        tag: node.id,
+                        attributes: filterAttributes(of: node, roles: policy.attributes),
+                        to: parent
                     )
                     if node.id == .pre { preformatted.append(element) }
-                    // Usually as many children as the source element: one allocation instead of one per doubling.
-                    element.reserveChildCapacity(node.children.count)
-                    parent.appendChild(element)
                     for child in node.children.reversed() { stack.append((child, element)) }
                 }
             case .comment, .doctype, .document, .documentFragment:

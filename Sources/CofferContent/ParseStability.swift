@@ -13,33 +13,42 @@ import CofferHTML
 /// did on every call before. The fuzz target and the idempotence tests (DOMPurify's and the leak vectors, the
 /// html5lib tree-construction inputs) check that a tree it accepts is a fixed point.
 enum ParseStability {
-    /// Whether `fragment` (the sanitizer's output) is certain to parse back to itself.
-    static func holds(for fragment: HTMLNode) -> Bool {
-        guard !hasAdjacentTexts(fragment) else { return false }
+    /// Whether `tree` (the sanitizer's output) is certain to parse back to itself.
+    static func holds(for tree: HTMLTree) -> Bool {
+        guard !hasAdjacentTexts(tree, HTMLTree.root) else { return false }
         var scopes: [Scope] = [Scope()]
-        var stack: [(node: HTMLNode, depth: Int)] = fragment.children.reversed().map { ($0, 0) }
+        var stack: [(node: HTMLTree.NodeID, depth: Int)] = []
+        func pushChildren(of node: HTMLTree.NodeID, depth: Int) {
+            var child = tree.lastChild(node)
+            while child != HTMLTree.none {
+                stack.append((child, depth))
+                child = tree.previousSibling(child)
+            }
+        }
+        pushChildren(of: HTMLTree.root, depth: 0)
         while let (node, depth) = stack.popLast() {
             scopes.removeSubrange((depth + 1)...)
             let parent = scopes[depth]
-            switch node.kind {
+            switch tree.kind(node) {
             case .text:
-                guard isStableText(node.data, inTable: parent.context != .none) else { return false }
+                guard isStableText(tree.text(node), inTable: parent.context != .none) else { return false }
             case .element:
-                guard node.namespace == .html, let info = elements[node.name], attributesAreStable(node.attributes)
-                else { return false }
-                if node.name == "style" {
-                    guard parent.context != .columnGroup, isStableStyle(node) else { return false }
+                guard let info = elements[tree.name(node)], attributesAreStable(tree.attributes(node)) else {
+                    return false
+                }
+                if tree.tag(node) == .style {
+                    guard parent.context != .columnGroup, isStableStyle(tree, node) else { return false }
                     continue
                 }
                 guard parent.accepts(info) else { return false }
                 if info.flags.contains(.void) {
-                    guard node.children.isEmpty else { return false }
+                    guard tree.firstChild(node) == HTMLTree.none else { return false }
                     continue
                 }
-                guard !hasAdjacentTexts(node) else { return false }
+                guard !hasAdjacentTexts(tree, node) else { return false }
                 scopes.append(parent.entering(info))
-                for child in node.children.reversed() { stack.append((child, depth + 1)) }
-            case .comment, .doctype, .document, .documentFragment:
+                pushChildren(of: node, depth: depth + 1)
+            case .fragment:
                 return false
             }
         }
@@ -47,9 +56,16 @@ enum ParseStability {
     }
 
     /// Adjacent texts merge on a reparse (the sanitizer merges them as it copies).
-    private static func hasAdjacentTexts(_ node: HTMLNode) -> Bool {
-        let children = node.children
-        return zip(children, children.dropFirst()).contains { $0.kind == .text && $1.kind == .text }
+    private static func hasAdjacentTexts(_ tree: HTMLTree, _ node: HTMLTree.NodeID) -> Bool {
+        var child = tree.firstChild(node)
+        var previousIsText = false
+        while child != HTMLTree.none {
+            let isText = tree.kind(child) == .text
+            if isText && previousIsText { return true }
+            previousIsText = isText
+            child = tree.nextSibling(child)
+        }
+        return false
     }
 
     /// What an element's start tag does in tree construction, for the elements the profile keeps.
@@ -178,12 +194,12 @@ enum ParseStability {
     }
 
     /// A `<style>` holds one text that cannot end the raw text early.
-    private static func isStableStyle(_ style: HTMLNode) -> Bool {
-        guard style.children.count <= 1 else { return false }
-        guard let text = style.children.first else { return true }
-        guard text.kind == .text else { return false }
+    private static func isStableStyle(_ tree: HTMLTree, _ style: HTMLTree.NodeID) -> Bool {
+        let text = tree.firstChild(style)
+        guard text != HTMLTree.none else { return true }
+        guard tree.nextSibling(text) == HTMLTree.none, tree.kind(text) == .text else { return false }
         var previous: UInt8 = 0
-        for byte in text.data.utf8 {
+        for byte in tree.text(text).utf8 {
             if byte == 0x0D || byte == 0x00 || (previous == 0x3C && byte == 0x2F) { return false }
             previous = byte
         }

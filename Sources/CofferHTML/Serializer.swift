@@ -65,22 +65,11 @@ public enum HTMLSerializer {
         while let step = stack.popLast() {
             switch step {
             case .close(let element):
-                out.append(contentsOf: [0x3C, 0x2F])
-                out.append(contentsOf: element.name.utf8)
-                out.append(0x3E)
+                appendEndTag(element.name, to: &out)
             case .enter(let node, let rawText):
                 switch node.kind {
                 case .element:
-                    out.append(0x3C)
-                    out.append(contentsOf: node.name.utf8)
-                    for attribute in node.attributes {
-                        out.append(0x20)
-                        appendAttributeName(attribute, to: &out)
-                        out.append(contentsOf: [0x3D, 0x22])
-                        escape(attribute.value, attributeMode: true, into: &out)
-                        out.append(0x22)
-                    }
-                    out.append(0x3E)
+                    appendStartTag(node.name, attributes: node.attributes, to: &out)
                     if node.namespace == .html && voidElements.contains(node.id) { continue }
                     stack.append(.close(node))
                     let source =
@@ -89,11 +78,7 @@ public enum HTMLSerializer {
                     let childRaw = isRawTextParent(node, scripting: scripting)
                     for child in source.children.reversed() { stack.append(.enter(child, rawText: childRaw)) }
                 case .text:
-                    if rawText {
-                        out.append(contentsOf: node.data.utf8)
-                    } else {
-                        escape(node.data, attributeMode: false, into: &out)
-                    }
+                    appendText(node.data, raw: rawText, to: &out)
                 case .comment:
                     out.append(contentsOf: Array("<!--".utf8))
                     out.append(contentsOf: node.data.utf8)
@@ -106,6 +91,74 @@ public enum HTMLSerializer {
                     for child in node.children.reversed() { stack.append(.enter(child, rawText: false)) }
                 }
             }
+        }
+    }
+
+    /// Serializes an ``HTMLTree`` (whose elements are all in the HTML namespace), by the rules of
+    /// ``serialize(_:scripting:)`` without scripting: the same bytes as the same tree of ``HTMLNode``s.
+    package static func serialize(_ tree: HTMLTree) -> String {
+        enum Step {
+            case enter(HTMLTree.NodeID, rawText: Bool)
+            case close(HTMLTree.NodeID)
+        }
+        var out: [UInt8] = []
+        var stack: [Step] = []
+        func pushChildren(of node: HTMLTree.NodeID, rawText: Bool) {
+            var child = tree.lastChild(node)
+            while child != HTMLTree.none {
+                stack.append(.enter(child, rawText: rawText))
+                child = tree.previousSibling(child)
+            }
+        }
+        pushChildren(of: HTMLTree.root, rawText: false)
+        while let step = stack.popLast() {
+            switch step {
+            case .close(let element):
+                appendEndTag(tree.name(element), to: &out)
+            case .enter(let node, let rawText):
+                switch tree.kind(node) {
+                case .element:
+                    appendStartTag(tree.name(node), attributes: tree.attributes(node), to: &out)
+                    let tag = tree.tag(node)
+                    if voidElements.contains(tag) { continue }
+                    stack.append(.close(node))
+                    pushChildren(of: node, rawText: rawTextElements.contains(tag))
+                case .text:
+                    appendText(tree.text(node), raw: rawText, to: &out)
+                case .fragment:
+                    pushChildren(of: node, rawText: false)
+                }
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    // The pieces both tree walks write.
+
+    private static func appendStartTag(_ name: String, attributes: [HTMLAttribute], to out: inout [UInt8]) {
+        out.append(0x3C)
+        out.append(contentsOf: name.utf8)
+        for attribute in attributes {
+            out.append(0x20)
+            appendAttributeName(attribute, to: &out)
+            out.append(contentsOf: [0x3D, 0x22])
+            escape(attribute.value, attributeMode: true, into: &out)
+            out.append(0x22)
+        }
+        out.append(0x3E)
+    }
+
+    private static func appendEndTag(_ name: String, to out: inout [UInt8]) {
+        out.append(contentsOf: [0x3C, 0x2F])
+        out.append(contentsOf: name.utf8)
+        out.append(0x3E)
+    }
+
+    private static func appendText(_ data: String, raw: Bool, to out: inout [UInt8]) {
+        if raw {
+            out.append(contentsOf: data.utf8)
+        } else {
+            escape(data, attributeMode: false, into: &out)
         }
     }
 

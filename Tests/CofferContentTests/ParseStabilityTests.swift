@@ -55,7 +55,8 @@ struct ParseStabilityTests {
     }
 
     /// Trees the parser would rebuild differently from their serialization (built by hand, as an unwrapped element
-    /// or a bug in the pass could leave them).
+    /// or a bug in the pass could leave them). A comment or an element of another namespace cannot be in the output
+    /// at all: ``HTMLTree`` holds HTML elements and texts only.
     static let unstableTrees: [String] = [
         "p in p",
         "div in p",
@@ -79,7 +80,6 @@ struct ParseStabilityTests {
         "odd attribute name",
         "end tag in a style",
         "an element the profile does not keep",
-        "a comment",
     ]
 
     static func tree(_ name: String) -> HTMLNode {
@@ -106,7 +106,6 @@ struct ParseStabilityTests {
         case "odd attribute name": element("div", attributes: ["a\"b": "x"])
         case "end tag in a style": element("div", [element("style", [text("a{}</style><script>")])])
         case "an element the profile does not keep": element("form")
-        case "a comment": HTMLNode.comment("x")
         default: fatalError("no tree named \(name)")
         }
     }
@@ -115,7 +114,7 @@ struct ParseStabilityTests {
     func refusesWhatAReparseWouldMove(_ name: String) {
         let fragment = HTMLNode.documentFragment()
         fragment.appendChild(Self.tree(name))
-        #expect(!ParseStability.holds(for: fragment), "\(name)")
+        #expect(!ParseStability.holds(for: outputTree(fragment)), "\(name)")
     }
 
     /// Well-nested mail markup is proven without a reparse.
@@ -135,10 +134,10 @@ struct ParseStabilityTests {
         fragment.appendChild(element("style", [text(".a{color:red}")]))
         fragment.appendChild(element("div", [element("ul", [element("li", [element("li")])]), table]))
         // An li directly in an li is refused; in a nested ul it is not.
-        #expect(!ParseStability.holds(for: fragment))
+        #expect(!ParseStability.holds(for: outputTree(fragment)))
         fragment.children[1].children[0].children[0].removeAllChildren()
         fragment.children[1].children[0].children[0].appendChild(element("ul", [element("li", [text("y")])]))
-        #expect(ParseStability.holds(for: fragment))
+        #expect(ParseStability.holds(for: outputTree(fragment)))
     }
 }
 
@@ -153,3 +152,21 @@ private func element(
 }
 
 private func text(_ data: String) -> HTMLNode { HTMLNode.text(data) }
+
+/// The same tree as the sanitizer's output type: its elements and texts, the only kinds the output has.
+private func outputTree(_ fragment: HTMLNode) -> HTMLTree {
+    var tree = HTMLTree()
+    var stack: [(HTMLNode, HTMLTree.NodeID)] = fragment.children.reversed().map { ($0, HTMLTree.root) }
+    while let (node, parent) = stack.popLast() {
+        switch node.kind {
+        case .element:
+            let element = tree.appendElement(node.name, tag: node.id, attributes: node.attributes, to: parent)
+            stack.append(contentsOf: node.children.reversed().map { ($0, element) })
+        case .text:
+            tree.appendText(node.data, to: parent)
+        default:
+            Issue.record("the output tree holds elements and texts only, not \(node.kind)")
+        }
+    }
+    return tree
+}
