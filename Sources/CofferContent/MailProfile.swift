@@ -1,3 +1,5 @@
+import CofferHTML
+
 /// The email profile: which elements and attributes survive.
 enum MailProfile {
     /// What happens to an element.
@@ -109,28 +111,28 @@ enum MailProfile {
     /// and a comparison of the name with every special one.
     struct ElementPolicy {
         var action: Action
-        var attributes: [String: AttributeRole]
+        var attributes: NameTable<AttributeRole>
     }
 
+    private static let noAttributes = NameTable<AttributeRole>([])
+
     /// The policy of every kept and dropped HTML element; any other HTML element is unwrapped.
-    static let elementPolicies: [String: ElementPolicy] = {
+    static let elementPolicies: NameTable<ElementPolicy> = {
         var policies: [String: ElementPolicy] = [:]
-        for name in droppedElements { policies[name] = ElementPolicy(action: .drop, attributes: [:]) }
+        for name in droppedElements { policies[name] = ElementPolicy(action: .drop, attributes: noAttributes) }
         for name in keptElements {
-            var roles: [String: AttributeRole] = [:]
-            for attribute in globalAttributes.union(elementAttributes[name] ?? []) {
-                roles[attribute] = AttributeRole(name: attribute)
-            }
+            let attributes = globalAttributes.union(elementAttributes[name] ?? [])
+            let roles = NameTable(attributes.map { ($0, AttributeRole(name: $0)) })
             policies[name] = ElementPolicy(action: .keep, attributes: roles)
         }
-        return policies
+        return NameTable(policies)
     }()
 
     /// The policy of an element: kept, dropped (also every SVG and MathML element) or unwrapped, with the roles of
     /// the attributes a kept element may keep.
     static func policy(for element: HTMLNodeName) -> ElementPolicy {
-        guard element.isHTML else { return ElementPolicy(action: .drop, attributes: [:]) }
-        return elementPolicies[element.name] ?? ElementPolicy(action: .unwrap, attributes: [:])
+        guard element.isHTML else { return ElementPolicy(action: .drop, attributes: noAttributes) }
+        return elementPolicies[element.name] ?? ElementPolicy(action: .unwrap, attributes: noAttributes)
     }
 
     /// Whether a `data-*` or `aria-*` attribute name is acceptable.

@@ -386,7 +386,7 @@ struct SanitizerPass {
 
     /// The attributes of a kept element that the profile keeps, checked and rewritten; `roles` is its
     /// ``MailProfile/ElementPolicy/attributes``.
-    func filterAttributes(of node: HTMLNode, roles: [String: MailProfile.AttributeRole]) -> [HTMLAttribute] {
+    func filterAttributes(of node: HTMLNode, roles: NameTable<MailProfile.AttributeRole>) -> [HTMLAttribute] {
         let name = node.name
         let hidden = name == "img" && looksHidden(node)
         let attributes = node.attributes

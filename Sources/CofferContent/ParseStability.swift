@@ -139,7 +139,7 @@ enum ParseStability {
     }
 
     /// Every element the profile keeps, and `style`; any other name is refused.
-    static let elements: [String: Info] = {
+    static let elements: NameTable<Info> = {
         var elements: [String: Info] = [:]
         for name in MailProfile.keptElements { elements[name] = Info() }
         // Names the profile does not keep (form, button, …) are listed for the rules' sake and stay refused.
@@ -180,7 +180,7 @@ enum ParseStability {
         }
         // `style` is processed by the "in head" rules in a table context too; `colgroup` is checked on its own.
         elements["style"] = Info()
-        return elements
+        return NameTable(elements)
     }()
 
     private static func isStableText(_ text: String, inTable: Bool) -> Bool {

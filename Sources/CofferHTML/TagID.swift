@@ -42,11 +42,7 @@ public enum HTMLTagID: UInt8, Sendable, Hashable, CaseIterable {
         "xmp",
     ]
 
-    private static let byName: [String: HTMLTagID] = {
-        var table: [String: HTMLTagID] = [:]
-        for id in allCases where id != .other { table[id.name] = id }
-        return table
-    }()
+    private static let byName = NameTable(allCases.lazy.filter { $0 != .other }.map { ($0.name, $0) })
 }
 
 /// A set of ``HTMLTagID``s as a bit set: membership is one shift and one mask.
