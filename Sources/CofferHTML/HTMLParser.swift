@@ -15,7 +15,7 @@ public enum HTMLParser {
         if input.count >= 3 && input[0] == 0xEF && input[1] == 0xBB && input[2] == 0xBF {
             input.removeFirst(3)
         }
-        let builder = TreeBuilder(tokenizer: HTMLTokenizer(preprocessed: input), scripting: scripting)
+        var builder = TreeBuilder(tokenizer: HTMLTokenizer(preprocessed: input), scripting: scripting)
         builder.runDocument()
         return builder.document
     }
@@ -60,7 +60,7 @@ public enum HTMLParser {
         contextElement: HTMLNode,
         scripting: Bool = false
     ) -> HTMLNode {
-        let builder = TreeBuilder(tokenizer: HTMLTokenizer(preprocessed: preprocessInput(bytes)), scripting: scripting)
+        var builder = TreeBuilder(tokenizer: HTMLTokenizer(preprocessed: preprocessInput(bytes)), scripting: scripting)
         let root = builder.runFragment(context: contextElement)
         let fragment = HTMLNode.documentFragment()
         root.moveChildren(to: fragment)

@@ -12,7 +12,7 @@ private enum Scope {
 }
 
 /// Builds a DOM tree from the tokenizer's tokens.
-final class TreeBuilder {
+struct TreeBuilder {
     var tokenizer: HTMLTokenizer
     let document: HTMLNode
     private var open: [HTMLNode] = []
@@ -48,13 +48,13 @@ final class TreeBuilder {
     // MARK: - Entry points
 
     /// Parses a whole document.
-    func runDocument() {
+    mutating func runDocument() {
         run()
     }
 
     /// Sets up the fragment parsing algorithm for `context` and runs it; returns the root
     /// `html` element whose children are the fragment.
-    func runFragment(context: HTMLNode) -> HTMLNode {
+    mutating func runFragment(context: HTMLNode) -> HTMLNode {
         self.context = context
         if context.namespace == .html {
             switch context.id {
@@ -83,7 +83,7 @@ final class TreeBuilder {
         return root
     }
 
-    private func run() {
+    private mutating func run() {
         while !stopped {
             tokenizer.allowCDATA = (adjustedCurrentNode?.namespace ?? .html) != .html
             var token = tokenizer.next()
@@ -109,7 +109,7 @@ final class TreeBuilder {
     }
 
     /// Records the node at stack position `index` in the position indexes.
-    private func track(_ node: HTMLNode, at index: Int) {
+    private mutating func track(_ node: HTMLNode, at index: Int) {
         let mask: UInt8
         switch node.namespace {
         case .html:
@@ -143,20 +143,20 @@ final class TreeBuilder {
     }()
 
     /// Rebuilds the position indexes after the stack changed in the middle.
-    private func rebuildPositions() {
+    private mutating func rebuildPositions() {
         for index in namePositions.indices { namePositions[index].removeAll(keepingCapacity: true) }
         otherNamePositions.removeAll(keepingCapacity: true)
         boundaryPositions = [[], [], [], []]
         for (index, node) in open.enumerated() { track(node, at: index) }
     }
 
-    private func push(_ node: HTMLNode) {
+    private mutating func push(_ node: HTMLNode) {
         open.append(node)
         track(node, at: open.count - 1)
     }
 
     @discardableResult
-    private func pop() -> HTMLNode? {
+    private mutating func pop() -> HTMLNode? {
         guard let node = open.popLast() else { return nil }
         let index = open.count
         for slot in 0..<boundaryPositions.count where boundaryPositions[slot].last == index {
@@ -175,7 +175,7 @@ final class TreeBuilder {
 
     /// "Maybe clone an option into selectedcontent": when a selected option is popped, its
     /// children are copied into the enclosing select's first `selectedcontent` element.
-    private func maybeCloneIntoSelectedContent(_ option: HTMLNode) {
+    private mutating func maybeCloneIntoSelectedContent(_ option: HTMLNode) {
         var ancestor = option.parent
         while let node = ancestor, !node.isElement(.select) { ancestor = node.parent }
         guard let select = ancestor else { return }
@@ -206,17 +206,17 @@ final class TreeBuilder {
         }
     }
 
-    private func removeFromStack(at index: Int) {
+    private mutating func removeFromStack(at index: Int) {
         open.remove(at: index)
         rebuildPositions()
     }
 
-    private func insertInStack(_ node: HTMLNode, at index: Int) {
+    private mutating func insertInStack(_ node: HTMLNode, at index: Int) {
         open.insert(node, at: index)
         rebuildPositions()
     }
 
-    private func stackIndex(of node: HTMLNode) -> Int? {
+    private mutating func stackIndex(of node: HTMLNode) -> Int? {
         var index = open.count - 1
         while index >= 0 {
             if open[index] === node { return index }
@@ -225,15 +225,15 @@ final class TreeBuilder {
         return nil
     }
 
-    private func isOnStack(_ id: HTMLTagID) -> Bool { !namePositions[Int(id.rawValue)].isEmpty }
+    private mutating func isOnStack(_ id: HTMLTagID) -> Bool { !namePositions[Int(id.rawValue)].isEmpty }
 
     /// Whether an HTML element named as `tag` is on the stack, for names in or outside the interned table.
-    private func isOnStack(_ tag: HTMLTag) -> Bool {
+    private mutating func isOnStack(_ tag: HTMLTag) -> Bool {
         tag.id == .other ? otherNamePositions[tag.name]?.isEmpty == false : isOnStack(tag.id)
     }
 
     /// The topmost scope boundary position for a tracked scope (-1 when there is none).
-    private func topBoundary(_ scope: Scope) -> Int {
+    private mutating func topBoundary(_ scope: Scope) -> Int {
         switch scope {
         case .normal: return boundaryPositions[0].last ?? -1
         case .listItem: return boundaryPositions[1].last ?? -1
@@ -243,24 +243,24 @@ final class TreeBuilder {
         }
     }
 
-    private func currentIs(_ id: HTMLTagID) -> Bool {
+    private mutating func currentIs(_ id: HTMLTagID) -> Bool {
         guard let node = open.last else { return false }
         return node.namespace == .html && node.id == id
     }
 
-    private func popUntil(_ id: HTMLTagID) {
+    private mutating func popUntil(_ id: HTMLTagID) {
         while let node = pop() {
             if node.namespace == .html && node.id == id { return }
         }
     }
 
-    private func popUntil(anyOf ids: HTMLTagSet) {
+    private mutating func popUntil(anyOf ids: HTMLTagSet) {
         while let node = pop() {
             if node.namespace == .html && ids.contains(node.id) { return }
         }
     }
 
-    private func isBoundary(_ node: HTMLNode, _ scope: Scope) -> Bool {
+    private mutating func isBoundary(_ node: HTMLNode, _ scope: Scope) -> Bool {
         switch scope {
         case .table:
             return node.namespace == .html && (node.id == .html || node.id == .table || node.id == .template)
@@ -289,7 +289,7 @@ final class TreeBuilder {
         }
     }
 
-    private func hasInScope(_ id: HTMLTagID, _ scope: Scope = .normal) -> Bool {
+    private mutating func hasInScope(_ id: HTMLTagID, _ scope: Scope = .normal) -> Bool {
         guard let position = namePositions[Int(id.rawValue)].last else { return false }
         if scope != .select { return position >= topBoundary(scope) }
         var index = open.count - 1
@@ -302,7 +302,7 @@ final class TreeBuilder {
         return false
     }
 
-    private func hasAnyInScope(_ ids: [HTMLTagID], _ scope: Scope = .normal) -> Bool {
+    private mutating func hasAnyInScope(_ ids: [HTMLTagID], _ scope: Scope = .normal) -> Bool {
         guard ids.contains(where: { isOnStack($0) }) else { return false }
         if scope != .select {
             let top = ids.compactMap { namePositions[Int($0.rawValue)].last }.max() ?? -1
@@ -318,7 +318,7 @@ final class TreeBuilder {
         return false
     }
 
-    private func hasNodeInScope(_ target: HTMLNode) -> Bool {
+    private mutating func hasNodeInScope(_ target: HTMLNode) -> Bool {
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
@@ -337,31 +337,31 @@ final class TreeBuilder {
         .tfoot, .th, .thead, .tr,
     ]
 
-    private func generateImpliedEndTags(except id: HTMLTagID? = nil) {
+    private mutating func generateImpliedEndTags(except id: HTMLTagID? = nil) {
         while let node = open.last, node.namespace == .html, Self.impliedEndTags.contains(node.id), node.id != id {
             pop()
         }
     }
 
-    private func generateImpliedEndTagsThoroughly() {
+    private mutating func generateImpliedEndTagsThoroughly() {
         while let node = open.last, node.namespace == .html, Self.impliedEndTagsThorough.contains(node.id) {
             pop()
         }
     }
 
-    private func closePElement() {
+    private mutating func closePElement() {
         generateImpliedEndTags(except: .p)
         popUntil(.p)
     }
 
-    private func closePIfInButtonScope() {
+    private mutating func closePIfInButtonScope() {
         if hasInScope(.p, .button) { closePElement() }
     }
 
     // MARK: - Insertion
 
     /// The appropriate place for inserting a node: a parent and the child to insert before.
-    private func appropriatePlace(override target: HTMLNode? = nil) -> (parent: HTMLNode, before: HTMLNode?) {
+    private mutating func appropriatePlace(override target: HTMLNode? = nil) -> (parent: HTMLNode, before: HTMLNode?) {
         guard let target = target ?? open.last else { return (document, nil) }
         var parent = target
         var before: HTMLNode?
@@ -400,7 +400,7 @@ final class TreeBuilder {
         return (parent, before)
     }
 
-    private func insert(_ node: HTMLNode, at place: (parent: HTMLNode, before: HTMLNode?)) {
+    private mutating func insert(_ node: HTMLNode, at place: (parent: HTMLNode, before: HTMLNode?)) {
         if place.parent.kind == .document && node.kind == .element
             && place.parent.children.contains(where: { $0.kind == .element })
         {
@@ -409,12 +409,12 @@ final class TreeBuilder {
         place.parent.insertChild(node, before: place.before)
     }
 
-    private func createElement(_ tag: HTMLTag, namespace: HTMLNamespace) -> HTMLNode {
+    private mutating func createElement(_ tag: HTMLTag, namespace: HTMLNamespace) -> HTMLNode {
         HTMLNode.element(tag, namespace: namespace, attributes: tag.attributes)
     }
 
     @discardableResult
-    private func insertHTMLElement(_ tag: HTMLTag) -> HTMLNode {
+    private mutating func insertHTMLElement(_ tag: HTMLTag) -> HTMLNode {
         let node = createElement(tag, namespace: .html)
         if tag.id == .selectedcontent { sawSelectedContent = true }
         insert(node, at: appropriatePlace())
@@ -423,17 +423,17 @@ final class TreeBuilder {
     }
 
     @discardableResult
-    private func insertHTMLElement(named id: HTMLTagID) -> HTMLNode {
+    private mutating func insertHTMLElement(named id: HTMLTagID) -> HTMLNode {
         insertHTMLElement(HTMLTag(name: id.name, id: id))
     }
 
-    private func insertForeignElement(_ tag: HTMLTag, namespace: HTMLNamespace) {
+    private mutating func insertForeignElement(_ tag: HTMLTag, namespace: HTMLNamespace) {
         let node = createElement(tag, namespace: namespace)
         insert(node, at: appropriatePlace())
         push(node)
     }
 
-    private func insertCharacters<S: Collection<UInt8>>(_ bytes: S) {
+    private mutating func insertCharacters<S: Collection<UInt8>>(_ bytes: S) {
         let place = appropriatePlace()
         if place.parent.kind == .document { return }
         let previous: HTMLNode?
@@ -450,7 +450,7 @@ final class TreeBuilder {
         }
     }
 
-    private func insertComment(_ data: String, into parent: HTMLNode? = nil) {
+    private mutating func insertComment(_ data: String, into parent: HTMLNode? = nil) {
         let node = HTMLNode.comment(data)
         if let parent {
             parent.appendChild(node)
@@ -459,7 +459,7 @@ final class TreeBuilder {
         }
     }
 
-    private func genericTextElement(_ tag: HTMLTag, state: HTMLTokenizer.State) {
+    private mutating func genericTextElement(_ tag: HTMLTag, state: HTMLTokenizer.State) {
         insertHTMLElement(tag)
         tokenizer.state = state
         originalMode = mode
@@ -474,7 +474,7 @@ final class TreeBuilder {
     /// elements the earliest one is dropped from the list (it stays in the tree).
     static let maxFormattingEntries = 128
 
-    private func pushFormatting(_ node: HTMLNode) {
+    private mutating func pushFormatting(_ node: HTMLNode) {
         var count = 0
         var earliest: Int?
         var first = formatting.count
@@ -498,13 +498,13 @@ final class TreeBuilder {
         formatting.append(node)
     }
 
-    private func sameAttributes(_ a: [HTMLAttribute], _ b: [HTMLAttribute]) -> Bool {
+    private mutating func sameAttributes(_ a: [HTMLAttribute], _ b: [HTMLAttribute]) -> Bool {
         guard a.count == b.count else { return false }
         for attribute in a where !b.contains(attribute) { return false }
         return true
     }
 
-    private func reconstructFormatting() {
+    private mutating func reconstructFormatting() {
         guard let last = formatting.last else { return }
         guard let lastNode = last, stackIndex(of: lastNode) == nil else { return }
         var index = formatting.count - 1
@@ -525,13 +525,13 @@ final class TreeBuilder {
         }
     }
 
-    private func clearFormattingToLastMarker() {
+    private mutating func clearFormattingToLastMarker() {
         while let entry = formatting.popLast() {
             if entry == nil { return }
         }
     }
 
-    private func formattingIndex(of node: HTMLNode) -> Int? {
+    private mutating func formattingIndex(of node: HTMLNode) -> Int? {
         var index = formatting.count - 1
         while index >= 0 {
             if formatting[index] === node { return index }
@@ -541,7 +541,7 @@ final class TreeBuilder {
     }
 
     /// The last formatting element named `id` after the last marker.
-    private func lastFormatting(named id: HTMLTagID) -> HTMLNode? {
+    private mutating func lastFormatting(named id: HTMLTagID) -> HTMLNode? {
         var index = formatting.count - 1
         while index >= 0 {
             guard let entry = formatting[index] else { return nil }
@@ -554,7 +554,7 @@ final class TreeBuilder {
     /// The adoption agency algorithm; returns false when the caller should act as for
     /// "any other end tag".
     @discardableResult
-    private func adoptionAgency(_ subject: HTMLTagID) -> Bool {
+    private mutating func adoptionAgency(_ subject: HTMLTagID) -> Bool {
         if let current = open.last, current.namespace == .html, current.id == subject,
             formattingIndex(of: current) == nil
         {
@@ -632,7 +632,7 @@ final class TreeBuilder {
 
     // MARK: - Insertion mode reset
 
-    private func resetInsertionMode() {
+    private mutating func resetInsertionMode() {
         var index = open.count - 1
         while index >= 0 {
             var node = open[index]
@@ -692,7 +692,7 @@ final class TreeBuilder {
 
     // MARK: - Dispatch
 
-    private func dispatch(_ token: HTMLToken) {
+    private mutating func dispatch(_ token: HTMLToken) {
         if usesHTMLRules(token) {
             process(token, in: mode)
         } else {
@@ -700,7 +700,7 @@ final class TreeBuilder {
         }
     }
 
-    private func usesHTMLRules(_ token: HTMLToken) -> Bool {
+    private mutating func usesHTMLRules(_ token: HTMLToken) -> Bool {
         guard let node = adjustedCurrentNode, node.namespace != .html else { return true }
         switch token {
         case .startTag(let tag):
@@ -718,7 +718,7 @@ final class TreeBuilder {
         }
     }
 
-    private func process(_ token: HTMLToken, in mode: InsertionMode) {
+    private mutating func process(_ token: HTMLToken, in mode: InsertionMode) {
         switch mode {
         case .initial: initialMode(token)
         case .beforeHTML: beforeHTMLMode(token)
@@ -745,7 +745,7 @@ final class TreeBuilder {
     }
 
     /// Splits leading whitespace off a character run.
-    private func splitLeadingWhitespace(_ bytes: [UInt8]) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
+    private mutating func splitLeadingWhitespace(_ bytes: [UInt8]) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
         var index = 0
         while index < bytes.count && isHTMLWhitespace(bytes[index]) { index += 1 }
         return (bytes[0..<index], bytes[index...])
@@ -753,22 +753,22 @@ final class TreeBuilder {
 
     /// Handles a character token in a mode where whitespace is inserted (or ignored) and
     /// anything else is handled by `otherwise`, which receives the remaining characters.
-    private func handleWhitespacePrefix(
+    private mutating func handleWhitespacePrefix(
         _ bytes: [UInt8],
         insertWhitespace: Bool,
-        otherwise: (HTMLToken) -> Void
+        otherwise: (inout TreeBuilder, HTMLToken) -> Void
     ) {
         let (space, rest) = splitLeadingWhitespace(bytes)
         if insertWhitespace && !space.isEmpty { insertCharacters(space) }
-        if !rest.isEmpty { otherwise(.characters(Array(rest))) }
+        if !rest.isEmpty { otherwise(&self, .characters(Array(rest))) }
     }
 
     // MARK: - Insertion modes
 
-    private func initialMode(_ token: HTMLToken) {
+    private mutating func initialMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: false) { self.initialAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: false) { $0.initialAnythingElse($1) }
         case .comment(let data):
             insertComment(data, into: document)
         case .doctype(let doctype):
@@ -781,20 +781,20 @@ final class TreeBuilder {
         }
     }
 
-    private func initialAnythingElse(_ token: HTMLToken) {
+    private mutating func initialAnythingElse(_ token: HTMLToken) {
         document.quirksMode = .quirks
         mode = .beforeHTML
         process(token, in: mode)
     }
 
-    private func beforeHTMLMode(_ token: HTMLToken) {
+    private mutating func beforeHTMLMode(_ token: HTMLToken) {
         switch token {
         case .doctype:
             return
         case .comment(let data):
             insertComment(data, into: document)
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: false) { self.beforeHTMLAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: false) { $0.beforeHTMLAnythingElse($1) }
         case .startTag(let tag) where tag.id == .html:
             let node = createElement(tag, namespace: .html)
             document.appendChild(node)
@@ -807,7 +807,7 @@ final class TreeBuilder {
         }
     }
 
-    private func beforeHTMLAnythingElse(_ token: HTMLToken) {
+    private mutating func beforeHTMLAnythingElse(_ token: HTMLToken) {
         let node = HTMLNode.element("html")
         document.appendChild(node)
         push(node)
@@ -815,10 +815,10 @@ final class TreeBuilder {
         process(token, in: mode)
     }
 
-    private func beforeHeadMode(_ token: HTMLToken) {
+    private mutating func beforeHeadMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: false) { self.beforeHeadAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: false) { $0.beforeHeadAnythingElse($1) }
         case .comment(let data):
             insertComment(data)
         case .doctype:
@@ -835,16 +835,16 @@ final class TreeBuilder {
         }
     }
 
-    private func beforeHeadAnythingElse(_ token: HTMLToken) {
+    private mutating func beforeHeadAnythingElse(_ token: HTMLToken) {
         headElement = insertHTMLElement(named: .head)
         mode = .inHead
         process(token, in: mode)
     }
 
-    private func inHeadMode(_ token: HTMLToken) {
+    private mutating func inHeadMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inHeadAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { $0.inHeadAnythingElse($1) }
         case .comment(let data):
             insertComment(data)
         case .doctype:
@@ -900,13 +900,13 @@ final class TreeBuilder {
         }
     }
 
-    private func inHeadAnythingElse(_ token: HTMLToken) {
+    private mutating func inHeadAnythingElse(_ token: HTMLToken) {
         pop()
         mode = .afterHead
         process(token, in: mode)
     }
 
-    private func inHeadNoscriptMode(_ token: HTMLToken) {
+    private mutating func inHeadNoscriptMode(_ token: HTMLToken) {
         switch token {
         case .doctype:
             return
@@ -916,7 +916,7 @@ final class TreeBuilder {
             pop()
             mode = .inHead
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inHeadNoscriptAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { $0.inHeadNoscriptAnythingElse($1) }
         case .comment:
             inHeadMode(token)
         case .startTag(let tag) where [.basefont, .bgsound, .link, .meta, .noframes, .style].contains(tag.id):
@@ -930,16 +930,16 @@ final class TreeBuilder {
         }
     }
 
-    private func inHeadNoscriptAnythingElse(_ token: HTMLToken) {
+    private mutating func inHeadNoscriptAnythingElse(_ token: HTMLToken) {
         pop()
         mode = .inHead
         process(token, in: mode)
     }
 
-    private func afterHeadMode(_ token: HTMLToken) {
+    private mutating func afterHeadMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.afterHeadAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { $0.afterHeadAnythingElse($1) }
         case .comment(let data):
             insertComment(data)
         case .doctype:
@@ -979,13 +979,13 @@ final class TreeBuilder {
         }
     }
 
-    private func afterHeadAnythingElse(_ token: HTMLToken) {
+    private mutating func afterHeadAnythingElse(_ token: HTMLToken) {
         insertHTMLElement(named: .body)
         mode = .inBody
         process(token, in: mode)
     }
 
-    private func inBodyMode(_ token: HTMLToken) {
+    private mutating func inBodyMode(_ token: HTMLToken) {
         switch token {
         case .nullCharacter:
             return
@@ -1010,7 +1010,7 @@ final class TreeBuilder {
         }
     }
 
-    private func stopParsing() {
+    private mutating func stopParsing() {
         stopped = true
         while !open.isEmpty { pop() }
     }
@@ -1037,7 +1037,7 @@ final class TreeBuilder {
         .strong, .tt, .u, .applet, .marquee, .object, .br,
     ]
 
-    private func inBodyStartTag(_ tag: HTMLTag, token: HTMLToken) {
+    private mutating func inBodyStartTag(_ tag: HTMLTag, token: HTMLToken) {
         if !Self.inBodyStartTagNames.contains(tag.id) {
             reconstructFormatting()
             insertHTMLElement(tag)
@@ -1239,7 +1239,7 @@ final class TreeBuilder {
         }
     }
 
-    private func inBodyEndTag(_ end: HTMLTag, token: HTMLToken) {
+    private mutating func inBodyEndTag(_ end: HTMLTag, token: HTMLToken) {
         if !Self.inBodyEndTagNames.contains(end.id) {
             anyOtherEndTag(end)
             return
@@ -1298,7 +1298,7 @@ final class TreeBuilder {
         }
     }
 
-    private func anyOtherEndTag(_ end: HTMLTag) {
+    private mutating func anyOtherEndTag(_ end: HTMLTag) {
         // Without such an element on the stack the walk below can only end in "ignore";
         // skipping it keeps stray end tags cheap on very deep stacks.
         guard isOnStack(end) else { return }
@@ -1315,7 +1315,7 @@ final class TreeBuilder {
         }
     }
 
-    private func textMode(_ token: HTMLToken) {
+    private mutating func textMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
             insertCharacters(bytes)
@@ -1341,7 +1341,7 @@ final class TreeBuilder {
         }
     }
 
-    private func clearStackBack(to ids: HTMLTagSet) {
+    private mutating func clearStackBack(to ids: HTMLTagSet) {
         while let node = currentNode, !(node.namespace == .html && ids.contains(node.id)) {
             pop()
         }
@@ -1351,7 +1351,7 @@ final class TreeBuilder {
     private static let tableBodyContext: HTMLTagSet = [.tbody, .tfoot, .thead, .template, .html]
     private static let rowContext: HTMLTagSet = [.tr, .template, .html]
 
-    private func inTableMode(_ token: HTMLToken) {
+    private mutating func inTableMode(_ token: HTMLToken) {
         switch token {
         case .characters, .nullCharacter:
             if currentIsTableLike {
@@ -1432,13 +1432,13 @@ final class TreeBuilder {
         }
     }
 
-    private func inTableAnythingElse(_ token: HTMLToken) {
+    private mutating func inTableAnythingElse(_ token: HTMLToken) {
         fosterParenting = true
         inBodyMode(token)
         fosterParenting = false
     }
 
-    private func inTableTextMode(_ token: HTMLToken) {
+    private mutating func inTableTextMode(_ token: HTMLToken) {
         switch token {
         case .nullCharacter:
             return
@@ -1463,7 +1463,7 @@ final class TreeBuilder {
         }
     }
 
-    private func inCaptionMode(_ token: HTMLToken) {
+    private mutating func inCaptionMode(_ token: HTMLToken) {
         switch token {
         case .endTag(let name) where name.id == .caption:
             closeCaption()
@@ -1481,7 +1481,7 @@ final class TreeBuilder {
     }
 
     @discardableResult
-    private func closeCaption() -> Bool {
+    private mutating func closeCaption() -> Bool {
         guard hasInScope(.caption, .table) else { return false }
         generateImpliedEndTags()
         popUntil(.caption)
@@ -1490,10 +1490,10 @@ final class TreeBuilder {
         return true
     }
 
-    private func inColumnGroupMode(_ token: HTMLToken) {
+    private mutating func inColumnGroupMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
-            handleWhitespacePrefix(bytes, insertWhitespace: true) { self.inColumnGroupAnythingElse($0) }
+            handleWhitespacePrefix(bytes, insertWhitespace: true) { $0.inColumnGroupAnythingElse($1) }
         case .comment(let data):
             insertComment(data)
         case .doctype:
@@ -1520,14 +1520,14 @@ final class TreeBuilder {
         }
     }
 
-    private func inColumnGroupAnythingElse(_ token: HTMLToken) {
+    private mutating func inColumnGroupAnythingElse(_ token: HTMLToken) {
         guard currentIs(.colgroup) else { return }
         pop()
         mode = .inTable
         process(token, in: mode)
     }
 
-    private func inTableBodyMode(_ token: HTMLToken) {
+    private mutating func inTableBodyMode(_ token: HTMLToken) {
         switch token {
         case .startTag(let tag) where tag.id == .tr:
             clearStackBack(to: Self.tableBodyContext)
@@ -1554,7 +1554,7 @@ final class TreeBuilder {
         }
     }
 
-    private func inTableBodyLeave(_ token: HTMLToken) {
+    private mutating func inTableBodyLeave(_ token: HTMLToken) {
         guard hasAnyInScope([.tbody, .thead, .tfoot], .table) else { return }
         clearStackBack(to: Self.tableBodyContext)
         pop()
@@ -1562,7 +1562,7 @@ final class TreeBuilder {
         process(token, in: mode)
     }
 
-    private func inRowMode(_ token: HTMLToken) {
+    private mutating func inRowMode(_ token: HTMLToken) {
         switch token {
         case .startTag(let tag) where tag.id == .th || tag.id == .td:
             clearStackBack(to: Self.rowContext)
@@ -1589,7 +1589,7 @@ final class TreeBuilder {
         }
     }
 
-    private func inRowLeave(_ token: HTMLToken) {
+    private mutating func inRowLeave(_ token: HTMLToken) {
         guard hasInScope(.tr, .table) else { return }
         clearStackBack(to: Self.rowContext)
         pop()
@@ -1597,7 +1597,7 @@ final class TreeBuilder {
         process(token, in: mode)
     }
 
-    private func inCellMode(_ token: HTMLToken) {
+    private mutating func inCellMode(_ token: HTMLToken) {
         switch token {
         case .endTag(let name) where name.id == .td || name.id == .th:
             guard hasInScope(name.id, .table) else { return }
@@ -1621,14 +1621,14 @@ final class TreeBuilder {
         }
     }
 
-    private func closeCell() {
+    private mutating func closeCell() {
         generateImpliedEndTags()
         popUntil(anyOf: [.td, .th])
         clearFormattingToLastMarker()
         mode = .inRow
     }
 
-    private func inTemplateMode(_ token: HTMLToken) {
+    private mutating func inTemplateMode(_ token: HTMLToken) {
         switch token {
         case .characters, .nullCharacter, .comment, .doctype:
             inBodyMode(token)
@@ -1665,7 +1665,7 @@ final class TreeBuilder {
         }
     }
 
-    private func afterBodyMode(_ token: HTMLToken) {
+    private mutating func afterBodyMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
             let (space, rest) = splitLeadingWhitespace(bytes)
@@ -1687,12 +1687,12 @@ final class TreeBuilder {
         }
     }
 
-    private func afterBodyAnythingElse(_ token: HTMLToken) {
+    private mutating func afterBodyAnythingElse(_ token: HTMLToken) {
         mode = .inBody
         process(token, in: mode)
     }
 
-    private func inFramesetMode(_ token: HTMLToken) {
+    private mutating func inFramesetMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
             let space = bytes.filter { isHTMLWhitespace($0) }
@@ -1720,7 +1720,7 @@ final class TreeBuilder {
         }
     }
 
-    private func afterFramesetMode(_ token: HTMLToken) {
+    private mutating func afterFramesetMode(_ token: HTMLToken) {
         switch token {
         case .characters(let bytes):
             let space = bytes.filter { isHTMLWhitespace($0) }
@@ -1740,7 +1740,7 @@ final class TreeBuilder {
         }
     }
 
-    private func afterAfterBodyMode(_ token: HTMLToken) {
+    private mutating func afterAfterBodyMode(_ token: HTMLToken) {
         switch token {
         case .comment(let data):
             insertComment(data, into: document)
@@ -1759,7 +1759,7 @@ final class TreeBuilder {
         }
     }
 
-    private func afterAfterFramesetMode(_ token: HTMLToken) {
+    private mutating func afterAfterFramesetMode(_ token: HTMLToken) {
         switch token {
         case .comment(let data):
             insertComment(data, into: document)
@@ -1781,7 +1781,7 @@ final class TreeBuilder {
 
     // MARK: - Foreign content
 
-    private func processForeign(_ token: HTMLToken) {
+    private mutating func processForeign(_ token: HTMLToken) {
         switch token {
         case .nullCharacter:
             insertCharacters([0xEF, 0xBF, 0xBD])
@@ -1831,7 +1831,7 @@ final class TreeBuilder {
         }
     }
 
-    private func popUntilHTMLOrIntegrationPoint() {
+    private mutating func popUntilHTMLOrIntegrationPoint() {
         while let node = currentNode, node.namespace != .html, !isMathMLTextIntegrationPoint(node),
             !isHTMLIntegrationPoint(node)
         {
