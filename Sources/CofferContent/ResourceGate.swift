@@ -22,6 +22,8 @@ final class ResourceGate {
     /// How many URLs were decided; a result computed while this stayed the same touched no URL and can be reused.
     private(set) var decisionCount = 0
     private var missingSet: Set<String> = []
+    /// ``isTrackerHost(_:)``'s answers so far: a newsletter loads most of its images from a few hosts.
+    private var trackerVerdicts: [String: Bool] = [:]
 
     init(options: MailSanitizer.Options, cidResolver: CIDResolver?) {
         self.options = options
@@ -31,12 +33,19 @@ final class ResourceGate {
     /// Whether `host` is, or is a subdomain of, a known tracker host.
     func isTrackerHost(_ host: String) -> Bool {
         if host.isEmpty { return false }
+        if let verdict = trackerVerdicts[host] { return verdict }
         var candidate = Substring(host)
+        var verdict = false
         while true {
-            if options.trackerHosts.contains(String(candidate)) { return true }
-            guard let dot = candidate.firstIndex(of: ".") else { return false }
+            if options.trackerHosts.contains(String(candidate)) {
+                verdict = true
+                break
+            }
+            guard let dot = candidate.firstIndex(of: ".") else { break }
             candidate = candidate[candidate.index(after: dot)...]
         }
+        trackerVerdicts[host] = verdict
+        return verdict
     }
 
     private static func accepts(mediaType: String, for kind: RemoteResource.Kind) -> Bool {

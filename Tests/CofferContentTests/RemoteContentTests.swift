@@ -142,6 +142,29 @@ struct RemoteContentTests {
         #expect(MailSanitizer(options: options).sanitize(html: input).trackersBlocked.count == 4)
     }
 
+    /// The gate remembers each host's verdict: every image from a host, first or repeated, subdomain or not, is
+    /// judged as the first one was.
+    @Test func everyImageFromAHostIsJudgedAlike() {
+        let urls = [
+            "https://x.list-manage.com/a.gif", "https://img.example/a.jpg", "https://x.list-manage.com/b.gif",
+            "https://img.example/b.jpg", "https://y.x.list-manage.com/c.gif",
+            "https://list-manage.com.img.example/d.jpg",
+        ]
+        let input = urls.map { #"<img src="\#($0)" width="600">"# }.joined()
+        let result = MailSanitizer().allowingRemoteContent().sanitize(html: input)
+        #expect(
+            result.loadedRemoteContent.map(\.url) == [
+                "https://img.example/a.jpg", "https://img.example/b.jpg", "https://list-manage.com.img.example/d.jpg",
+            ]
+        )
+        #expect(
+            result.trackersBlocked.map(\.url) == [
+                "https://x.list-manage.com/a.gif", "https://x.list-manage.com/b.gif",
+                "https://y.x.list-manage.com/c.gif",
+            ]
+        )
+    }
+
     @Test func trackersAreReportedWhenBlockedToo() {
         let result = MailSanitizer().sanitize(html: #"<img src="https://t.example/o.gif" height="1" width="1">"#)
         #expect(result.trackersBlocked.map(\.url) == ["https://t.example/o.gif"])
