@@ -137,7 +137,7 @@ public enum HTMLSerializer {
 
     private static func appendStartTag(_ name: String, attributes: [HTMLAttribute], to out: inout [UInt8]) {
         out.append(0x3C)
-        out.append(contentsOf: name.utf8)
+        appendUTF8(name, to: &out)
         for attribute in attributes {
             out.append(0x20)
             appendAttributeName(attribute, to: &out)
@@ -150,13 +150,19 @@ public enum HTMLSerializer {
 
     private static func appendEndTag(_ name: String, to out: inout [UInt8]) {
         out.append(contentsOf: [0x3C, 0x2F])
-        out.append(contentsOf: name.utf8)
+        appendUTF8(name, to: &out)
         out.append(0x3E)
+    }
+
+    /// Appends a string's bytes in one copy (appending its `utf8` view goes through the generic sequence path).
+    private static func appendUTF8(_ string: String, to out: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { out.append(contentsOf: $0) }
     }
 
     private static func appendText(_ data: String, raw: Bool, to out: inout [UInt8]) {
         if raw {
-            out.append(contentsOf: data.utf8)
+            appendUTF8(data, to: &out)
         } else {
             escape(data, attributeMode: false, into: &out)
         }
@@ -176,7 +182,7 @@ public enum HTMLSerializer {
                 out.append(0x3A)
             }
         }
-        out.append(contentsOf: attribute.name.utf8)
+        appendUTF8(attribute.name, to: &out)
     }
 
     private enum Escapes {
