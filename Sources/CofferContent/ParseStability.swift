@@ -208,17 +208,36 @@ enum ParseStability {
 
     /// Names a tokenizer reads back as written, each once, and values the input stream does not change.
     private static func attributesAreStable(_ attributes: [HTMLAttribute]) -> Bool {
-        for (index, attribute) in attributes.enumerated() {
-            guard attribute.namespace == nil, attribute.prefix == nil, !attribute.name.isEmpty else { return false }
-            for byte in attribute.name.utf8 {
-                switch byte {
-                case 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E: continue
-                default: return false
+        // Read in place (a loop over copies retains each attribute's strings); repeats are found by comparing names
+        // while there are few, and through a set when an element has many.
+        attributes.withUnsafeBufferPointer { list in
+            var names: Set<String> = []
+            for index in list.indices {
+                guard list[index].namespace == nil, list[index].prefix == nil, isPlainName(list[index].name) else {
+                    return false
+                }
+                if ByteScan.contains(list[index].value, anyOf: 0x0D, 0, 0) { return false }
+                if list.count <= 16 {
+                    for other in 0..<index where list[other].name == list[index].name { return false }
+                } else {
+                    guard names.insert(list[index].name).inserted else { return false }
                 }
             }
-            if ByteScan.contains(attribute.value, anyOf: 0x0D, 0, 0) { return false }
-            for other in attributes[..<index] where other.name == attribute.name { return false }
+            return true
         }
-        return true
+    }
+
+    /// A nonempty name of lowercase letters, digits, `-`, `_` and `.`: one the tokenizer reads back unchanged.
+    private static func isPlainName(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { bytes in
+            !bytes.isEmpty
+                && bytes.allSatisfy { byte in
+                    switch byte {
+                    case 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E: true
+                    default: false
+                    }
+                }
+        }
     }
 }

@@ -197,6 +197,10 @@ public struct HTMLTokenizer: Sendable {
     /// The attributes of the tag being read: a scratch buffer reused from tag to tag; each start tag gets an exact-size
     /// copy, so that a tag's attributes cost one allocation, not one per doubling of the array.
     private var attributes: [HTMLAttribute] = []
+    /// The names in `attributes` once there are ``namesSetAt`` of them: a tag with thousands of attributes is checked
+    /// for repeats in linear time, not by comparing each name with every earlier one.
+    private var attributeNames: Set<String> = []
+    private static let namesSetAt = 16
     private var attrName: [UInt8] = []
     private var attrValue: [UInt8] = []
     private var hasAttr = false
@@ -299,6 +303,7 @@ public struct HTMLTokenizer: Sendable {
         tagIsEnd = end
         selfClosing = false
         attributes.removeAll(keepingCapacity: true)
+        attributeNames.removeAll()
         hasAttr = false
     }
 
@@ -313,9 +318,14 @@ public struct HTMLTokenizer: Sendable {
         guard hasAttr else { return }
         hasAttr = false
         let name = String(decoding: attrName, as: UTF8.self)
-        // Comparing the lengths first (constant time) spares most of the string comparisons.
-        let length = name.utf8.count
-        for existing in attributes where existing.name.utf8.count == length && existing.name == name { return }
+        if attributes.count < Self.namesSetAt {
+            // Comparing the lengths first (constant time) spares most of the string comparisons.
+            let length = name.utf8.count
+            for existing in attributes where existing.name.utf8.count == length && existing.name == name { return }
+            if attributes.count == Self.namesSetAt - 1 { attributeNames = Set(attributes.map(\.name) + [name]) }
+        } else {
+            guard attributeNames.insert(name).inserted else { return }
+        }
         attributes.append(HTMLAttribute(name: name, value: String(decoding: attrValue, as: UTF8.self)))
     }
 
@@ -331,6 +341,7 @@ public struct HTMLTokenizer: Sendable {
             emit(.startTag(HTMLTag(name: name, attributes: copy, selfClosing: selfClosing)))
         }
         attributes.removeAll(keepingCapacity: true)
+        attributeNames.removeAll()
     }
 
     private mutating func emitComment() {

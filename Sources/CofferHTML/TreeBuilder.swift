@@ -498,10 +498,22 @@ struct TreeBuilder {
         formatting.append(node)
     }
 
-    private mutating func sameAttributes(_ a: [HTMLAttribute], _ b: [HTMLAttribute]) -> Bool {
+    /// Whether two elements' attributes are the same (in any order); through a set when there are many, so that two
+    /// tags with thousands of attributes are compared in linear time.
+    private func sameAttributes(_ a: [HTMLAttribute], _ b: [HTMLAttribute]) -> Bool {
         guard a.count == b.count else { return false }
-        for attribute in a where !b.contains(attribute) { return false }
-        return true
+        if a.count <= 16 { return a.allSatisfy { b.contains($0) } }
+        let others = Set(b)
+        return a.allSatisfy { others.contains($0) }
+    }
+
+    /// Adds to `element` the attributes of a repeated `html` or `body` start tag that it does not have yet, in time
+    /// linear in both counts.
+    private func addMissingAttributes(_ attributes: [HTMLAttribute], to element: HTMLNode) {
+        var names = Set(element.attributes.map(\.name))
+        for attribute in attributes where names.insert(attribute.name).inserted {
+            element.attributes.append(attribute)
+        }
     }
 
     private mutating func reconstructFormatting() {
@@ -1046,18 +1058,13 @@ struct TreeBuilder {
         switch tag.id {
         case .html:
             guard !isOnStack(.template), let root = open.first else { return }
-            for attribute in tag.attributes where !root.attributes.contains(where: { $0.name == attribute.name }) {
-                root.attributes.append(attribute)
-            }
+            addMissingAttributes(tag.attributes, to: root)
         case .base, .basefont, .bgsound, .link, .meta, .noframes, .script, .style, .template, .title:
             inHeadMode(token)
         case .body:
             guard open.count > 1, open[1].isElement(.body), !isOnStack(.template) else { return }
             framesetOK = false
-            let body = open[1]
-            for attribute in tag.attributes where !body.attributes.contains(where: { $0.name == attribute.name }) {
-                body.attributes.append(attribute)
-            }
+            addMissingAttributes(tag.attributes, to: open[1])
         case .frameset:
             guard open.count > 1, open[1].isElement(.body), framesetOK else { return }
             open[1].remove()

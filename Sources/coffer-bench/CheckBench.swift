@@ -44,6 +44,10 @@ enum CheckBench {
             },
             { try envelopes() },
             { [Measure(name: "sanitize.newsletters", ratio: try SanitizeBench.ratioToNH3(count: 8))] },
+            {
+                let flood = try SanitizeBench.floodRates(count: 5_000, rounds: 3)
+                return [Measure(name: "sanitize.attributes", ratio: flood.nh3.map { flood.coffer / $0 })]
+            },
             { try await wholeCommands() },
             { [Measure(name: "agent.list.p99", ratio: try await AgentBench.listRatio(requests: 300))] },
             {

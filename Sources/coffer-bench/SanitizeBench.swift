@@ -78,7 +78,57 @@ enum SanitizeBench {
                 + "\(provenAllowed) allowed; the others are parsed and sanitized again)"
         )
         if nh3 == nil { print("(nh3 not measured: run scripts/setup.sh to create .venv with nh3)") }
+        try flood()
         try render()
+    }
+
+    /// Markup made to find work that grows faster than the input: tags with `count` attributes each, as one
+    /// element, a repeated `body` (whose attributes are merged), four alike formatting elements reconstructed after a
+    /// paragraph (their attribute sets compared) and a table.
+    static func attributeFlood(count: Int) -> [[UInt8]] {
+        let attributes = (0..<count).map { "data-a\($0)=1" }.joined(separator: " ")
+        let tag = { (name: String) in "<\(name) \(attributes)>" }
+        return [
+            tag("div") + "x</div>",
+            tag("body") + "x" + tag("body") + "y",
+            "<p>" + String(repeating: tag("b"), count: 4) + "x<p>y",
+            tag("table") + tag("tr") + tag("td") + "x</table>",
+        ].map { Array($0.utf8) }
+    }
+
+    /// Parse + sanitize (remote blocked) of ``attributeFlood(count:)`` and nh3 `clean` of the same files, MB/s, the
+    /// medians of `rounds` alternating rounds; nh3's is nil without nh3.
+    static func floodRates(count: Int, rounds: Int) throws -> (coffer: Double, nh3: Double?, bytes: Int) {
+        let corpus = attributeFlood(count: count)
+        let folder = try writeCorpus(corpus)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nh3 = NH3Worker(folder: folder)
+        defer { nh3?.stop() }
+        let sanitizer = MailSanitizer()
+        let bytes = corpus.reduce(0) { $0 + $1.count }
+        let rates = alternating(
+            bytes: bytes,
+            rounds: rounds,
+            coffer: [{ for html in corpus { _ = sanitizer.sanitize(html: html) } }],
+            nh3: nh3,
+            profiles: ["default"]
+        )
+        return (rates.coffer[0], rates.nh3[0], bytes)
+    }
+
+    static func flood() throws {
+        let count = 20_000
+        let (rate, nh3, bytes) = try floodRates(count: count, rounds: 3)
+        var table = Table(
+            "Tags with \(count) attributes each (hostile markup, 4 files, \(format(Double(bytes) / 1e6, 1)) MB), "
+                + "medians of 3 rounds alternating Coffer and nh3",
+            ["operation", "MB/s", "nh3 default MB/s", "ratio"]
+        )
+        table.add([
+            "parse + sanitize, remote blocked", format(rate, 1), nh3.map { format($0, 1) } ?? "n/a",
+            nh3.map { format(rate / $0, 2) } ?? "n/a",
+        ])
+        table.print()
     }
 
     /// `coffer render` of one 8 MB marketing page (thousands of images and tracked links, inline styles), as a user

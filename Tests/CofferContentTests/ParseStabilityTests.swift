@@ -78,6 +78,8 @@ struct ParseStabilityTests {
         "NUL in a text",
         "carriage return in an attribute",
         "odd attribute name",
+        "a repeated attribute",
+        "a repeated attribute among many",
         "end tag in a style",
         "an element the profile does not keep",
     ]
@@ -104,6 +106,9 @@ struct ParseStabilityTests {
         case "NUL in a text": element("div", [text("a\u{0}b")])
         case "carriage return in an attribute": element("div", attributes: ["title": "a\rb"])
         case "odd attribute name": element("div", attributes: ["a\"b": "x"])
+        case "a repeated attribute": element("div", attributes: ["title": "a", "title": "b"])
+        case "a repeated attribute among many":
+            HTMLNode.element("div", attributes: manyAttributes(20) + manyAttributes(3).suffix(1))
         case "end tag in a style": element("div", [element("style", [text("a{}</style><script>")])])
         case "an element the profile does not keep": element("form")
         default: fatalError("no tree named \(name)")
@@ -115,6 +120,13 @@ struct ParseStabilityTests {
         let fragment = HTMLNode.documentFragment()
         fragment.appendChild(Self.tree(name))
         #expect(!ParseStability.holds(for: outputTree(fragment)), "\(name)")
+    }
+
+    /// An element with many distinct attributes is proven (its repeat check goes through a set).
+    @Test func acceptsManyDistinctAttributes() {
+        let fragment = HTMLNode.documentFragment()
+        fragment.appendChild(HTMLNode.element("div", attributes: manyAttributes(40)))
+        #expect(ParseStability.holds(for: outputTree(fragment)))
     }
 
     /// Well-nested mail markup is proven without a reparse.
@@ -152,6 +164,11 @@ private func element(
 }
 
 private func text(_ data: String) -> HTMLNode { HTMLNode.text(data) }
+
+/// `data-a0="x"` … `data-a<count - 1>="x"`.
+private func manyAttributes(_ count: Int) -> [HTMLAttribute] {
+    (0..<count).map { HTMLAttribute(name: "data-a\($0)", value: "x") }
+}
 
 /// The same tree as the sanitizer's output type: its elements and texts, the only kinds the output has.
 private func outputTree(_ fragment: HTMLNode) -> HTMLTree {

@@ -22,6 +22,43 @@ private func roundTrip(_ html: String) -> String {
     #expect(roundTrip("<p><b><b><b><b>x<p>y") == "<p><b><b><b><b>x</b></b></b></b></p><p><b><b><b>y</b></b></b></p>")
 }
 
+/// `count` attributes `data-a0=1` … spelled in a tag.
+private func manyAttributes(_ count: Int, value: String = "1") -> String {
+    (0..<count).map { "data-a\($0)=\(value)" }.joined(separator: " ")
+}
+
+/// A repeated attribute is dropped and the first value kept, whether the tag has a few attributes (compared one by
+/// one) or many (compared through a set, so that thousands cost linear time).
+@Test func repeatedAttributesKeepTheFirstValueHoweverManyThereAre() throws {
+    for count in [1, 14, 15, 16, 17, 40] {
+        let html = "<div \(manyAttributes(count)) data-a0=2 data-a\(count - 1)=2 data-new=3 data-a0=4>"
+        let div = try #require(body(of: HTMLParser.parseDocument(html))?.children.first)
+        let expected = (0..<count).map { HTMLAttribute(name: "data-a\($0)", value: "1") }
+        #expect(div.attributes == expected + [HTMLAttribute(name: "data-new", value: "3")], "\(count) attributes")
+    }
+}
+
+/// A second `body` or `html` start tag adds only the attributes the element lacks.
+@Test func aRepeatedBodyTagAddsOnlyNewAttributes() throws {
+    let document = HTMLParser.parseDocument(
+        "<html \(manyAttributes(20))><body \(manyAttributes(20))>x<body data-a5=2 data-new=3><html data-a7=2 lang=en>"
+    )
+    let html = try #require(document.children.first { $0.isElement("html") })
+    let expected = (0..<20).map { HTMLAttribute(name: "data-a\($0)", value: "1") }
+    #expect(html.attributes == expected + [HTMLAttribute(name: "lang", value: "en")])
+    #expect(body(of: document)?.attributes == expected + [HTMLAttribute(name: "data-new", value: "3")])
+}
+
+/// Noah's Ark compares the attributes of formatting elements as sets, for many attributes as for few.
+@Test func noahsArkComparesManyAttributesAsSets() {
+    let same = manyAttributes(20)
+    let reordered = (0..<20).reversed().map { "data-a\($0)=1" }.joined(separator: " ")
+    let fourSame = roundTrip("<p><b \(same)><b \(same)><b \(reordered)><b \(same)>x<p>y")
+    #expect(fourSame.components(separatedBy: "<b ").count - 1 == 4 + 3)
+    let oneDiffers = roundTrip("<p><b \(manyAttributes(20, value: "2"))><b \(same)><b \(same)><b \(same)>x<p>y")
+    #expect(oneDiffers.components(separatedBy: "<b ").count - 1 == 4 + 4)
+}
+
 @Test func foreignContentAdjustsNamesAndAttributes() throws {
     let html =
         "<svg viewbox='0 0 1 1'><foreignobject><p>hi</p></foreignobject>"
