@@ -15,7 +15,7 @@ rm -rf "$out/corpus"
 mkdir -p "$out/corpus" "$out/seeds"
 sanitizers="fuzzer"
 [ "${FUZZ_ASAN:-0}" = "1" ] && sanitizers="fuzzer,address"
-flags=(-O -wmo -parse-as-library -sanitize="$sanitizers" -swift-version 6 -module-cache-path "$out/module-cache")
+flags=(-O -wmo -parse-as-library -sanitize="$sanitizers" -swift-version 6 -package-name coffer -module-cache-path "$out/module-cache")
 
 # Rebuild only when a source changed.
 stamp="$out/sources.sha"
