@@ -175,7 +175,7 @@ struct TreeBuilder {
 
     /// "Maybe clone an option into selectedcontent": when a selected option is popped, its
     /// children are copied into the enclosing select's first `selectedcontent` element.
-    private mutating func maybeCloneIntoSelectedContent(_ option: HTMLNode) {
+    private func maybeCloneIntoSelectedContent(_ option: HTMLNode) {
         var ancestor = option.parent
         while let node = ancestor, !node.isElement(.select) { ancestor = node.parent }
         guard let select = ancestor else { return }
@@ -216,7 +216,7 @@ struct TreeBuilder {
         rebuildPositions()
     }
 
-    private mutating func stackIndex(of node: HTMLNode) -> Int? {
+    private func stackIndex(of node: HTMLNode) -> Int? {
         var index = open.count - 1
         while index >= 0 {
             if open[index] === node { return index }
@@ -225,15 +225,15 @@ struct TreeBuilder {
         return nil
     }
 
-    private mutating func isOnStack(_ id: HTMLTagID) -> Bool { !namePositions[Int(id.rawValue)].isEmpty }
+    private func isOnStack(_ id: HTMLTagID) -> Bool { !namePositions[Int(id.rawValue)].isEmpty }
 
     /// Whether an HTML element named as `tag` is on the stack, for names in or outside the interned table.
-    private mutating func isOnStack(_ tag: HTMLTag) -> Bool {
+    private func isOnStack(_ tag: HTMLTag) -> Bool {
         tag.id == .other ? otherNamePositions[tag.name]?.isEmpty == false : isOnStack(tag.id)
     }
 
     /// The topmost scope boundary position for a tracked scope (-1 when there is none).
-    private mutating func topBoundary(_ scope: Scope) -> Int {
+    private func topBoundary(_ scope: Scope) -> Int {
         switch scope {
         case .normal: return boundaryPositions[0].last ?? -1
         case .listItem: return boundaryPositions[1].last ?? -1
@@ -243,7 +243,7 @@ struct TreeBuilder {
         }
     }
 
-    private mutating func currentIs(_ id: HTMLTagID) -> Bool {
+    private func currentIs(_ id: HTMLTagID) -> Bool {
         guard let node = open.last else { return false }
         return node.namespace == .html && node.id == id
     }
@@ -260,7 +260,7 @@ struct TreeBuilder {
         }
     }
 
-    private mutating func isBoundary(_ node: HTMLNode, _ scope: Scope) -> Bool {
+    private func isBoundary(_ node: HTMLNode, _ scope: Scope) -> Bool {
         switch scope {
         case .table:
             return node.namespace == .html && (node.id == .html || node.id == .table || node.id == .template)
@@ -289,7 +289,7 @@ struct TreeBuilder {
         }
     }
 
-    private mutating func hasInScope(_ id: HTMLTagID, _ scope: Scope = .normal) -> Bool {
+    private func hasInScope(_ id: HTMLTagID, _ scope: Scope = .normal) -> Bool {
         guard let position = namePositions[Int(id.rawValue)].last else { return false }
         if scope != .select { return position >= topBoundary(scope) }
         var index = open.count - 1
@@ -302,7 +302,7 @@ struct TreeBuilder {
         return false
     }
 
-    private mutating func hasAnyInScope(_ ids: [HTMLTagID], _ scope: Scope = .normal) -> Bool {
+    private func hasAnyInScope(_ ids: [HTMLTagID], _ scope: Scope = .normal) -> Bool {
         guard ids.contains(where: { isOnStack($0) }) else { return false }
         if scope != .select {
             let top = ids.compactMap { namePositions[Int($0.rawValue)].last }.max() ?? -1
@@ -318,7 +318,7 @@ struct TreeBuilder {
         return false
     }
 
-    private mutating func hasNodeInScope(_ target: HTMLNode) -> Bool {
+    private func hasNodeInScope(_ target: HTMLNode) -> Bool {
         var index = open.count - 1
         while index >= 0 {
             let node = open[index]
@@ -361,7 +361,7 @@ struct TreeBuilder {
     // MARK: - Insertion
 
     /// The appropriate place for inserting a node: a parent and the child to insert before.
-    private mutating func appropriatePlace(override target: HTMLNode? = nil) -> (parent: HTMLNode, before: HTMLNode?) {
+    private func appropriatePlace(override target: HTMLNode? = nil) -> (parent: HTMLNode, before: HTMLNode?) {
         guard let target = target ?? open.last else { return (document, nil) }
         var parent = target
         var before: HTMLNode?
@@ -400,7 +400,7 @@ struct TreeBuilder {
         return (parent, before)
     }
 
-    private mutating func insert(_ node: HTMLNode, at place: (parent: HTMLNode, before: HTMLNode?)) {
+    private func insert(_ node: HTMLNode, at place: (parent: HTMLNode, before: HTMLNode?)) {
         if place.parent.kind == .document && node.kind == .element
             && place.parent.children.contains(where: { $0.kind == .element })
         {
@@ -409,7 +409,7 @@ struct TreeBuilder {
         place.parent.insertChild(node, before: place.before)
     }
 
-    private mutating func createElement(_ tag: HTMLTag, namespace: HTMLNamespace) -> HTMLNode {
+    private func createElement(_ tag: HTMLTag, namespace: HTMLNamespace) -> HTMLNode {
         HTMLNode.element(tag, namespace: namespace, attributes: tag.attributes)
     }
 
@@ -433,7 +433,7 @@ struct TreeBuilder {
         push(node)
     }
 
-    private mutating func insertCharacters<S: Collection<UInt8>>(_ bytes: S) {
+    private func insertCharacters<S: Collection<UInt8>>(_ bytes: S) {
         let place = appropriatePlace()
         if place.parent.kind == .document { return }
         let previous: HTMLNode?
@@ -450,7 +450,7 @@ struct TreeBuilder {
         }
     }
 
-    private mutating func insertComment(_ data: String, into parent: HTMLNode? = nil) {
+    private func insertComment(_ data: String, into parent: HTMLNode? = nil) {
         let node = HTMLNode.comment(data)
         if let parent {
             parent.appendChild(node)
@@ -543,7 +543,7 @@ struct TreeBuilder {
         }
     }
 
-    private mutating func formattingIndex(of node: HTMLNode) -> Int? {
+    private func formattingIndex(of node: HTMLNode) -> Int? {
         var index = formatting.count - 1
         while index >= 0 {
             if formatting[index] === node { return index }
@@ -553,7 +553,7 @@ struct TreeBuilder {
     }
 
     /// The last formatting element named `id` after the last marker.
-    private mutating func lastFormatting(named id: HTMLTagID) -> HTMLNode? {
+    private func lastFormatting(named id: HTMLTagID) -> HTMLNode? {
         var index = formatting.count - 1
         while index >= 0 {
             guard let entry = formatting[index] else { return nil }
@@ -712,7 +712,7 @@ struct TreeBuilder {
         }
     }
 
-    private mutating func usesHTMLRules(_ token: HTMLToken) -> Bool {
+    private func usesHTMLRules(_ token: HTMLToken) -> Bool {
         guard let node = adjustedCurrentNode, node.namespace != .html else { return true }
         switch token {
         case .startTag(let tag):
@@ -757,7 +757,7 @@ struct TreeBuilder {
     }
 
     /// Splits leading whitespace off a character run.
-    private mutating func splitLeadingWhitespace(_ bytes: [UInt8]) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
+    private func splitLeadingWhitespace(_ bytes: [UInt8]) -> (ArraySlice<UInt8>, ArraySlice<UInt8>) {
         var index = 0
         while index < bytes.count && isHTMLWhitespace(bytes[index]) { index += 1 }
         return (bytes[0..<index], bytes[index...])
