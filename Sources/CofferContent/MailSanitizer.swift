@@ -397,21 +397,11 @@ struct SanitizerPass {
         // The tokenizer already drops repeated attributes; this guards a tree built otherwise, without hashing
         // the few names an element has.
         let checkRepeats = attributes.count > 1
-        var seen: [String] = []
-        seen.reserveCapacity(checkRepeats ? min(attributes.count, 16) : 0)
-        var seenSet: Set<String> = []
+        var seen = SeenNames(expecting: checkRepeats ? attributes.count : 0)
         for attribute in attributes {
             guard attribute.namespace == nil, attribute.prefix == nil else { continue }
             let key = attribute.name
-            if checkRepeats {
-                if seen.count < 16 {
-                    guard !seen.contains(key) else { continue }
-                    seen.append(key)
-                    if seen.count == 16 { seenSet = Set(seen) }
-                } else {
-                    guard seenSet.insert(key).inserted else { continue }
-                }
-            }
+            if checkRepeats { guard seen.insert(key) else { continue } }
             guard let role = roles[key] else {
                 if MailProfile.isCustomAttribute(key) { result.append(attribute) }
                 continue

@@ -197,10 +197,8 @@ public struct HTMLTokenizer: Sendable {
     /// The attributes of the tag being read: a scratch buffer reused from tag to tag; each start tag gets an exact-size
     /// copy, so that a tag's attributes cost one allocation, not one per doubling of the array.
     private var attributes: [HTMLAttribute] = []
-    /// The names in `attributes` once there are ``namesSetAt`` of them: a tag with thousands of attributes is checked
-    /// for repeats in linear time, not by comparing each name with every earlier one.
-    private var attributeNames: Set<String> = []
-    private static let namesSetAt = 16
+    /// The names in `attributes`, to drop a repeated one.
+    private var attributeNames = SeenNames()
     private var attrName: [UInt8] = []
     private var attrValue: [UInt8] = []
     private var hasAttr = false
@@ -318,14 +316,7 @@ public struct HTMLTokenizer: Sendable {
         guard hasAttr else { return }
         hasAttr = false
         let name = String(decoding: attrName, as: UTF8.self)
-        if attributes.count < Self.namesSetAt {
-            // Comparing the lengths first (constant time) spares most of the string comparisons.
-            let length = name.utf8.count
-            for existing in attributes where existing.name.utf8.count == length && existing.name == name { return }
-            if attributes.count == Self.namesSetAt - 1 { attributeNames = Set(attributes.map(\.name) + [name]) }
-        } else {
-            guard attributeNames.insert(name).inserted else { return }
-        }
+        guard attributeNames.insert(name) else { return }
         attributes.append(HTMLAttribute(name: name, value: String(decoding: attrValue, as: UTF8.self)))
     }
 

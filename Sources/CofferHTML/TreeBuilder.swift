@@ -502,7 +502,7 @@ struct TreeBuilder {
     /// tags with thousands of attributes are compared in linear time.
     private func sameAttributes(_ a: [HTMLAttribute], _ b: [HTMLAttribute]) -> Bool {
         guard a.count == b.count else { return false }
-        if a.count <= 16 { return a.allSatisfy { b.contains($0) } }
+        if a.count <= SeenNames.setAt { return a.allSatisfy { b.contains($0) } }
         let others = Set(b)
         return a.allSatisfy { others.contains($0) }
     }
