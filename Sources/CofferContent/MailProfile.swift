@@ -138,13 +138,16 @@ enum MailProfile {
     /// Whether a `data-*` or `aria-*` attribute name is acceptable.
     static func isCustomAttribute(_ name: String) -> Bool {
         guard name.hasPrefix("data-") || name.hasPrefix("aria-"), name.utf8.count > 5 else { return false }
-        for byte in name.utf8 {
-            switch byte {
-            case 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E: continue
-            default: return false
-            }
+        return name.utf8.allSatisfy(isPlainNameByte)
+    }
+
+    /// A lowercase letter, a digit, `-`, `_` or `.`: the bytes of an attribute name that every reader takes as
+    /// written.
+    static func isPlainNameByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E: true
+        default: false
         }
-        return true
     }
 }
 

@@ -18,6 +18,7 @@ enum ParseStability {
         guard !hasAdjacentTexts(tree, HTMLTree.root) else { return false }
         var scopes: [Scope] = [Scope()]
         var stack: [(node: HTMLTree.NodeID, depth: Int)] = []
+        var names = SeenNames()
         func pushChildren(of node: HTMLTree.NodeID, depth: Int) {
             var child = tree.lastChild(node)
             while child != HTMLTree.none {
@@ -33,9 +34,8 @@ enum ParseStability {
             case .text:
                 guard isStableText(tree.text(node), inTable: parent.context != .none) else { return false }
             case .element:
-                guard let info = elements[tree.name(node)], attributesAreStable(tree.attributes(node)) else {
-                    return false
-                }
+                guard let info = elements[tree.name(node)] else { return false }
+                guard attributesAreStable(tree.attributes(node), names: &names) else { return false }
                 if tree.tag(node) == .style {
                     guard parent.context != .columnGroup, isStableStyle(tree, node) else { return false }
                     continue
@@ -207,37 +207,22 @@ enum ParseStability {
     }
 
     /// Names a tokenizer reads back as written, each once, and values the input stream does not change.
-    private static func attributesAreStable(_ attributes: [HTMLAttribute]) -> Bool {
-        // Read in place (a loop over copies retains each attribute's strings); repeats are found by comparing names
-        // while there are few, and through a set when an element has many.
-        attributes.withUnsafeBufferPointer { list in
-            var names: Set<String> = []
-            for index in list.indices {
-                guard list[index].namespace == nil, list[index].prefix == nil, isPlainName(list[index].name) else {
-                    return false
-                }
-                if ByteScan.contains(list[index].value, anyOf: 0x0D, 0, 0) { return false }
-                if list.count <= 16 {
-                    for other in 0..<index where list[other].name == list[index].name { return false }
-                } else {
-                    guard names.insert(list[index].name).inserted else { return false }
-                }
-            }
-            return true
+    /// `names` is scratch storage, reused from element to element.
+    private static func attributesAreStable(_ attributes: [HTMLAttribute], names: inout SeenNames) -> Bool {
+        guard attributes.count > 1 else { return attributes.first.map(isStable) ?? true }
+        names.removeAll()
+        // Read in place (a loop over copies retains each attribute's strings).
+        return attributes.withUnsafeBufferPointer { list in
+            list.allSatisfy { isStable($0) && names.insert($0.name) }
         }
     }
 
-    /// A nonempty name of lowercase letters, digits, `-`, `_` and `.`: one the tokenizer reads back unchanged.
-    private static func isPlainName(_ name: String) -> Bool {
-        var name = name
-        return name.withUTF8 { bytes in
-            !bytes.isEmpty
-                && bytes.allSatisfy { byte in
-                    switch byte {
-                    case 0x61...0x7A, 0x30...0x39, 0x2D, 0x5F, 0x2E: true
-                    default: false
-                    }
-                }
-        }
+    /// A name the tokenizer reads back unchanged (a nonempty one of ``MailProfile/isPlainNameByte(_:)``) and a value
+    /// the input stream does not change (no CR, no NUL).
+    private static func isStable(_ attribute: HTMLAttribute) -> Bool {
+        guard attribute.namespace == nil, attribute.prefix == nil else { return false }
+        var name = attribute.name
+        let plain = name.withUTF8 { !$0.isEmpty && $0.allSatisfy(MailProfile.isPlainNameByte) }
+        return plain && !ByteScan.contains(attribute.value, anyOf: 0x0D, 0, 0)
     }
 }
