@@ -250,11 +250,6 @@ public final class HTMLNode {
         return nil
     }
 
-    /// Reserves room for `count` children, so that appending that many allocates once.
-    public func reserveChildCapacity(_ count: Int) {
-        children.reserveCapacity(count)
-    }
-
     /// Appends `child`, detaching it from its current parent first.
     public func appendChild(_ child: HTMLNode) {
         child.remove()
