@@ -100,20 +100,8 @@ enum SanitizeBench {
     /// medians of `rounds` alternating rounds; nh3's is nil without nh3.
     static func floodRates(count: Int, rounds: Int) throws -> (coffer: Double, nh3: Double?, bytes: Int) {
         let corpus = attributeFlood(count: count)
-        let folder = try writeCorpus(corpus)
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let nh3 = NH3Worker(folder: folder)
-        defer { nh3?.stop() }
-        let sanitizer = MailSanitizer()
-        let bytes = corpus.reduce(0) { $0 + $1.count }
-        let rates = alternating(
-            bytes: bytes,
-            rounds: rounds,
-            coffer: [{ for html in corpus { _ = sanitizer.sanitize(html: html) } }],
-            nh3: nh3,
-            profiles: ["default"]
-        )
-        return (rates.coffer[0], rates.nh3[0], bytes)
+        let rates = try ratesBesideNH3(corpus: corpus, rounds: rounds)
+        return (rates.coffer, rates.nh3, corpus.reduce(0) { $0 + $1.count })
     }
 
     static func flood() throws {
@@ -184,20 +172,26 @@ enum SanitizeBench {
     /// Parse and sanitize (remote content blocked) of `count` newsletters over nh3's default `clean` of the same
     /// files, in the same run; nil without nh3. For `--check`.
     static func ratioToNH3(count: Int) throws -> Double? {
-        let corpus = NewsletterCorpus.generate(count: count)
+        let rates = try ratesBesideNH3(corpus: NewsletterCorpus.generate(count: count), rounds: 5)
+        return rates.nh3.map { rates.coffer / $0 }
+    }
+
+    /// Parse + sanitize (remote blocked) of `corpus` and nh3's default `clean` of the same files, MB/s, the medians of
+    /// `rounds` alternating rounds; nh3's is nil without nh3.
+    static func ratesBesideNH3(corpus: [[UInt8]], rounds: Int) throws -> (coffer: Double, nh3: Double?) {
         let folder = try writeCorpus(corpus)
         defer { try? FileManager.default.removeItem(atPath: folder) }
+        let nh3 = NH3Worker(folder: folder)
+        defer { nh3?.stop() }
         let sanitizer = MailSanitizer()
-        guard let nh3 = NH3Worker(folder: folder) else { return nil }
-        defer { nh3.stop() }
         let rates = alternating(
             bytes: corpus.reduce(0) { $0 + $1.count },
-            rounds: 5,
+            rounds: rounds,
             coffer: [{ for html in corpus { _ = sanitizer.sanitize(html: html) } }],
             nh3: nh3,
             profiles: ["default"]
         )
-        return rates.nh3[0].map { rates.coffer[0] / $0 }
+        return (rates.coffer[0], rates.nh3[0])
     }
 
     /// MB/s over `bytes` of each Coffer body and each nh3 profile: the medians of `rounds` rounds in which each runs
