@@ -6,7 +6,10 @@
 package struct SeenNames {
     /// How many names are compared one by one before a set takes over.
     package static let setAt = 16
+    /// The names seen, while fewer than ``setAt``: the first `count` of `few` (the rest are left from an earlier list,
+    /// to be overwritten rather than released and allocated again).
     private var few: [String] = []
+    private var count = 0
     private var many: Set<String> = []
 
     /// Room for the first `count` names (at most ``setAt``) in one allocation.
@@ -16,12 +19,13 @@ package struct SeenNames {
 
     /// Adds `name`; false when it was seen already.
     package mutating func insert(_ name: String) -> Bool {
-        guard few.count == Self.setAt else {
+        guard count == Self.setAt else {
             // Comparing the lengths first (constant time) spares most of the string comparisons.
             let length = name.utf8.count
-            for seen in few where seen.utf8.count == length && seen == name { return false }
-            few.append(name)
-            if few.count == Self.setAt { many = Set(few) }
+            for index in 0..<count where few[index].utf8.count == length && few[index] == name { return false }
+            if count < few.count { few[count] = name } else { few.append(name) }
+            count += 1
+            if count == Self.setAt { many = Set(few) }
             return true
         }
         return many.insert(name).inserted
@@ -29,7 +33,7 @@ package struct SeenNames {
 
     /// Forgets every name, keeping the storage for the next list.
     package mutating func removeAll() {
-        few.removeAll(keepingCapacity: true)
+        count = 0
         if !many.isEmpty { many.removeAll() }
     }
 }

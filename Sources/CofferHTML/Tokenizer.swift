@@ -260,7 +260,7 @@ public struct HTMLTokenizer: Sendable {
     /// again on every later call).
     public mutating func next() -> HTMLToken {
         while queueHead >= queue.count {
-            queue.removeAll(keepingCapacity: true)
+            queue.clear()
             queueHead = 0
             if finished { return .endOfFile }
             run()
@@ -276,7 +276,7 @@ public struct HTMLTokenizer: Sendable {
         if !text.isEmpty {
             // An exact-size copy, and the buffer is kept for the next run of text (as for attributes).
             queue.append(.characters(text.withUnsafeBufferPointer { Array($0) }))
-            text.removeAll(keepingCapacity: true)
+            text.clear()
         }
     }
 
@@ -297,18 +297,18 @@ public struct HTMLTokenizer: Sendable {
     }
 
     private mutating func startTag(end: Bool) {
-        tagName.removeAll(keepingCapacity: true)
+        tagName.clear()
         tagIsEnd = end
         selfClosing = false
-        attributes.removeAll(keepingCapacity: true)
+        attributes.clear()
         attributeNames.removeAll()
         hasAttr = false
     }
 
     private mutating func startAttribute() {
         finishAttribute()
-        attrName.removeAll(keepingCapacity: true)
-        attrValue.removeAll(keepingCapacity: true)
+        attrName.clear()
+        attrValue.clear()
         hasAttr = true
     }
 
@@ -331,7 +331,7 @@ public struct HTMLTokenizer: Sendable {
             let copy = attributes.isEmpty ? [] : attributes.withUnsafeBufferPointer { Array($0) }
             emit(.startTag(HTMLTag(name: name, attributes: copy, selfClosing: selfClosing)))
         }
-        attributes.removeAll(keepingCapacity: true)
+        attributes.clear()
         attributeNames.removeAll()
     }
 
@@ -568,7 +568,7 @@ public struct HTMLTokenizer: Sendable {
                     startTag(end: false)
                     s = .tagName
                 } else if c == 0x3F {
-                    commentData.removeAll(keepingCapacity: true)
+                    commentData.clear()
                     s = .bogusComment
                 } else {
                     text.append(0x3C)
@@ -582,7 +582,7 @@ public struct HTMLTokenizer: Sendable {
                     pos += 1
                     s = .data
                 } else {
-                    commentData.removeAll(keepingCapacity: true)
+                    commentData.clear()
                     s = .bogusComment
                 }
             case .tagName:
@@ -608,7 +608,7 @@ public struct HTMLTokenizer: Sendable {
             case .rcdataLessThan, .rawtextLessThan:
                 if c == 0x2F {
                     pos += 1
-                    temp.removeAll(keepingCapacity: true)
+                    temp.clear()
                     s = s == .rcdataLessThan ? .rcdataEndTagOpen : .rawtextEndTagOpen
                 } else {
                     text.append(0x3C)
@@ -677,7 +677,7 @@ public struct HTMLTokenizer: Sendable {
             case .scriptDataLessThan:
                 if c == 0x2F {
                     pos += 1
-                    temp.removeAll(keepingCapacity: true)
+                    temp.clear()
                     s = .scriptDataEndTagOpen
                 } else if c == 0x21 {
                     pos += 1
@@ -738,10 +738,10 @@ public struct HTMLTokenizer: Sendable {
             case .scriptDataEscapedLessThan:
                 if c == 0x2F {
                     pos += 1
-                    temp.removeAll(keepingCapacity: true)
+                    temp.clear()
                     s = .scriptDataEscapedEndTagOpen
                 } else if isASCIIAlpha(c) {
-                    temp.removeAll(keepingCapacity: true)
+                    temp.clear()
                     text.append(0x3C)
                     s = .scriptDataDoubleEscapeStart
                 } else {
@@ -817,7 +817,7 @@ public struct HTMLTokenizer: Sendable {
             case .scriptDataDoubleEscapedLessThan:
                 if c == 0x2F {
                     pos += 1
-                    temp.removeAll(keepingCapacity: true)
+                    temp.clear()
                     text.append(0x2F)
                     s = .scriptDataDoubleEscapeEnd
                 } else {
@@ -946,7 +946,7 @@ public struct HTMLTokenizer: Sendable {
             case .markupDeclarationOpen:
                 if lookingAt("--", caseInsensitive: false) {
                     pos += 2
-                    commentData.removeAll(keepingCapacity: true)
+                    commentData.clear()
                     s = .commentStart
                 } else if lookingAt("doctype", caseInsensitive: true) {
                     pos += 7
@@ -956,12 +956,12 @@ public struct HTMLTokenizer: Sendable {
                     if allowCDATA {
                         s = .cdataSection
                     } else {
-                        commentData.removeAll(keepingCapacity: true)
+                        commentData.clear()
                         commentData.append(contentsOf: Array("[CDATA[".utf8))
                         s = .bogusComment
                     }
                 } else {
-                    commentData.removeAll(keepingCapacity: true)
+                    commentData.clear()
                     s = .bogusComment
                 }
             case .commentStart:
@@ -1279,7 +1279,7 @@ public struct HTMLTokenizer: Sendable {
         case .scriptDataEscapedLessThan:
             text.append(0x3C)
         case .markupDeclarationOpen:
-            commentData.removeAll(keepingCapacity: true)
+            commentData.clear()
             emitComment()
         case .bogusComment, .commentStart, .commentStartDash, .comment, .commentLessThan, .commentLessThanBang,
             .commentLessThanBangDash, .commentLessThanBangDashDash, .commentEndDash, .commentEnd, .commentEndBang:
@@ -1340,3 +1340,11 @@ let namedEntities: [ArraySlice<UInt8>: [UInt8]] = {
     }
     return table
 }()
+
+extension Array {
+    /// Empties the array and keeps its storage, at no cost when it is empty already (`removeAll(keepingCapacity:)`
+    /// goes through the general `replaceSubrange` even then, and the tokenizer clears its buffers on every tag).
+    @inline(__always) mutating func clear() {
+        if !isEmpty { removeAll(keepingCapacity: true) }
+    }
+}
