@@ -187,16 +187,17 @@ public enum ContentCoding {
         SymmetricKey(size: .bits128).withUnsafeBytes { Array($0) }
     }
 
+    /// RFC 8188 section 2.2 and 2.3: the content-encryption key and the nonce base, two expansions of one
+    /// pseudorandom key (HKDF-Extract of `key` under `salt`, computed once).
     static func deriveKeys(key: SymmetricKey, salt: [UInt8]) -> (cek: SymmetricKey, nonceBase: [UInt8]) {
-        let cek = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: key,
-            salt: salt,
+        let pseudorandomKey = HKDF<SHA256>.extract(inputKeyMaterial: key, salt: salt)
+        let cek = HKDF<SHA256>.expand(
+            pseudoRandomKey: pseudorandomKey,
             info: Array("Content-Encoding: aes128gcm\0".utf8),
             outputByteCount: 16
         )
-        let nonceBase = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: key,
-            salt: salt,
+        let nonceBase = HKDF<SHA256>.expand(
+            pseudoRandomKey: pseudorandomKey,
             info: Array("Content-Encoding: nonce\0".utf8),
             outputByteCount: 12
         ).withUnsafeBytes { Array($0) }
