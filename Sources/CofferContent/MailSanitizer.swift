@@ -319,12 +319,8 @@ struct SanitizerPass {
                 case .unwrap:
                     for child in node.children.reversed() { stack.append((child, parent)) }
                 case .keep:
-                    let element = output.appendElement(
-                        node.name,
-                        tag: node.id,
-                        attributes: filterAttributes(of: node, roles: policy.attributes),
-                        to: parent
-                    )
+                    let element = output.appendElement(node.name, tag: node.id, to: parent)
+                    filterAttributes(of: node, roles: policy.attributes, into: &output, element: element)
                     if node.id == .pre { preformatted.append(element) }
                     for child in node.children.reversed() { stack.append((child, element)) }
                 }
@@ -384,15 +380,18 @@ struct SanitizerPass {
         }
     }
 
-    /// The attributes of a kept element that the profile keeps, checked and rewritten; `roles` is its
-    /// ``MailProfile/ElementPolicy/attributes``.
-    func filterAttributes(of node: HTMLNode, roles: NameTable<MailProfile.AttributeRole>) -> [HTMLAttribute] {
+    /// Gives `element`, the copy of `node` just appended to `output`, the attributes of `node` that the profile keeps,
+    /// checked and rewritten; `roles` is its ``MailProfile/ElementPolicy/attributes``.
+    func filterAttributes(
+        of node: HTMLNode,
+        roles: NameTable<MailProfile.AttributeRole>,
+        into output: inout HTMLTree,
+        element: HTMLTree.NodeID
+    ) {
         let name = node.name
         let hidden = name == "img" && looksHidden(node)
         let attributes = node.attributes
-        var result: [HTMLAttribute] = []
-        // At most one per attribute (`srcset` can give two), and `target` and `rel` on a link: one allocation.
-        result.reserveCapacity(attributes.count + 2)
+        func keep(_ attribute: HTMLAttribute) { output.appendAttribute(attribute, to: element) }
         var linkTarget: String?
         // The tokenizer already drops repeated attributes; this guards a tree built otherwise, without hashing
         // the few names an element has.
@@ -403,15 +402,15 @@ struct SanitizerPass {
             let key = attribute.name
             if checkRepeats { guard seen.insert(key) else { continue } }
             guard let role = roles[key] else {
-                if MailProfile.isCustomAttribute(key) { result.append(attribute) }
+                if MailProfile.isCustomAttribute(key) { keep(attribute) }
                 continue
             }
             switch role {
             case .identifier:
-                result.append(HTMLAttribute(name: key, value: Clobbering.safeID(attribute.value)))
+                keep(HTMLAttribute(name: key, value: Clobbering.safeID(attribute.value)))
             case .style:
                 if let style = filterStyle(attribute.value, element: name, hidden: hidden) {
-                    result.append(HTMLAttribute(name: key, value: style))
+                    keep(HTMLAttribute(name: key, value: style))
                 }
             case .href:
                 let cleaned = URLPolicy.clean(attribute.value)
@@ -421,17 +420,17 @@ struct SanitizerPass {
                 if classification == .fragment { value = "#" + Clobbering.safeID(String(cleaned.dropFirst())) }
                 if case .remote = classification { value = URLPolicy.absolute(cleaned) }
                 if classification != .fragment { linkTarget = value }
-                result.append(HTMLAttribute(name: key, value: value))
+                keep(HTMLAttribute(name: key, value: value))
             case .usemap:
                 let cleaned = URLPolicy.clean(attribute.value)
                 guard cleaned.hasPrefix("#"), cleaned.count > 1 else { continue }
-                result.append(HTMLAttribute(name: key, value: "#" + Clobbering.safeID(String(cleaned.dropFirst()))))
+                keep(HTMLAttribute(name: key, value: "#" + Clobbering.safeID(String(cleaned.dropFirst()))))
             case .resource:
                 let kind = resourceKind(for: node, attribute: key)
                 switch gate.decide(attribute.value, kind: kind, element: name, attribute: key, looksHidden: hidden) {
-                case .keep(let value): result.append(HTMLAttribute(name: key, value: value))
+                case .keep(let value): keep(HTMLAttribute(name: key, value: value))
                 case .blocked(let index):
-                    result.append(HTMLAttribute(name: Self.blockedAttributeName(key), value: String(index)))
+                    keep(HTMLAttribute(name: Self.blockedAttributeName(key), value: String(index)))
                 case .drop: continue
                 }
             case .srcset:
@@ -447,22 +446,21 @@ struct SanitizerPass {
                     }
                 }
                 if !kept.isEmpty {
-                    result.append(HTMLAttribute(name: key, value: kept.joined(separator: ", ")))
+                    keep(HTMLAttribute(name: key, value: kept.joined(separator: ", ")))
                 }
                 if !blocked.isEmpty {
-                    result.append(
+                    keep(
                         HTMLAttribute(name: "data-coffer-blocked-srcset", value: blocked.joined(separator: " "))
                     )
                 }
             case .plain:
-                result.append(HTMLAttribute(name: key, value: attribute.value))
+                keep(HTMLAttribute(name: key, value: attribute.value))
             }
         }
         if linkTarget != nil && (name == "a" || name == "area") {
-            result.append(HTMLAttribute(name: "target", value: "_blank"))
-            result.append(HTMLAttribute(name: "rel", value: "noopener noreferrer"))
+            keep(HTMLAttribute(name: "target", value: "_blank"))
+            keep(HTMLAttribute(name: "rel", value: "noopener noreferrer"))
         }
-        return result
     }
 }
 

@@ -208,7 +208,7 @@ enum ParseStability {
 
     /// Names a tokenizer reads back as written, each once, and values the input stream does not change.
     /// `names` is scratch storage, reused from element to element.
-    private static func attributesAreStable(_ attributes: [HTMLAttribute], names: inout SeenNames) -> Bool {
+    private static func attributesAreStable(_ attributes: ArraySlice<HTMLAttribute>, names: inout SeenNames) -> Bool {
         guard attributes.count > 1 else { return attributes.first.map(isStable) ?? true }
         names.removeAll()
         // Read in place (a loop over copies retains each attribute's strings).

@@ -34,13 +34,17 @@ package struct HTMLTree: Sendable {
         var lastChild: NodeID = HTMLTree.none
         var previous: NodeID = HTMLTree.none
         var next: NodeID = HTMLTree.none
+        /// Where an element's attributes start in `attributeStore`, and how many there are.
+        var attributeStart: Int32 = 0
+        var attributeCount: Int32 = 0
     }
 
     private var links: [Links]
     /// An element's local name; empty for the other kinds.
     private var names: [String]
-    /// An element's attributes in order.
-    private var attributeLists: [[HTMLAttribute]]
+    /// Every element's attributes, in order, one element's after another's: an element's are a range here, not an
+    /// array of its own (one allocation per element fewer).
+    private var attributeStore: [HTMLAttribute] = []
     /// A text's data; empty for the other kinds.
     private var texts: [String]
 
@@ -48,7 +52,6 @@ package struct HTMLTree: Sendable {
     package init() {
         links = [Links(kind: .fragment, tag: .other, parent: Self.none)]
         names = [""]
-        attributeLists = [[]]
         texts = [""]
     }
 
@@ -62,7 +65,10 @@ package struct HTMLTree: Sendable {
     package func name(_ node: NodeID) -> String { names[Int(node)] }
 
     /// The attributes of an element.
-    package func attributes(_ node: NodeID) -> [HTMLAttribute] { attributeLists[Int(node)] }
+    package func attributes(_ node: NodeID) -> ArraySlice<HTMLAttribute> {
+        let record = links[Int(node)]
+        return attributeStore[Int(record.attributeStart)..<Int(record.attributeStart + record.attributeCount)]
+    }
 
     /// The data of a text.
     package func text(_ node: NodeID) -> String { texts[Int(node)] }
@@ -82,21 +88,37 @@ package struct HTMLTree: Sendable {
     /// The previous sibling of `node`, or ``none``.
     package func previousSibling(_ node: NodeID) -> NodeID { links[Int(node)].previous }
 
-    /// Appends an element named `name` (interned as `tag`) with `attributes` as the last child of `parent`.
+    /// Appends an element named `name` (interned as `tag`) with `attributes` as the last child of `parent`; more
+    /// attributes can follow through ``appendAttribute(_:to:)`` until the next node is appended.
     @discardableResult
     package mutating func appendElement(
         _ name: String,
         tag: HTMLTagID,
-        attributes: [HTMLAttribute],
+        attributes: [HTMLAttribute] = [],
         to parent: NodeID
     ) -> NodeID {
-        append(Links(kind: .element, tag: tag, parent: parent), name: name, attributes: attributes, text: "")
+        let record = Links(
+            kind: .element,
+            tag: tag,
+            parent: parent,
+            attributeStart: Int32(attributeStore.count),
+            attributeCount: Int32(attributes.count)
+        )
+        attributeStore.append(contentsOf: attributes)
+        return append(record, name: name, text: "")
+    }
+
+    /// Appends `attribute` to `element`, which must be the node appended last.
+    package mutating func appendAttribute(_ attribute: HTMLAttribute, to element: NodeID) {
+        precondition(Int(element) == links.count - 1 && links[Int(element)].kind == .element, "not the last element")
+        attributeStore.append(attribute)
+        links[Int(element)].attributeCount += 1
     }
 
     /// Appends a text as the last child of `parent` (a text after a text stays a second node: see ``appendData``).
     @discardableResult
     package mutating func appendText(_ text: String, to parent: NodeID) -> NodeID {
-        append(Links(kind: .text, tag: .other, parent: parent), name: "", attributes: [], text: text)
+        append(Links(kind: .text, tag: .other, parent: parent), name: "", text: text)
     }
 
     /// Appends `data` to the text `node`.
@@ -124,14 +146,13 @@ package struct HTMLTree: Sendable {
         links[Int(node)].next = Self.none
     }
 
-    private mutating func append(_ record: Links, name: String, attributes: [HTMLAttribute], text: String) -> NodeID {
+    private mutating func append(_ record: Links, name: String, text: String) -> NodeID {
         let node = NodeID(links.count)
         var record = record
         let previous = links[Int(record.parent)].lastChild
         record.previous = previous
         links.append(record)
         names.append(name)
-        attributeLists.append(attributes)
         texts.append(text)
         if previous != Self.none {
             links[Int(previous)].next = node

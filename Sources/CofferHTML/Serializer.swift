@@ -135,7 +135,11 @@ public enum HTMLSerializer {
 
     // The pieces both tree walks write.
 
-    private static func appendStartTag(_ name: String, attributes: [HTMLAttribute], to out: inout [UInt8]) {
+    private static func appendStartTag(
+        _ name: String,
+        attributes: some Collection<HTMLAttribute>,
+        to out: inout [UInt8]
+    ) {
         out.append(0x3C)
         appendUTF8(name, to: &out)
         for attribute in attributes {

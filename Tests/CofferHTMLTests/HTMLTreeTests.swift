@@ -50,6 +50,27 @@ import Testing
         #expect(compared > 1_500)
     }
 
+    /// An element's attributes are a range of one shared array: those appended after the element belong to it, and
+    /// the next element's start after them.
+    @Test func attributesAppendedLaterStayWithTheirElement() {
+        var tree = HTMLTree()
+        let first = tree.appendElement("a", tag: .a, attributes: [HTMLAttribute(name: "href", value: "#x")], to: 0)
+        tree.appendAttribute(HTMLAttribute(name: "title", value: "t"), to: first)
+        let text = tree.appendText("x", to: first)
+        let second = tree.appendElement("b", tag: .b, to: 0)
+        tree.appendAttribute(HTMLAttribute(name: "class", value: "c"), to: second)
+        let third = tree.appendElement("i", tag: .i, to: 0)
+        #expect(
+            Array(tree.attributes(first)) == [
+                HTMLAttribute(name: "href", value: "#x"), HTMLAttribute(name: "title", value: "t"),
+            ]
+        )
+        #expect(tree.attributes(text).isEmpty)
+        #expect(Array(tree.attributes(second)) == [HTMLAttribute(name: "class", value: "c")])
+        #expect(tree.attributes(third).isEmpty)
+        #expect(HTMLSerializer.serialize(tree) == "<a href=\"#x\" title=\"t\">x</a><b class=\"c\"></b><i></i>")
+    }
+
     @Test func appendingAndRemovingKeepTheLinks() {
         var tree = HTMLTree()
         let div = tree.appendElement("div", tag: .div, attributes: [HTMLAttribute(name: "title", value: "a\"<")], to: 0)
