@@ -297,6 +297,7 @@ struct SanitizerPass {
         of output: inout HTMLTree
     ) -> [HTMLTree.NodeID] {
         var preformatted: [HTMLTree.NodeID] = []
+        var names = SeenNames()
         var stack: [(HTMLNode, HTMLTree.NodeID)] = root.children.reversed().map { ($0, container) }
         while let (node, parent) = stack.popLast() {
             switch node.kind {
@@ -320,7 +321,7 @@ struct SanitizerPass {
                     for child in node.children.reversed() { stack.append((child, parent)) }
                 case .keep:
                     let element = output.appendElement(node.name, tag: node.id, to: parent)
-                    filterAttributes(of: node, roles: policy.attributes, into: &output, element: element)
+                    filterAttributes(of: node, roles: policy.attributes, into: &output, element: element, names: &names)
                     if node.id == .pre { preformatted.append(element) }
                     for child in node.children.reversed() { stack.append((child, element)) }
                 }
@@ -381,12 +382,14 @@ struct SanitizerPass {
     }
 
     /// Gives `element`, the copy of `node` just appended to `output`, the attributes of `node` that the profile keeps,
-    /// checked and rewritten; `roles` is its ``MailProfile/ElementPolicy/attributes``.
+    /// checked and rewritten; `roles` is its ``MailProfile/ElementPolicy/attributes``. `names` is scratch storage,
+    /// reused from element to element.
     func filterAttributes(
         of node: HTMLNode,
         roles: NameTable<MailProfile.AttributeRole>,
         into output: inout HTMLTree,
-        element: HTMLTree.NodeID
+        element: HTMLTree.NodeID,
+        names seen: inout SeenNames
     ) {
         let name = node.name
         let hidden = name == "img" && looksHidden(node)
@@ -396,7 +399,7 @@ struct SanitizerPass {
         // The tokenizer already drops repeated attributes; this guards a tree built otherwise, without hashing
         // the few names an element has.
         let checkRepeats = attributes.count > 1
-        var seen = SeenNames(expecting: checkRepeats ? attributes.count : 0)
+        if checkRepeats { seen.removeAll() }
         for attribute in attributes {
             guard attribute.namespace == nil, attribute.prefix == nil else { continue }
             let key = attribute.name

@@ -206,23 +206,25 @@ enum ParseStability {
         return true
     }
 
-    /// Names a tokenizer reads back as written, each once, and values the input stream does not change.
-    /// `names` is scratch storage, reused from element to element.
+    /// Names a tokenizer reads back as written, each once, and values the input stream does not change (no CR, no
+    /// NUL). `names` is scratch storage, reused from element to element.
     private static func attributesAreStable(_ attributes: ArraySlice<HTMLAttribute>, names: inout SeenNames) -> Bool {
-        guard attributes.count > 1 else { return attributes.first.map(isStable) ?? true }
         names.removeAll()
-        // Read in place (a loop over copies retains each attribute's strings).
+        // Read in place: a closure or a loop over copies would retain and release each attribute's strings.
         return attributes.withUnsafeBufferPointer { list in
-            list.allSatisfy { isStable($0) && names.insert($0.name) }
+            for index in list.indices {
+                guard list[index].namespace == nil, list[index].prefix == nil, isPlainName(list[index].name),
+                    !ByteScan.contains(list[index].value, anyOf: 0x0D, 0, 0),
+                    list.count == 1 || names.insert(list[index].name)
+                else { return false }
+            }
+            return true
         }
     }
 
-    /// A name the tokenizer reads back unchanged (a nonempty one of ``MailProfile/isPlainNameByte(_:)``) and a value
-    /// the input stream does not change (no CR, no NUL).
-    private static func isStable(_ attribute: HTMLAttribute) -> Bool {
-        guard attribute.namespace == nil, attribute.prefix == nil else { return false }
-        var name = attribute.name
-        let plain = name.withUTF8 { !$0.isEmpty && $0.allSatisfy(MailProfile.isPlainNameByte) }
-        return plain && !ByteScan.contains(attribute.value, anyOf: 0x0D, 0, 0)
+    /// A nonempty name of ``MailProfile/isPlainNameByte(_:)``: one the tokenizer reads back unchanged.
+    private static func isPlainName(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { !$0.isEmpty && $0.allSatisfy(MailProfile.isPlainNameByte) }
     }
 }

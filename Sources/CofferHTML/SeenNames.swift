@@ -12,10 +12,8 @@ package struct SeenNames {
     private var count = 0
     private var many: Set<String> = []
 
-    /// Room for the first `count` names (at most ``setAt``) in one allocation.
-    package init(expecting count: Int = 0) {
-        few.reserveCapacity(min(count, Self.setAt))
-    }
+    /// No names yet.
+    package init() {}
 
     /// Adds `name`; false when it was seen already.
     package mutating func insert(_ name: String) -> Bool {
