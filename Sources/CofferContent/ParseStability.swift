@@ -185,12 +185,10 @@ enum ParseStability {
 
     private static func isStableText(_ text: String, inTable: Bool) -> Bool {
         if text.isEmpty { return false }
-        for byte in text.utf8 {
-            // The input stream turns CR into LF; the tree builder drops or replaces NUL.
-            if byte == 0x0D || byte == 0x00 { return false }
-            if inTable && !(byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0C) { return false }
-        }
-        return true
+        // In a table, only whitespace stays where it is (other text is foster-parented).
+        if inTable { return text.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0C } }
+        // The input stream turns CR into LF; the tree builder drops or replaces NUL.
+        return !ByteScan.contains(text, anyOf: 0x0D, 0, 0)
     }
 
     /// A `<style>` holds one text that cannot end the raw text early.

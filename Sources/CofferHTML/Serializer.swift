@@ -69,7 +69,7 @@ public enum HTMLSerializer {
             case .enter(let node, let rawText):
                 switch node.kind {
                 case .element:
-                    appendStartTag(node.name, attributes: node.attributes, to: &out)
+                    appendStartTag(node.name, attributes: node.attributes[...], to: &out)
                     if node.namespace == .html && voidElements.contains(node.id) { continue }
                     stack.append(.close(node))
                     let source =
@@ -137,17 +137,20 @@ public enum HTMLSerializer {
 
     private static func appendStartTag(
         _ name: String,
-        attributes: some Collection<HTMLAttribute>,
+        attributes: ArraySlice<HTMLAttribute>,
         to out: inout [UInt8]
     ) {
         out.append(0x3C)
         appendUTF8(name, to: &out)
-        for attribute in attributes {
-            out.append(0x20)
-            appendAttributeName(attribute, to: &out)
-            out.append(contentsOf: [0x3D, 0x22])
-            escape(attribute.value, attributeMode: true, into: &out)
-            out.append(0x22)
+        // Read in place: a loop over copies would retain and release each attribute's strings.
+        attributes.withUnsafeBufferPointer { list in
+            for index in list.indices {
+                out.append(0x20)
+                appendAttributeName(list[index], to: &out)
+                out.append(contentsOf: [0x3D, 0x22])
+                escape(list[index].value, attributeMode: true, into: &out)
+                out.append(0x22)
+            }
         }
         out.append(0x3E)
     }
