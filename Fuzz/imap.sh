@@ -14,10 +14,11 @@ rm -rf "$out/imap-corpus"
 mkdir -p "$out/imap-corpus"
 sources=(Sources/CofferIMAP/{IMAPError,IMAPResponse,IMAPResponseParser,ResponseGrammar,IMAPCommand,UIDSet}.swift)
 stamp="$out/imap-sources.sha"
-sum="$(cat "${sources[@]}" Fuzz/IMAPFuzzer.swift Fuzz/imap.sh | sha256sum | cut -d' ' -f1)"
+source Fuzz/swiftc-flags.sh
+sum="$(cat "${sources[@]}" Fuzz/IMAPFuzzer.swift Fuzz/imap.sh Fuzz/swiftc-flags.sh | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$out/IMAPFuzzer" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
   echo "fuzz-imap: building $out/IMAPFuzzer"
-  swiftc -O -wmo -parse-as-library -sanitize=fuzzer -swift-version 6 -module-cache-path "$out/module-cache" \
+  swiftc "${swift_flags[@]}" -sanitize=fuzzer \
     -module-name IMAPFuzzer "${sources[@]}" Fuzz/IMAPFuzzer.swift -o "$out/IMAPFuzzer"
   echo "$sum" >"$stamp"
 fi

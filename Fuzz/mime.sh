@@ -21,13 +21,13 @@ mkdir -p "$out/mime-corpus" "$out/mime-seeds"
 lock=("$nio/NIOLock.swift" "$nio/NIOLockedValueBox.swift" "$nio/lock.swift")
 sources=(Sources/CofferMIME/*.swift)
 stamp="$out/mime-sources.sha"
-sum="$(cat "${lock[@]}" "${sources[@]}" Fuzz/MIMEFuzzer.swift Fuzz/mime.sh | sha256sum | cut -d' ' -f1)"
+source Fuzz/swiftc-flags.sh
+sum="$(cat "${lock[@]}" "${sources[@]}" Fuzz/MIMEFuzzer.swift Fuzz/mime.sh Fuzz/swiftc-flags.sh | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$out/MIMEFuzzer" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
   echo "fuzz-mime: building $out/MIMEFuzzer"
-  flags=(-O -wmo -parse-as-library -swift-version 6 -module-cache-path "$out/module-cache")
-  swiftc "${flags[@]}" -c -module-name NIOConcurrencyHelpers -emit-module \
+  swiftc "${swift_flags[@]}" -c -module-name NIOConcurrencyHelpers -emit-module \
     -emit-module-path "$out/NIOConcurrencyHelpers.swiftmodule" "${lock[@]}" -o "$out/NIOConcurrencyHelpers.o"
-  swiftc "${flags[@]}" -sanitize=fuzzer -package-name coffer -I "$out" -module-name MIMEFuzzer "${sources[@]}" \
+  swiftc "${swift_flags[@]}" -sanitize=fuzzer -I "$out" -module-name MIMEFuzzer "${sources[@]}" \
     Fuzz/MIMEFuzzer.swift "$out/NIOConcurrencyHelpers.o" -o "$out/MIMEFuzzer"
   echo "$sum" >"$stamp"
 fi

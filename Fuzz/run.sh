@@ -15,12 +15,13 @@ rm -rf "$out/corpus"
 mkdir -p "$out/corpus" "$out/seeds"
 sanitizers="fuzzer"
 [ "${FUZZ_ASAN:-0}" = "1" ] && sanitizers="fuzzer,address"
-flags=(-O -wmo -parse-as-library -sanitize="$sanitizers" -swift-version 6 -package-name coffer -module-cache-path "$out/module-cache")
+source Fuzz/swiftc-flags.sh
+flags=("${swift_flags[@]}" -sanitize="$sanitizers")
 
 # Rebuild only when a source changed.
 stamp="$out/sources.sha"
 sources=(Sources/CofferHTML/*.swift Sources/CofferContent/*.swift Fuzz/SanitizerFuzzer.swift)
-sum="$(cat "${sources[@]}" Fuzz/run.sh | sha256sum | cut -d' ' -f1)-$sanitizers"
+sum="$(cat "${sources[@]}" Fuzz/run.sh Fuzz/swiftc-flags.sh | sha256sum | cut -d' ' -f1)-$sanitizers"
 if [ ! -x "$out/SanitizerFuzzer" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
   echo "fuzz: building $out/SanitizerFuzzer"
   swiftc "${flags[@]}" -c -module-name CofferHTML -emit-module -emit-module-path "$out/CofferHTML.swiftmodule" \
