@@ -59,17 +59,30 @@ func preprocessInput<C: Collection<UInt8>>(_ input: C) -> [UInt8] {
     return preprocessBytes(Array(input))
 }
 
+/// The index of the first byte at or after `start` that is not ASCII or is a CR (`input.count` when there is none),
+/// eight bytes at a time: a word has such a byte when a high bit is set or when `word ^ 0x0D…` has a zero byte.
+private func plainASCIIEnd(_ input: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+    let ones: UInt64 = 0x0101_0101_0101_0101
+    let highs: UInt64 = 0x8080_8080_8080_8080
+    var index = start
+    if let base = input.baseAddress {
+        while index + 8 <= input.count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            let carriageReturns = word ^ (ones &* 0x0D)
+            if (word & highs) | ((carriageReturns &- ones) & ~carriageReturns & highs) != 0 { break }
+            index += 8
+        }
+    }
+    while index < input.count && input[index] < 0x80 && input[index] != 0x0D { index += 1 }
+    return index
+}
+
 /// The non-generic worker of ``preprocessInput(_:)``.
 func preprocessBytes(_ bytes: [UInt8]) -> [UInt8] {
     bytes.withUnsafeBufferPointer { input -> [UInt8] in
         let end = input.count
         // Fast path: ASCII without CR needs no copy-with-changes.
-        var scan = 0
-        while scan < end {
-            let byte = input[scan]
-            if byte >= 0x80 || byte == 0x0D { break }
-            scan += 1
-        }
+        let scan = plainASCIIEnd(input, from: 0)
         if scan == end { return bytes }
         var out: [UInt8] = []
         out.reserveCapacity(end + 16)
@@ -84,8 +97,10 @@ func preprocessBytes(_ bytes: [UInt8]) -> [UInt8] {
                     if index < end && input[index] == 0x0A { index += 1 }
                     continue
                 }
-                out.append(byte)
-                index += 1
+                // The run of ASCII up to the next CR or non-ASCII byte, in one copy.
+                let runEnd = plainASCIIEnd(input, from: index)
+                out.append(contentsOf: input[index..<runEnd])
+                index = runEnd
                 continue
             }
             var needed = 0
