@@ -2,7 +2,8 @@
 ///
 /// Names are compared one by one while there are few, which is cheaper than hashing them, and through a set once
 /// there are ``setAt``: a tag with thousands of attributes is checked in linear time, not by comparing each name with
-/// every earlier one. The tokenizer, the tree builder, the sanitizer and its stability proof all check repeats here.
+/// every earlier one. The tokenizer, the sanitizer and its stability proof check repeats here; the tree builder
+/// compares two elements' attributes through a set from the same count (``setAt``).
 package struct SeenNames {
     /// How many names are compared one by one before a set takes over.
     package static let setAt = 16
